@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// Entry point. autolab is TypeScript run by Node's type stripping, which needs Node >= 22.18
+// (Node 24 LTS is the target). Under an older Node (e.g. Debian's Node 20) this shim re-runs
+// itself with the Node 24 that `npm install` put in node_modules (the pinned `node` package).
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const [major, minor] = process.versions.node.split(".").map(Number);
+const supported = major > 22 || (major === 22 && minor >= 18);
+
+if (!supported) {
+  const local = join(root, "node_modules", "node", "bin", "node");
+  if (!existsSync(local)) {
+    console.error(
+      `autolab needs Node.js 24 (this is ${process.version}).\n` +
+        `Run \`npm install\` in ${root} (it installs Node 24 locally), or install Node.js 24 LTS.`,
+    );
+    process.exit(1);
+  }
+  const res = spawnSync(local, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: "inherit",
+  });
+  process.exit(res.status ?? 1);
+}
+
+await import(pathToFileURL(join(root, "src", "cli", "main.ts")).href);

@@ -1,0 +1,159 @@
+/**
+ * The shared vocabulary of autolab (see docs/architecture.md). Everything here is plain data
+ * or an interface; core imports nothing from adapters (runner, workspace, ledger, agents).
+ */
+
+export type Direction = "minimize" | "maximize";
+
+/** A numeric knob of the built-in optimizer: a `NAME = value` constant line in an editable file. */
+export interface Knob {
+  low: number;
+  high: number;
+  log: boolean;
+  int: boolean;
+}
+
+/** A validated program.md. Durations are in milliseconds. */
+export interface Program {
+  /** Absolute path of the program.md this came from. */
+  path: string;
+  name: string;
+  objective: { metric: string; direction: Direction };
+  run: {
+    /** Runs once per workspace (worktree), before its first trial. */
+    setup?: string;
+    /** The experiment: editable code runs here, once per trial. */
+    command: string;
+    /** The protected scoring step, run after `command`; its stdout carries the metrics. */
+    evaluate?: string;
+    /** Wall-clock budget of `command`; the harness kills the process tree at budget + grace. */
+    budgetMs: number;
+    graceMs: number;
+    /** Time limit of `setup` and of `evaluate`. */
+    setupTimeoutMs: number;
+    evaluateTimeoutMs: number;
+  };
+  files: { editable: string[]; protected: string[] };
+  metrics: {
+    /** Recorded for every trial, never shown to an agent. */
+    holdout: string[];
+    /** Intermediate values streamed while a trial runs (learning curves). */
+    progress?: string;
+  };
+  /** Expressions over metrics and costs, e.g. "peak_rss_mb <= 4096". */
+  constraints: string[];
+  agent: string;
+  search: Record<string, Knob>;
+  /** The markdown body: research directions for agents. */
+  directions: string;
+}
+
+/** How a trial ended. Outcomes are data, never exceptions. */
+export type TrialStatus =
+  | "ok"
+  | "crash" // non-zero exit of command or evaluate, or a command that does not exist
+  | "timeout" // killed at budget + grace
+  | "missing_metric" // the objective metric never appeared
+  | "nonfinite_metric" // the objective metric was NaN or infinite
+  | "tampered" // a protected file changed while the trial ran
+  | "interrupted"; // the harness died or was stopped while the trial ran
+
+export interface TrialSpec {
+  /** Directory the commands run in (the experiment's worktree). */
+  cwd: string;
+  command: string;
+  evaluate?: string;
+  budgetMs: number;
+  graceMs: number;
+  evaluateTimeoutMs: number;
+  seed: number;
+  /** Directory for this trial's log files. */
+  logDir: string;
+  /** Extra environment; AUTOLAB_SEED and AUTOLAB_BUDGET_S are always set by the runner. */
+  env?: Record<string, string>;
+  objective: string;
+  /** Called between `command` and `evaluate`; returns a reason if protected files were tampered with. */
+  beforeEvaluate?: () => Promise<string | undefined>;
+  /** Called for every metric line as it appears on the command's stdout. */
+  onMetric?: (name: string, value: number) => void;
+  signal?: AbortSignal;
+}
+
+export interface TrialResult {
+  status: TrialStatus;
+  /** Human-readable reason for any status but ok. */
+  reason?: string;
+  exitCode: number | null;
+  signal: string | null;
+  wallS: number;
+  cpuS: number;
+  peakRssMb: number;
+  /** Metrics from the command and the evaluate step (evaluate wins on a clash). */
+  metrics: Record<string, number>;
+  /** True when the objective metric came from the editable command, not a protected evaluate step. */
+  selfReported: boolean;
+  seed: number;
+  command: string;
+  stdoutPath: string;
+  stderrPath: string;
+  /** Last lines of stdout+stderr, for the notebook and the agent. */
+  logTail: string;
+}
+
+/** Where trials run. */
+export interface Executor {
+  /** Runs `setup` once in a workspace. Returns a failed result rather than throwing. */
+  setup(cwd: string, command: string, timeoutMs: number, logDir: string): Promise<TrialResult>;
+  runTrial(spec: TrialSpec): Promise<TrialResult>;
+}
+
+export type DecisionAction = "keep" | "discard" | "crash" | "reject";
+
+export interface Decision {
+  action: DecisionAction;
+  /** Always present: why this decision was taken. */
+  reason: string;
+  /** The metric the decision used (for keep: the value the best now carries). */
+  metric?: number;
+  /** Whether the candidate's stated mechanism held up; null when unknown. */
+  mechanismConfirmed?: boolean | null;
+}
+
+/** What a researcher proposes: the edit itself lives in the worktree. */
+export interface Proposal {
+  hypothesis: string;
+  /** Why it should work. */
+  mechanism?: string;
+  expected?: string;
+  /** Knob values of the candidate (built-in optimizer). */
+  params?: Record<string, number>;
+  usage?: { inputTokens?: number; outputTokens?: number; costUsd?: number; wallS?: number };
+}
+
+/** A past experiment as a researcher may see it (never holdout metrics). */
+export interface ExperimentView {
+  n: number;
+  hypothesis: string;
+  mechanism?: string;
+  params?: Record<string, number>;
+  action?: DecisionAction;
+  reason?: string;
+  /** Objective value, when it was measured. */
+  metric?: number;
+}
+
+export interface ProposalContext {
+  /** The worktree to edit; it is at the current best when propose is called. */
+  worktree: string;
+  program: Program;
+  best: { n: number; metric: number; params?: Record<string, number> };
+  history: ExperimentView[];
+  /** The notebook rendered as text for agents (autolab context). */
+  contextText: string;
+  signal?: AbortSignal;
+}
+
+export interface Agent {
+  readonly name: string;
+  propose(ctx: ProposalContext): Promise<Proposal>;
+}
