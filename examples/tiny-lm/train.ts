@@ -1,0 +1,446 @@
+// biome-ignore-all lint/style/noNonNullAssertion: typed-array reads in the numeric loops are in bounds
+
+// tiny-lm: a character-level language model in plain TypeScript. THE ONLY EDITABLE FILE.
+//
+// A Bengio-style MLP: the embeddings of the last CONTEXT characters, concatenated, feed one
+// tanh hidden layer, then a softmax over the vocabulary. Hand-written backprop, Adam.
+// Training stops itself at TIME_FRACTION of the budget (AUTOLAB_BUDGET_S seconds, default
+// 10) and writes out/model.json; evaluate.ts then scores it with loadModel() below.
+//
+// Run from this directory: `node prepare.ts` once, then `node train.ts`, `node evaluate.ts`.
+
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { CharModel } from "./prepare.ts";
+import { loadSplit, loadVocab } from "./prepare.ts";
+
+// ---------------------------------------------------------------------------------------
+// Hyperparameters: one per line, `const NAME = value;` (tools rewrite these lines).
+// LEARNING_RATE: Adam step size. BATCH_SIZE: examples per step. CONTEXT: characters the
+// model sees. EMBED_DIM: embedding size per character. HIDDEN: hidden units.
+// WARMDOWN_RATIO: final fraction of the training time over which the learning rate decays
+// linearly to zero (0 = constant learning rate).
+const LEARNING_RATE = 0.0003;
+const BATCH_SIZE = 32;
+const CONTEXT = 3;
+const EMBED_DIM = 8;
+const HIDDEN = 32;
+const WARMDOWN_RATIO = 0.0;
+// ---------------------------------------------------------------------------------------
+
+const BETA1 = 0.9;
+const BETA2 = 0.999;
+const ADAM_EPS = 1e-8;
+/** Stop training at this fraction of the budget, leaving time to save and exit. */
+const TIME_FRACTION = 0.85;
+/** About this many progress lines per run. */
+const PROGRESS_LINES = 20;
+const OUT_DIR = "out";
+const FORMAT = "tiny-lm-mlp/1";
+
+// ---- seeded randomness -----------------------------------------------------------------
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussian(rand: () => number): number {
+  const u = 1 - rand();
+  const v = rand();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+// ---- linear-algebra kernels (row-major Float32Array; 4-way blocked for speed) ---------------
+
+/** y[r, o] = b[o] + sum_i x[r, i] * w[o, i]   (x: rows x n, w: m x n, y: rows x m) */
+function linear(
+  y: Float32Array,
+  x: Float32Array,
+  w: Float32Array,
+  b: Float32Array,
+  rows: number,
+  n: number,
+  m: number,
+): void {
+  let r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const x0 = r * n;
+    const x1 = x0 + n;
+    const x2 = x1 + n;
+    const x3 = x2 + n;
+    for (let o = 0; o < m; o++) {
+      const wo = o * n;
+      let a0 = b[o]!;
+      let a1 = a0;
+      let a2 = a0;
+      let a3 = a0;
+      for (let i = 0; i < n; i++) {
+        const wv = w[wo + i]!;
+        a0 += x[x0 + i]! * wv;
+        a1 += x[x1 + i]! * wv;
+        a2 += x[x2 + i]! * wv;
+        a3 += x[x3 + i]! * wv;
+      }
+      y[r * m + o] = a0;
+      y[(r + 1) * m + o] = a1;
+      y[(r + 2) * m + o] = a2;
+      y[(r + 3) * m + o] = a3;
+    }
+  }
+  for (; r < rows; r++) {
+    const xo = r * n;
+    for (let o = 0; o < m; o++) {
+      const wo = o * n;
+      let a = b[o]!;
+      for (let i = 0; i < n; i++) a += x[xo + i]! * w[wo + i]!;
+      y[r * m + o] = a;
+    }
+  }
+}
+
+/** dx[r, i] = sum_o dy[r, o] * w[o, i]   (the gradient of linear() with respect to x) */
+function linearGradInput(
+  dx: Float32Array,
+  dy: Float32Array,
+  w: Float32Array,
+  rows: number,
+  n: number,
+  m: number,
+): void {
+  dx.fill(0, 0, rows * n);
+  for (let r = 0; r < rows; r++) {
+    const xo = r * n;
+    const yo = r * m;
+    let o = 0;
+    for (; o + 4 <= m; o += 4) {
+      const d0 = dy[yo + o]!;
+      const d1 = dy[yo + o + 1]!;
+      const d2 = dy[yo + o + 2]!;
+      const d3 = dy[yo + o + 3]!;
+      const w0 = o * n;
+      const w1 = w0 + n;
+      const w2 = w1 + n;
+      const w3 = w2 + n;
+      for (let i = 0; i < n; i++) {
+        dx[xo + i] = dx[xo + i]! + d0 * w[w0 + i]! + d1 * w[w1 + i]! + d2 * w[w2 + i]! + d3 * w[w3 + i]!;
+      }
+    }
+    for (; o < m; o++) {
+      const d = dy[yo + o]!;
+      const wo = o * n;
+      for (let i = 0; i < n; i++) dx[xo + i] = dx[xo + i]! + d * w[wo + i]!;
+    }
+  }
+}
+
+/** dw[o, i] = sum_r dy[r, o] * x[r, i];  db[o] = sum_r dy[r, o]   (overwrites dw and db) */
+function linearGradParams(
+  dw: Float32Array,
+  db: Float32Array,
+  dy: Float32Array,
+  x: Float32Array,
+  rows: number,
+  n: number,
+  m: number,
+): void {
+  dw.fill(0);
+  for (let o = 0; o < m; o++) {
+    const wo = o * n;
+    let bsum = 0;
+    let r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const d0 = dy[r * m + o]!;
+      const d1 = dy[(r + 1) * m + o]!;
+      const d2 = dy[(r + 2) * m + o]!;
+      const d3 = dy[(r + 3) * m + o]!;
+      bsum += d0 + d1 + d2 + d3;
+      const x0 = r * n;
+      const x1 = x0 + n;
+      const x2 = x1 + n;
+      const x3 = x2 + n;
+      for (let i = 0; i < n; i++) {
+        dw[wo + i] = dw[wo + i]! + d0 * x[x0 + i]! + d1 * x[x1 + i]! + d2 * x[x2 + i]! + d3 * x[x3 + i]!;
+      }
+    }
+    for (; r < rows; r++) {
+      const d = dy[r * m + o]!;
+      bsum += d;
+      const xo = r * n;
+      for (let i = 0; i < n; i++) dw[wo + i] = dw[wo + i]! + d * x[xo + i]!;
+    }
+    db[o] = bsum;
+  }
+}
+
+/** In place: each row of logits (rows x v) becomes log-probabilities. */
+function logSoftmax(z: Float32Array, rows: number, v: number): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * v;
+    let max = -Infinity;
+    for (let k = 0; k < v; k++) if (z[o + k]! > max) max = z[o + k]!;
+    let sum = 0;
+    for (let k = 0; k < v; k++) sum += Math.exp(z[o + k]! - max);
+    const lse = max + Math.log(sum);
+    for (let k = 0; k < v; k++) z[o + k] = z[o + k]! - lse;
+  }
+}
+
+// ---- the model ---------------------------------------------------------------------------
+
+interface Config {
+  vocabSize: number;
+  context: number;
+  embedDim: number;
+  hidden: number;
+}
+
+/** Weights are stored [out x in], like torch.nn.Linear. */
+interface Params {
+  /** embeddings [vocab x embedDim] */
+  emb: Float32Array;
+  /** input to hidden [hidden x context*embedDim] */
+  w1: Float32Array;
+  b1: Float32Array;
+  /** hidden to output [vocab x hidden] */
+  w2: Float32Array;
+  b2: Float32Array;
+}
+
+const PARAM_NAMES = ["emb", "w1", "b1", "w2", "b2"] as const;
+
+function zeroParams(c: Config): Params {
+  const inDim = c.context * c.embedDim;
+  return {
+    emb: new Float32Array(c.vocabSize * c.embedDim),
+    w1: new Float32Array(c.hidden * inDim),
+    b1: new Float32Array(c.hidden),
+    w2: new Float32Array(c.vocabSize * c.hidden),
+    b2: new Float32Array(c.vocabSize),
+  };
+}
+
+function initParams(c: Config, rand: () => number, unigram: Float64Array): Params {
+  const p = zeroParams(c);
+  for (let i = 0; i < p.emb.length; i++) p.emb[i] = gaussian(rand);
+  const std1 = 1 / Math.sqrt(c.context * c.embedDim);
+  for (let i = 0; i < p.w1.length; i++) p.w1[i] = gaussian(rand) * std1;
+  const std2 = 0.1 / Math.sqrt(c.hidden);
+  for (let i = 0; i < p.w2.length; i++) p.w2[i] = gaussian(rand) * std2;
+  // Start from the unigram distribution.
+  for (let v = 0; v < c.vocabSize; v++) p.b2[v] = Math.log(unigram[v]!);
+  return p;
+}
+
+/** Activations for a batch of `rows` examples. */
+interface Acts {
+  x: Float32Array;
+  h: Float32Array;
+  out: Float32Array;
+}
+
+function allocActs(c: Config, rows: number): Acts {
+  return {
+    x: new Float32Array(rows * c.context * c.embedDim),
+    h: new Float32Array(rows * c.hidden),
+    out: new Float32Array(rows * c.vocabSize),
+  };
+}
+
+/** Forward pass: ctx holds `rows` contexts of c.context ids; a.out gets log-probabilities. */
+function forward(c: Config, p: Params, ctx: Uint8Array, rows: number, a: Acts): void {
+  const D = c.embedDim;
+  const inDim = c.context * D;
+  for (let r = 0; r < rows; r++) {
+    for (let k = 0; k < c.context; k++) {
+      const src = ctx[r * c.context + k]! * D;
+      a.x.set(p.emb.subarray(src, src + D), r * inDim + k * D);
+    }
+  }
+  linear(a.h, a.x, p.w1, p.b1, rows, inDim, c.hidden);
+  for (let i = 0; i < rows * c.hidden; i++) a.h[i] = Math.tanh(a.h[i]!);
+  linear(a.out, a.h, p.w2, p.b2, rows, c.hidden, c.vocabSize);
+  logSoftmax(a.out, rows, c.vocabSize);
+}
+
+/** Load out/model.json (written by training) as a next-character model. */
+export function loadModel(dir: string = OUT_DIR): CharModel {
+  const file = path.join(dir, "model.json");
+  if (!existsSync(file)) throw new Error(`no checkpoint at ${file}: run \`node train.ts\` first`);
+  const json = JSON.parse(readFileSync(file, "utf8")) as {
+    format: string;
+    config: Config;
+    params: Record<string, string>;
+  };
+  if (json.format !== FORMAT) throw new Error(`${file}: unknown format ${json.format}, expected ${FORMAT}`);
+  const c = json.config;
+  const p = zeroParams(c);
+  for (const name of PARAM_NAMES) {
+    const bytes = Buffer.from(json.params[name] ?? "", "base64");
+    if (bytes.length !== p[name].byteLength) throw new Error(`${file}: parameter ${name} has the wrong size`);
+    new Uint8Array(p[name].buffer).set(bytes);
+  }
+  const ctx = new Uint8Array(c.context);
+  const acts = allocActs(c, 1);
+  return {
+    contextSize: c.context,
+    logProbs(context: Uint8Array): Float32Array {
+      // the last c.context ids, left-padded with id 0 (the newline) at the start of a text
+      const m = Math.min(c.context, context.length);
+      ctx.fill(0, 0, c.context - m);
+      ctx.set(context.subarray(context.length - m), c.context - m);
+      forward(c, p, ctx, 1, acts);
+      return acts.out.slice();
+    },
+  };
+}
+
+function saveModel(dir: string, c: Config, p: Params): void {
+  mkdirSync(dir, { recursive: true });
+  const params: Record<string, string> = {};
+  for (const name of PARAM_NAMES) {
+    const a = p[name];
+    params[name] = Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
+  }
+  const tmp = path.join(dir, "model.json.tmp");
+  writeFileSync(tmp, JSON.stringify({ format: FORMAT, config: c, params }));
+  renameSync(tmp, path.join(dir, "model.json")); // atomic: never a half-written checkpoint
+}
+
+// ---- training ----------------------------------------------------------------------------
+
+function train(): void {
+  const budgetS = Number(process.env.AUTOLAB_BUDGET_S ?? "10");
+  if (!(budgetS > 0))
+    throw new Error(`AUTOLAB_BUDGET_S must be a positive number, not ${process.env.AUTOLAB_BUDGET_S}`);
+  const seed = Number(process.env.AUTOLAB_SEED ?? "0");
+  const rand = mulberry32(Number.isFinite(seed) ? seed : 0);
+  // performance.now() counts from process start, so start-up time is part of the budget.
+  const deadlineMs = budgetS * 1000 * TIME_FRACTION;
+
+  const vocab = loadVocab();
+  const data = loadSplit("train");
+  const c: Config = { vocabSize: vocab.size, context: CONTEXT, embedDim: EMBED_DIM, hidden: HIDDEN };
+  const { vocabSize: V, context: C, embedDim: D, hidden: H } = c;
+  const inDim = C * D;
+  const B = BATCH_SIZE;
+
+  const unigram = new Float64Array(V).fill(1);
+  for (let i = 0; i < data.length; i++) unigram[data[i]!]!++;
+  for (let v = 0; v < V; v++) unigram[v] = unigram[v]! / (data.length + V);
+
+  const p = initParams(c, rand, unigram);
+  const g = zeroParams(c); // gradients
+  const m = zeroParams(c); // Adam first moments
+  const s = zeroParams(c); // Adam second moments
+  const numParams = PARAM_NAMES.reduce((n, k) => n + p[k].length, 0);
+
+  const acts = allocActs(c, B);
+  const dOut = new Float32Array(B * V);
+  const dH = new Float32Array(B * H);
+  const dX = new Float32Array(B * inDim);
+  const ctx = new Uint8Array(B * C);
+  const targets = new Uint8Array(B);
+
+  const trainStart = performance.now();
+  const trainMs = Math.max(1, deadlineMs - trainStart);
+  const reportEveryMs = trainMs / PROGRESS_LINES;
+  let nextReport = trainStart + reportEveryMs;
+  let step = 0;
+  let ema = 0;
+  let emaWeight = 0;
+  let now = trainStart;
+
+  while (now < deadlineMs) {
+    const progress = (now - trainStart) / trainMs;
+    let lr = LEARNING_RATE;
+    if (WARMDOWN_RATIO > 0 && progress > 1 - WARMDOWN_RATIO) {
+      lr *= Math.max(0, (1 - progress) / WARMDOWN_RATIO);
+    }
+
+    // a batch of random (context, next character) pairs
+    for (let b = 0; b < B; b++) {
+      const t = C + Math.floor(rand() * (data.length - C));
+      ctx.set(data.subarray(t - C, t), b * C);
+      targets[b] = data[t]!;
+    }
+
+    forward(c, p, ctx, B, acts);
+
+    // loss = mean cross-entropy; dOut = d loss / d logits = (softmax - onehot) / B
+    let lossSum = 0;
+    for (let b = 0; b < B; b++) {
+      const o = b * V;
+      for (let v = 0; v < V; v++) dOut[o + v] = Math.exp(acts.out[o + v]!) / B;
+      const y = targets[b]!;
+      lossSum -= acts.out[o + y]!;
+      dOut[o + y] = dOut[o + y]! - 1 / B;
+    }
+
+    // backward
+    linearGradParams(g.w2, g.b2, dOut, acts.h, B, H, V);
+    linearGradInput(dH, dOut, p.w2, B, H, V);
+    for (let i = 0; i < B * H; i++) dH[i] = dH[i]! * (1 - acts.h[i]! * acts.h[i]!);
+    linearGradParams(g.w1, g.b1, dH, acts.x, B, inDim, H);
+    linearGradInput(dX, dH, p.w1, B, inDim, H);
+    g.emb.fill(0);
+    for (let b = 0; b < B; b++) {
+      for (let k = 0; k < C; k++) {
+        const dst = ctx[b * C + k]! * D;
+        const src = b * inDim + k * D;
+        for (let d = 0; d < D; d++) g.emb[dst + d] = g.emb[dst + d]! + dX[src + d]!;
+      }
+    }
+
+    // Adam
+    step++;
+    const stepSize = (lr * Math.sqrt(1 - BETA2 ** step)) / (1 - BETA1 ** step);
+    for (const name of PARAM_NAMES) {
+      const w = p[name];
+      const gw = g[name];
+      const mw = m[name];
+      const sw = s[name];
+      for (let i = 0; i < w.length; i++) {
+        const gi = gw[i]!;
+        const mi = BETA1 * mw[i]! + (1 - BETA1) * gi;
+        const si = BETA2 * sw[i]! + (1 - BETA2) * gi * gi;
+        mw[i] = mi;
+        sw[i] = si;
+        w[i] = w[i]! - (stepSize * mi) / (Math.sqrt(si) + ADAM_EPS);
+      }
+    }
+
+    const loss = lossSum / B / Math.LN2; // bits per character
+    if (!Number.isFinite(loss)) {
+      console.error(`train: the loss is ${loss} at step ${step}; stopping`);
+      process.exit(1);
+    }
+    ema = 0.98 * ema + 0.02 * loss;
+    emaWeight = 0.98 * emaWeight + 0.02;
+    now = performance.now();
+    if (now >= nextReport && now < deadlineMs) {
+      console.log(`METRIC train_loss=${(ema / emaWeight).toFixed(4)}`);
+      nextReport += reportEveryMs;
+    }
+  }
+
+  const trainingSeconds = (performance.now() - trainStart) / 1000;
+  saveModel(OUT_DIR, c, p);
+  const trainLoss = emaWeight > 0 ? ema / emaWeight : Number.NaN;
+  console.log(`METRIC train_loss=${trainLoss.toFixed(4)}`);
+  console.log("---");
+  console.log(`train_loss:       ${trainLoss.toFixed(6)}`);
+  console.log(`training_seconds: ${trainingSeconds.toFixed(2)}`);
+  console.log(`total_seconds:    ${(performance.now() / 1000).toFixed(2)}`);
+  console.log(`steps:            ${step}`);
+  console.log(`examples_seen:    ${step * B}`);
+  console.log(`num_params:       ${numParams}`);
+}
+
+if (import.meta.main) train();

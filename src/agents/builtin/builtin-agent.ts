@@ -1,0 +1,156 @@
+/**
+ * The built-in researcher: a TPE optimizer over the numeric knobs declared in program.md's
+ * `search:`. Each proposal rewrites knob constant lines in the editable files of the worktree
+ * and nothing else, so it needs no LLM, no network and no API key.
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { AutolabError } from "../../core/errors.ts";
+import type { Agent, ExperimentView, Proposal, ProposalContext } from "../../core/types.ts";
+import { formatKnobValue, formatNumber, type KnobFile, parseNumberLiteral, readKnobs, writeKnob } from "./knobs.ts";
+import { createRng, mixSeed } from "./rng.ts";
+import { defaultStartup, type Params, suggestTpe, type TpeObservation } from "./tpe.ts";
+
+export interface BuiltinAgentOptions {
+  /** Seed of the optimizer (default 0). Same seed and same history give the same proposal. */
+  seed?: number;
+  /** Configurations evaluated (the baseline included) before TPE replaces random sampling. */
+  startup?: number;
+}
+
+export function createBuiltinAgent(opts: BuiltinAgentOptions = {}): Agent {
+  return {
+    name: "builtin",
+    propose: (ctx) => propose(ctx, opts),
+  };
+}
+
+const SEARCH_EXAMPLE = [
+  "search:",
+  "  LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true }",
+  "  HIDDEN: { low: 16, high: 512, int: true, log: true }",
+].join("\n");
+
+async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise<Proposal> {
+  ctx.signal?.throwIfAborted();
+  const space = ctx.program.search;
+  const names = Object.keys(space);
+  if (names.length === 0) {
+    throw new AutolabError(
+      "NO_SEARCH_SPACE",
+      `the builtin agent tunes the knobs listed under search: in program.md, and ${ctx.program.path} lists none`,
+      `add knobs that are \`NAME = value\` lines in an editable file, e.g.\n${SEARCH_EXAMPLE}\nor choose an agent that edits code (agent: claude, codex, llm, ...)`,
+    );
+  }
+
+  const files = await readEditableFiles(ctx.worktree, ctx.program.files.editable);
+  const locations = readKnobs(files, names);
+  // The worktree is at the current best, so these are the best's values unless the ledger says otherwise.
+  const current: Params = {};
+  for (const [name, loc] of locations) current[name] = loc.value;
+  const bestParams: Params = { ...current };
+  for (const name of names) {
+    const v = ctx.best.params?.[name];
+    if (v !== undefined && Number.isFinite(v)) bestParams[name] = v;
+  }
+
+  const { observations, failed } = buildObservations(ctx, names, current, bestParams);
+  const startup = opts.startup ?? defaultStartup(names.length);
+  const rng = createRng(mixSeed(opts.seed ?? 0, ctx.history.length));
+  const s = suggestTpe(space, observations, rng, {
+    direction: ctx.program.objective.direction,
+    startup,
+    current,
+  });
+
+  const changed = names.filter((name) => s.params[name] !== current[name]);
+  const literals = new Map<string, string>();
+  for (const name of changed) {
+    const literal = formatKnobValue(s.params[name] as number, space[name] as (typeof space)[string]);
+    // The recorded value must be exactly what the file will say.
+    if (parseNumberLiteral(literal) !== s.params[name]) {
+      throw new Error(`builtin agent: ${name} = ${literal} does not parse back to ${s.params[name]}`);
+    }
+    literals.set(name, literal);
+  }
+  for (const file of files) {
+    let text = file.text;
+    for (const name of changed) {
+      if (locations.get(name)?.file === file.path) text = writeKnob(text, name, literals.get(name) as string);
+    }
+    if (text !== file.text) await writeFile(path.join(ctx.worktree, file.path), text, "latin1");
+  }
+
+  const hypothesis = changed
+    .map((name) => {
+      const from = current[name] as number;
+      return `${name} ${formatNumber(from, Boolean(space[name]?.int) && Number.isInteger(from))} → ${literals.get(name)}`;
+    })
+    .join(", ");
+  let mechanism =
+    s.mode === "startup"
+      ? `random exploration (startup ${observations.length + 1} of ${startup})`
+      : `TPE: sampled from the density of the best ${s.good} of ${s.observed} observed configurations` +
+        (failed > 0 ? ` (${failed} failed or pending counted as worst)` : "");
+  if (s.repeat) mechanism += "; every nearby configuration was tried, so this re-measures an earlier one";
+  return { hypothesis, mechanism, params: s.params };
+}
+
+/**
+ * Reads the editable files as latin1: one char per byte, so writing back gives byte-identical
+ * files even when they are not valid UTF-8. Knob lines are ASCII. Entries that are missing,
+ * directories or outside the worktree are skipped (readKnobs then names the files searched).
+ */
+async function readEditableFiles(worktree: string, editable: string[]): Promise<KnobFile[]> {
+  const root = path.resolve(worktree);
+  const files: KnobFile[] = [];
+  for (const rel of editable) {
+    const abs = path.resolve(root, rel);
+    const inside = path.relative(root, abs);
+    if (inside === "" || inside.startsWith("..") || path.isAbsolute(inside)) continue;
+    try {
+      files.push({ path: rel, text: await readFile(abs, "latin1") });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "EISDIR") throw err;
+    }
+  }
+  return files;
+}
+
+/** The objective value of a past experiment, or undefined when it failed or has no result yet. */
+function valueOf(e: ExperimentView): number | undefined {
+  if (e.action === "crash" || e.action === "reject") return undefined;
+  return e.metric !== undefined && Number.isFinite(e.metric) ? e.metric : undefined;
+}
+
+/**
+ * Observations in chronological order. Experiments without params (a baseline, or a code
+ * change by another agent) cannot be placed in the space and are left out, except the best,
+ * whose configuration is the one in the files. Missing knobs (a knob added to search: later)
+ * take the worktree's value.
+ */
+function buildObservations(
+  ctx: ProposalContext,
+  names: string[],
+  current: Params,
+  bestParams: Params,
+): { observations: TpeObservation[]; failed: number } {
+  const observations: TpeObservation[] = [];
+  let bestSeen = false;
+  const bestMetric = Number.isFinite(ctx.best.metric) ? ctx.best.metric : undefined;
+  for (const e of [...ctx.history].sort((x, y) => x.n - y.n)) {
+    const isBest = e.n === ctx.best.n;
+    if (!e.params && !isBest) continue;
+    const params: Params = {};
+    for (const name of names) {
+      const v = e.params ? e.params[name] : bestParams[name];
+      params[name] = v !== undefined && Number.isFinite(v) ? v : (current[name] as number);
+    }
+    bestSeen ||= isBest;
+    observations.push({ params, value: isBest ? (bestMetric ?? valueOf(e)) : valueOf(e) });
+  }
+  if (!bestSeen) observations.unshift({ params: bestParams, value: bestMetric });
+  const failed = observations.filter((o) => o.value === undefined).length;
+  return { observations, failed };
+}

@@ -1,0 +1,213 @@
+/**
+ * Knobs of the built-in optimizer: numeric constant lines in editable files.
+ *
+ *   Python:  LEARNING_RATE = 3e-4          HIDDEN: int = 128  # comment
+ *   JS/TS:   const LEARNING_RATE = 3e-4;   export const HIDDEN: number = 1_024; // comment
+ *
+ * Reading finds exactly one such line per knob; writing replaces only the number literal, so
+ * every other byte of the file (indentation, comments, line endings) stays as it was.
+ */
+import { AutolabError } from "../../core/errors.ts";
+import type { Knob } from "../../core/types.ts";
+
+export interface KnobFile {
+  /** Path as shown to the user (relative to the worktree). */
+  path: string;
+  text: string;
+}
+
+export interface KnobLocation {
+  file: string;
+  /** 1-based line number. */
+  line: number;
+  value: number;
+  /** The number literal as written in the file, e.g. `3e-4` or `1_024`. */
+  literal: string;
+}
+
+function expectedForm(name: string): string {
+  return `\`${name} = 0.001\` (Python) or \`const ${name} = 0.001;\` (JS/TS)`;
+}
+
+// Decimal literal with optional sign, fraction, exponent and `_` digit separators (Python and JS).
+const DIGITS = String.raw`\d(?:_?\d)*`;
+const NUMBER = String.raw`[-+]?(?:${DIGITS}(?:\.(?:${DIGITS})?)?|\.${DIGITS})(?:[eE][-+]?${DIGITS})?`;
+const NUMBER_ONLY = new RegExp(`^${NUMBER}$`);
+// `[ \t]` rather than `\s`: files may be decoded as latin1 (byte-exact), where `\s` would
+// also match byte 0xA0 of a UTF-8 character.
+const PREFIX = String.raw`[ \t]*(?:export[ \t]+)?(?:(?:const|let|var)[ \t]+)?`;
+const ANNOTATION = String.raw`(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], \t|]*?)?`;
+const TAIL = String.raw`[ \t]*;?[ \t]*(?:(?:#|\/\/).*|\/\*.*\*\/[ \t]*)?`;
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function knobLineRegExp(name: string): RegExp {
+  return new RegExp(`^(${PREFIX}${escapeRegExp(name)}${ANNOTATION}[ \t]*=[ \t]*)(${NUMBER})(${TAIL})$`);
+}
+
+/** Any assignment of the name, numeric or not: used to explain why a knob was not found. */
+function assignmentRegExp(name: string): RegExp {
+  return new RegExp(`^${PREFIX}${escapeRegExp(name)}[ \t]*(?::[^=]*)?=(?!=)`);
+}
+
+/** Parses a number literal as written in Python or JS source (`1_000`, `3e-4`, `.5`, `2.`). */
+export function parseNumberLiteral(literal: string): number {
+  if (!NUMBER_ONLY.test(literal)) throw new Error(`not a number literal: ${JSON.stringify(literal)}`);
+  return Number(literal.replaceAll("_", ""));
+}
+
+interface Definition {
+  line: number;
+  /** Offsets of the number literal in the whole text. */
+  start: number;
+  end: number;
+  literal: string;
+}
+
+interface Scan {
+  definitions: Definition[];
+  /** Lines that assign the name something other than a plain number. */
+  others: { line: number; text: string }[];
+}
+
+function scan(text: string, name: string): Scan {
+  const knobLine = knobLineRegExp(name);
+  const assignment = assignmentRegExp(name);
+  const definitions: Definition[] = [];
+  const others: { line: number; text: string }[] = [];
+  let offset = 0;
+  let lineNo = 0;
+  while (offset <= text.length) {
+    lineNo++;
+    const nl = text.indexOf("\n", offset);
+    const lineEnd = nl === -1 ? text.length : nl;
+    let line = text.slice(offset, lineEnd);
+    if (line.endsWith("\r")) line = line.slice(0, -1);
+    // Cheap filter first: most lines do not mention the name at all.
+    if (line.includes(name)) {
+      const m = knobLine.exec(line);
+      if (m) {
+        const start = offset + (m[1] ?? "").length;
+        const literal = m[2] ?? "";
+        definitions.push({ line: lineNo, start, end: start + literal.length, literal });
+      } else if (assignment.test(line)) {
+        others.push({ line: lineNo, text: line.trim() });
+      }
+    }
+    if (nl === -1) break;
+    offset = nl + 1;
+  }
+  return { definitions, others };
+}
+
+/**
+ * Finds each knob's single definition across the files. Throws KNOB_NOT_FOUND when a knob has
+ * no numeric constant line, KNOB_AMBIGUOUS when it has more than one.
+ */
+export function readKnobs(files: KnobFile[], names: string[]): Map<string, KnobLocation> {
+  const found = new Map<string, KnobLocation>();
+  for (const name of names) {
+    const hits: KnobLocation[] = [];
+    const others: string[] = [];
+    for (const file of files) {
+      const s = scan(file.text, name);
+      for (const d of s.definitions) {
+        hits.push({ file: file.path, line: d.line, value: parseNumberLiteral(d.literal), literal: d.literal });
+      }
+      for (const o of s.others) others.push(`${file.path}:${o.line}: ${o.text}`);
+    }
+    const [first, second] = hits;
+    if (!first) {
+      const searched = files.length > 0 ? files.map((f) => f.path).join(", ") : "none";
+      const seen = others.length > 0 ? ` It is assigned, but not to a plain number: ${others.join("; ")}.` : "";
+      throw new AutolabError(
+        "KNOB_NOT_FOUND",
+        `knob ${name} (search: in program.md) has no constant line in the editable files (searched: ${searched}).${seen} Expected a line like ${expectedForm(name)}.`,
+        `add such a line to an editable file, or remove ${name} from search: in program.md`,
+      );
+    }
+    if (second) {
+      throw new AutolabError(
+        "KNOB_AMBIGUOUS",
+        `knob ${name} is defined more than once: ${hits.map((h) => `${h.file}:${h.line}`).join(", ")}`,
+        `keep one \`${name} = value\` line in the editable files, so the optimizer knows which one to change`,
+      );
+    }
+    found.set(name, first);
+  }
+  return found;
+}
+
+/**
+ * Replaces the number literal of the knob's single definition in `text`. A number value is
+ * written in its shortest exact form; a string is written verbatim and must be a number literal
+ * (use formatKnobValue to make one). Every other byte is kept.
+ */
+export function writeKnob(text: string, name: string, value: number | string): string {
+  const literal = typeof value === "number" ? formatNumber(value, Number.isInteger(value)) : value;
+  if (!NUMBER_ONLY.test(literal)) throw new Error(`writeKnob: not a number literal: ${JSON.stringify(literal)}`);
+  const { definitions } = scan(text, name);
+  const [d, second] = definitions;
+  if (!d) {
+    throw new AutolabError("KNOB_NOT_FOUND", `knob ${name} has no constant line to rewrite; expected ${expectedForm(name)}`);
+  }
+  if (second) {
+    throw new AutolabError(
+      "KNOB_AMBIGUOUS",
+      `knob ${name} is defined more than once (lines ${definitions.map((x) => x.line).join(", ")})`,
+    );
+  }
+  return text.slice(0, d.start) + literal + text.slice(d.end);
+}
+
+/**
+ * The value the optimizer records for a knob: integers rounded to integers; log-scale floats to
+ * 3 significant digits; linear floats to a decimal grid of 100 to 1000 steps across
+ * the range. Always
+ * within [low, high]. formatKnobValue writes exactly this value.
+ */
+export function roundKnobValue(value: number, knob: Knob): number {
+  if (!Number.isFinite(value)) throw new Error(`roundKnobValue: not a finite number: ${value}`);
+  const low = knob.int ? Math.ceil(knob.low) : knob.low;
+  const high = knob.int ? Math.floor(knob.high) : knob.high;
+  let v: number;
+  if (knob.int) v = Math.round(value);
+  else if (knob.log || high <= low) v = Number(value.toPrecision(3));
+  else v = roundToStep(value, Math.floor(Math.log10(high - low)) - 2);
+  if (Object.is(v, -0)) v = 0;
+  return Math.min(Math.max(v, low), high);
+}
+
+/** Rounds to a multiple of 10^exponent, landing on the double nearest to the decimal. */
+function roundToStep(value: number, exponent: number): number {
+  // Division by an exact power of ten is correctly rounded, unlike multiplication by 10^-d.
+  return exponent >= 0
+    ? Math.round(value / 10 ** exponent) * 10 ** exponent
+    : Math.round(value * 10 ** -exponent) / 10 ** -exponent;
+}
+
+/**
+ * The literal written into the file for a knob value: `roundKnobValue(value)` formatted so
+ * that parsing it gives back exactly that number. Integers as integers (`128`); floats readable
+ * (`0.0012`, `3e-5`, `12.5`, `2.0` — a float stays a float in Python).
+ */
+export function formatKnobValue(value: number, knob: Knob): string {
+  return formatNumber(roundKnobValue(value, knob), knob.int);
+}
+
+/** Shortest exact literal of a number, in the style of formatKnobValue (no rounding). */
+export function formatNumber(value: number, int: boolean): string {
+  if (!Number.isFinite(value)) throw new Error(`formatNumber: not a finite number: ${value}`);
+  if (int && Number.isInteger(value)) return BigInt(value).toString();
+  if (value === 0) return "0.0";
+  const abs = Math.abs(value);
+  if (abs >= 1e-3 && abs < 1e6) {
+    // String() gives the shortest round-trip digits and no exponent in this range.
+    const s = String(value);
+    return s.includes(".") ? s : `${s}.0`;
+  }
+  // toExponential() without an argument also gives the shortest round-trip digits.
+  return value.toExponential().replace("e+", "e");
+}

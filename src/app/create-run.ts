@@ -1,0 +1,142 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { createAgent } from "../agents/index.ts";
+import { AutolabError } from "../core/errors.ts";
+import type { LoopEventListener } from "../core/events.ts";
+import type { RunRecord } from "../core/ledger.ts";
+import { type LoopSummary, runLoop } from "../core/loop.ts";
+import { LocalExecutor } from "../runner/local-executor.ts";
+import { defaultGraceMs } from "../program/index.ts";
+import { greedyJudge } from "../trust/greedy-judge.ts";
+import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
+import { git } from "../workspace/git.ts";
+import { type Lab, openLab } from "./lab.ts";
+import { acquireLock } from "./lock.ts";
+
+export interface RunOptions {
+  /** program.md or its directory; default: the current directory. */
+  program?: string;
+  tag?: string;
+  maxExperiments?: number;
+  /** Overrides program.md's run.budget (ms). */
+  budgetMs?: number;
+  agent?: string;
+  seed?: number;
+  allowDirty?: boolean;
+  signal?: AbortSignal;
+  onEvent?: LoopEventListener;
+}
+
+export interface RunOutcome extends LoopSummary {
+  run: RunRecord;
+  lab: Lab;
+}
+
+const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * The one entry point that turns options into a running loop (CLI `run`, `demo`, and later
+ * the server and MCP call this). Resumes the run named by --tag, or the newest run, or
+ * starts a new one from the repository's HEAD.
+ */
+export async function createRun(opts: RunOptions): Promise<RunOutcome> {
+  const lab = openLab(opts.program);
+  try {
+    const { program, ledger } = lab;
+    if (opts.budgetMs !== undefined) {
+      program.run.budgetMs = opts.budgetMs;
+      program.run.graceMs = defaultGraceMs(opts.budgetMs);
+    }
+    const repo = await findRepo(lab.dir);
+    if (opts.tag !== undefined && !TAG.test(opts.tag)) {
+      throw new AutolabError(
+        "TAG_INVALID",
+        `invalid tag "${opts.tag}": use letters, digits, dot, dash or underscore (it becomes the branch autolab/<tag>).`,
+      );
+    }
+    let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
+    if (!run) {
+      const files = [...program.files.editable, ...program.files.protected];
+      await assertCommitted(repo, files, opts.allowDirty ?? false);
+      const tag = opts.tag ?? (await newTag(lab, repo.root));
+      const baseCommit = (await git(repo.root, ["rev-parse", "HEAD"])).trim();
+      if (await branchExists(repo.root, tag)) {
+        throw new AutolabError(
+          "BRANCH_EXISTS",
+          `the branch autolab/${tag} already exists but this notebook has no run "${tag}".`,
+          "Pick another --tag, or delete the branch (git branch -D autolab/" + tag + ").",
+        );
+      }
+      run = ledger.createRun({
+        tag,
+        branch: `autolab/${tag}`,
+        programPath: program.path,
+        programName: program.name,
+        metric: program.objective.metric,
+        direction: program.objective.direction,
+        baseCommit,
+        protectedHashes: await hashesAt(repo, baseCommit, program.files.protected),
+        seed: opts.seed ?? 0,
+      });
+    }
+    mkdirSync(lab.stateDir, { recursive: true });
+    const release = acquireLock(join(lab.stateDir, `run-${run.tag}.lock`), `run ${run.tag}`);
+    try {
+      const workspace = await GitWorkspace.open({
+        repo,
+        tag: run.tag,
+        stateDir: lab.stateDir,
+        baseCommit: run.baseCommit,
+        protectedFiles: Object.keys(run.protectedHashes),
+        protectedHashes: run.protectedHashes,
+      });
+      const agent = createAgent(opts.agent ?? program.agent, program, run.seed);
+      const summary = await runLoop(
+        {
+          program,
+          ledger,
+          run,
+          workspace,
+          executor: new LocalExecutor(),
+          agent,
+          judge: greedyJudge,
+          logDir: join(lab.stateDir, "logs", run.tag),
+          setupStamp: join(lab.stateDir, "worktrees", `${run.tag}.setup-done`),
+        },
+        {
+          ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+        },
+      );
+      return { ...summary, run, lab };
+    } finally {
+      release();
+    }
+  } catch (err) {
+    lab.ledger.close();
+    throw err;
+  }
+}
+
+/** The newest run, unless its baseline failed (then a fresh run is wanted). */
+function resumable(lab: Lab): RunRecord | undefined {
+  const run = lab.ledger.latestRun();
+  if (!run) return undefined;
+  const baseline = lab.ledger.getExperiment(run.id, 0);
+  if (baseline?.decision && baseline.decision.action !== "keep") return undefined;
+  return run;
+}
+
+/** Tags like autoresearch's: the date, e.g. "nov22", then "nov22-2", … */
+async function newTag(lab: Lab, root: string): Promise<string> {
+  const d = new Date();
+  const base = `${d.toLocaleString("en-US", { month: "short", timeZone: "UTC" }).toLowerCase()}${d.getUTCDate()}`;
+  let tag = base;
+  for (let i = 2; lab.ledger.getRun(tag) || (await branchExists(root, tag)); i++) tag = `${base}-${i}`;
+  return tag;
+}
+
+async function branchExists(root: string, tag: string): Promise<boolean> {
+  return (await git(root, ["branch", "--list", `autolab/${tag}`])).trim() !== "";
+}

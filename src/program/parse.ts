@@ -1,0 +1,160 @@
+/**
+ * program.md → Program. The frontmatter is the contract and is validated strictly: unknown
+ * keys are errors (a misspelt `budgett` must not silently fall back to a default), and every
+ * problem is reported at once, each with its file:line, field path and a valid example.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { LineCounter, parseDocument } from "yaml";
+import { AutolabError } from "../core/errors.ts";
+import type { Program } from "../core/types.ts";
+import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
+import { splitFrontmatter } from "./frontmatter.ts";
+import { locateLine } from "./locate.ts";
+import { exampleFor, fromZod, showPath } from "./report.ts";
+import { frontmatterSchema, MINIMAL_PROGRAM } from "./schema.ts";
+
+const DOCS_HINT = "every field is described in docs/program.md";
+const MIN_GRACE_MS = 2_000;
+const MAX_GRACE_MS = 30_000;
+const DEFAULT_SETUP_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_EVALUATE_TIMEOUT_MS = 2 * 60_000;
+
+/** Default grace: 10% of the budget, at least 2s (process trees need time to die), at most 30s. */
+export function defaultGraceMs(budgetMs: number): number {
+  return Math.min(MAX_GRACE_MS, Math.max(MIN_GRACE_MS, Math.round(budgetMs * 0.1)));
+}
+
+function indent(text: string, by: string): string {
+  return text.replace(/^/gm, by);
+}
+
+interface LocatedIssue extends ProgramIssue {
+  line: number;
+}
+
+function invalid(file: string, issues: LocatedIssue[]): AutolabError {
+  const sorted = [...issues].sort((a, b) => a.line - b.line);
+  const count = sorted.length === 1 ? "1 problem" : `${sorted.length} problems`;
+  const blocks = sorted.map((issue) => {
+    const head = `  ${file}:${issue.line}  ${showPath(issue.path)}: ${issue.message}`;
+    const example = issue.example ?? exampleFor(issue.path);
+    return example === undefined ? head : `${head}\n    example:\n${indent(example, "      ")}`;
+  });
+  return new AutolabError(
+    "PROGRAM_INVALID",
+    `${file}: invalid program (${count}):\n${blocks.join("\n")}`,
+    DOCS_HINT,
+  );
+}
+
+/**
+ * Parses and validates the text of a program.md. `path` names the file in messages (as
+ * given) and becomes Program.path (absolute). Throws AutolabError PROGRAM_INVALID.
+ */
+export function parseProgram(text: string, path: string): Program {
+  const split = splitFrontmatter(text);
+  if (!split.ok) {
+    const what =
+      split.problem === "missing"
+        ? "has no frontmatter: it must start with a line `---`, then the YAML contract, then a line `---`, then the research directions"
+        : `has no closing \`---\` after the frontmatter opened on line ${split.line}`;
+    throw new AutolabError(
+      "PROGRAM_INVALID",
+      `${path}:${split.line}  ${what}. A minimal program.md:\n\n${MINIMAL_PROGRAM}`,
+      DOCS_HINT,
+    );
+  }
+
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(split.yaml, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const toFileLine = (yamlLine: number | undefined) => (yamlLine ?? 1) + split.yamlStartLine - 1;
+  if (doc.errors.length > 0) {
+    const sourceLines = split.yaml.split("\n");
+    let shownLine = 0;
+    const blocks = doc.errors.map((err) => {
+      const pos = lineCounter.linePos(err.pos[0]);
+      const source = sourceLines[pos.line - 1];
+      const head = `  ${path}:${toFileLine(pos.line)}:${pos.col}  YAML: ${err.message}`;
+      // Quote the offending source line once, under the first error on it.
+      if (source === undefined || source.trim() === "" || pos.line === shownLine) return head;
+      shownLine = pos.line;
+      return `${head}\n      ${source}`;
+    });
+    throw new AutolabError(
+      "PROGRAM_INVALID",
+      `${path}: the frontmatter is not valid YAML:\n${blocks.join("\n")}`,
+      "check indentation (spaces, not tabs), closing brackets and quotes",
+    );
+  }
+
+  // An empty frontmatter is an empty map, so the report lists the required fields.
+  const raw: unknown = doc.toJS() ?? {};
+  const parsed = frontmatterSchema.safeParse(raw);
+  const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
+  if (!parsed.success || issues.length > 0) {
+    const located = issues.map((issue) => ({
+      ...issue,
+      line: toFileLine(locateLine(doc, lineCounter, issue.path)),
+    }));
+    throw invalid(path, located);
+  }
+
+  const fm = parsed.data;
+  const budgetMs = fm.run.budget;
+  return {
+    path: resolve(path),
+    name: fm.name,
+    objective: fm.objective,
+    run: {
+      ...(fm.run.setup !== undefined && { setup: fm.run.setup }),
+      command: fm.run.command,
+      ...(fm.run.evaluate !== undefined && { evaluate: fm.run.evaluate }),
+      budgetMs,
+      graceMs: fm.run.grace ?? defaultGraceMs(budgetMs),
+      setupTimeoutMs: fm.run.setup_timeout ?? DEFAULT_SETUP_TIMEOUT_MS,
+      evaluateTimeoutMs: fm.run.evaluate_timeout ?? DEFAULT_EVALUATE_TIMEOUT_MS,
+    },
+    files: { editable: fm.files.editable, protected: fm.files.protected },
+    metrics: {
+      holdout: fm.metrics.holdout,
+      ...(fm.metrics.progress !== undefined && { progress: fm.metrics.progress }),
+    },
+    constraints: fm.constraints,
+    agent: fm.agent,
+    search: fm.search,
+    directions: split.body,
+  };
+}
+
+/**
+ * Reads and parses a program.md. A directory means its program.md. A missing file throws
+ * AutolabError PROGRAM_NOT_FOUND, which tells the user to run `autolab init`.
+ */
+export function loadProgram(path: string): Program {
+  let file = resolve(path);
+  let shown = path;
+  try {
+    if (statSync(file).isDirectory()) {
+      file = join(file, "program.md");
+      shown = join(path, "program.md");
+    }
+  } catch {
+    // Missing: reported by the read below, with the path the user gave.
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new AutolabError(
+        "PROGRAM_NOT_FOUND",
+        `no program found at ${file} — run \`autolab init\` to create a program.md, or point to an existing one`,
+        "`autolab init` writes a program.md you can edit; docs/program.md describes every field",
+      );
+    }
+    throw new AutolabError("PROGRAM_UNREADABLE", `cannot read ${file}: ${(err as Error).message}`);
+  }
+  return parseProgram(text, shown);
+}

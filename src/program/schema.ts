@@ -1,0 +1,221 @@
+/**
+ * The zod schema of program.md's frontmatter (snake_case, as users write it), plus what the
+ * error reporter needs to explain it: the known keys of every section and a valid example of
+ * every field. Field-level rules live here; rules across fields are in checks.ts.
+ */
+import { posix } from "node:path";
+import { z } from "zod";
+import { METRIC_NAME, parseConstraint } from "../trust/constraints.ts";
+import { parseDuration } from "./duration.ts";
+
+/** A knob names a `NAME = value` line in an editable file, so it must be an identifier. */
+export const KNOB_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const text = z.string().trim().min(1, { error: "must not be empty" });
+
+const metricName = z.string().regex(METRIC_NAME, {
+  error: (iss) =>
+    `${JSON.stringify(iss.input)} is not a metric name: use letters, digits, _ . - / and start with a letter or _`,
+});
+
+/** Why a files entry is unacceptable, or undefined. Paths are relative to the project root. */
+function pathProblem(p: string): string | undefined {
+  if (p.trim() === "") return "must not be empty";
+  if (p.startsWith("/") || p.startsWith("\\") || /^[A-Za-z]:[\\/]/.test(p)) {
+    return `${JSON.stringify(p)} is absolute: write it relative to the project root (the directory of program.md)`;
+  }
+  if (p.split(/[\\/]/).includes("..")) return `${JSON.stringify(p)} leaves the project: ".." is not allowed`;
+  return undefined;
+}
+
+/** "./src/train.ts" → "src/train.ts", "data/" → "data": one spelling per path, for comparisons. */
+export function normalizePath(p: string): string {
+  const n = posix.normalize(p.trim().replace(/\\/g, "/")).replace(/^(?:\.\/)+/, "");
+  return n.length > 1 ? n.replace(/\/+$/, "") : n;
+}
+
+const relPath = z
+  .string()
+  .superRefine((p, ctx) => {
+    const problem = pathProblem(p);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, input: p });
+  })
+  .transform(normalizePath);
+
+function toMs(v: unknown, ctx: z.RefinementCtx, positive: boolean): number {
+  let ms: number;
+  try {
+    ms = typeof v === "string" || typeof v === "number" ? parseDuration(v) : Number.NaN;
+  } catch {
+    ms = Number.NaN;
+  }
+  if (Number.isNaN(ms)) {
+    ctx.addIssue({ code: "custom", input: v, message: `${describe(v)} is not a duration` });
+  } else if (positive && ms <= 0) {
+    ctx.addIssue({ code: "custom", input: v, message: "must be longer than zero" });
+  }
+  return ms;
+}
+
+// Durations accept a string with a unit or a number of seconds, so they cannot be a plain
+// z.string()/z.number(); both helpers parse to milliseconds.
+const requiredDuration = z.unknown().transform((v, ctx) => {
+  if (v === undefined) {
+    ctx.addIssue({ code: "custom", input: v, message: "is required" });
+    return 0;
+  }
+  return toMs(v, ctx, true);
+});
+const optionalDuration = (positive: boolean) =>
+  z
+    .unknown()
+    .transform((v, ctx) => toMs(v, ctx, positive))
+    .optional();
+
+const constraint = z.string().superRefine((expr, ctx) => {
+  try {
+    parseConstraint(expr);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", input: expr, message: (err as Error).message });
+  }
+});
+
+const objectiveShape = {
+  metric: metricName,
+  direction: z.enum(["minimize", "maximize"]),
+};
+
+const runShape = {
+  setup: text.optional(),
+  command: text,
+  evaluate: text.optional(),
+  budget: requiredDuration,
+  grace: optionalDuration(false),
+  setup_timeout: optionalDuration(true),
+  evaluate_timeout: optionalDuration(true),
+};
+
+const filesShape = {
+  editable: z.array(relPath).min(1, { error: "must list at least one file the researcher may edit" }),
+  protected: z.array(relPath).default([]),
+};
+
+const metricsShape = {
+  holdout: z.array(metricName).default([]),
+  progress: metricName.optional(),
+};
+
+const knobShape = {
+  low: z.number(),
+  high: z.number(),
+  log: z.boolean().default(false),
+  int: z.boolean().default(false),
+};
+
+const knob = z.strictObject(knobShape).superRefine((k, ctx) => {
+  if (!(k.low < k.high)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["high"],
+      input: k.high,
+      message: `high (${k.high}) must be greater than low (${k.low})`,
+    });
+  }
+  if (k.log && k.low <= 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["low"],
+      input: k.low,
+      message: `a log-scale knob needs low > 0, got ${k.low}`,
+    });
+  }
+  if (k.int && !(Number.isInteger(k.low) && Number.isInteger(k.high))) {
+    ctx.addIssue({
+      code: "custom",
+      path: [Number.isInteger(k.low) ? "high" : "low"],
+      input: k,
+      message: `an int knob needs whole-number bounds, got low ${k.low} and high ${k.high}`,
+    });
+  }
+});
+
+const knobName = z.string().regex(KNOB_NAME, {
+  error: (iss) =>
+    `knob name ${JSON.stringify(iss.input)} is not an identifier ([A-Za-z_][A-Za-z0-9_]*): it must match a NAME = value line in an editable file`,
+});
+
+const topShape = {
+  name: text,
+  objective: z.strictObject(objectiveShape),
+  run: z.strictObject(runShape),
+  files: z.strictObject(filesShape),
+  metrics: z.strictObject(metricsShape).default({ holdout: [] }),
+  constraints: z.array(constraint).default([]),
+  agent: text.default("builtin"),
+  search: z.record(knobName, knob).default({}),
+};
+
+export const frontmatterSchema = z.strictObject(topShape);
+export type Frontmatter = z.output<typeof frontmatterSchema>;
+
+/**
+ * Known keys per section, by generalized path ("search.*" is any knob). Used for
+ * "did you mean" and for "this key belongs under run:".
+ */
+export const KNOWN_KEYS: Record<string, readonly string[]> = {
+  "": Object.keys(topShape),
+  objective: Object.keys(objectiveShape),
+  run: Object.keys(runShape),
+  files: Object.keys(filesShape),
+  metrics: Object.keys(metricsShape),
+  "search.*": Object.keys(knobShape),
+};
+
+export const MINIMAL_PROGRAM = `---
+name: my-experiment
+objective: { metric: val_loss, direction: minimize }
+run:
+  command: node train.ts
+  budget: 30s
+files:
+  editable: [train.ts]
+---
+Research directions for the agents go here.`;
+
+const KNOB_EXAMPLE =
+  "LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true }\nHIDDEN: { low: 16, high: 512, int: true }";
+
+/** A valid example per generalized field path; the reporter uses the longest matching prefix. */
+export const EXAMPLES: Record<string, string> = {
+  "": MINIMAL_PROGRAM,
+  name: "name: tiny-lm",
+  objective: "objective: { metric: val_bpb, direction: minimize }   # or maximize",
+  run: "run:\n  setup: node prepare.ts      # optional\n  command: node train.ts\n  evaluate: node evaluate.ts   # optional\n  budget: 30s",
+  "run.setup": "setup: node prepare.ts",
+  "run.command": "command: node train.ts",
+  "run.evaluate": "evaluate: node evaluate.ts",
+  "run.budget": "budget: 30s   # or 500ms, 2m, 1h, 1m30s, or a number of seconds",
+  "run.grace": "grace: 5s   # default: 10% of budget, between 2s and 30s",
+  "run.setup_timeout": "setup_timeout: 10m",
+  "run.evaluate_timeout": "evaluate_timeout: 2m",
+  files: "files:\n  editable: [train.ts]\n  protected: [prepare.ts, evaluate.ts]",
+  "files.editable": "editable: [train.ts]",
+  "files.protected": "protected: [prepare.ts, evaluate.ts]",
+  metrics: "metrics:\n  holdout: [test_bpb]\n  progress: train_loss",
+  "metrics.holdout": "holdout: [test_bpb]",
+  "metrics.progress": "progress: train_loss",
+  constraints: 'constraints: ["peak_rss_mb <= 4096", "wall_s < 60"]',
+  agent: "agent: builtin   # or claude, codex, gemini, opencode, pi, qwen, aider, llm",
+  search: `search:\n${KNOB_EXAMPLE.replace(/^/gm, "  ")}`,
+  "search.*": KNOB_EXAMPLE,
+};
+
+/** A value as an error message shows it. */
+export function describe(v: unknown): string {
+  if (v === undefined) return "nothing";
+  if (v === null) return "an empty value";
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object") return "a map";
+  return String(v);
+}

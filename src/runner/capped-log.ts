@@ -1,0 +1,84 @@
+import { closeSync, openSync, writeSync } from "node:fs";
+
+/**
+ * A log file that never grows past `capBytes`. The head (the first quarter of the cap) is written
+ * as it arrives, so a running trial's log can be read; after that a rolling tail (the rest of the
+ * cap) is kept in memory and written on close, after a marker line `[autolab: N bytes elided]`.
+ * The tail gets most of the room because that is where a crash explains itself.
+ */
+export class CappedLog {
+  readonly path: string;
+  readonly #fd: number;
+  readonly #headCap: number;
+  readonly #tailCap: number;
+  #headWritten = 0;
+  #lastHeadByte = 10;
+  #tail: Buffer[] = [];
+  #tailBytes = 0;
+  #total = 0;
+  #closed = false;
+
+  constructor(path: string, capBytes = 5 * 1024 * 1024) {
+    this.path = path;
+    this.#fd = openSync(path, "w");
+    const cap = Math.max(1024, capBytes);
+    // Room for the marker line, so head + marker + tail stays within the cap.
+    const usable = Number.isFinite(cap) ? cap - 64 : cap;
+    this.#headCap = Math.floor(usable / 4);
+    this.#tailCap = usable - this.#headCap;
+  }
+
+  /** Total bytes received, including elided ones. */
+  get bytes(): number {
+    return this.#total;
+  }
+
+  write(chunk: Buffer): void {
+    if (this.#closed) return;
+    this.#total += chunk.length;
+    let rest = chunk;
+    if (this.#headWritten < this.#headCap) {
+      const n = Math.min(rest.length, this.#headCap - this.#headWritten);
+      writeAll(this.#fd, rest.subarray(0, n));
+      this.#headWritten += n;
+      this.#lastHeadByte = rest[n - 1] ?? this.#lastHeadByte;
+      rest = rest.subarray(n);
+      if (rest.length === 0) return;
+    }
+    this.#tail.push(rest);
+    this.#tailBytes += rest.length;
+    // Drop whole chunks from the front while the remainder still covers the tail budget.
+    while (this.#tail.length > 1 && this.#tailBytes - (this.#tail[0] as Buffer).length >= this.#tailCap) {
+      this.#tailBytes -= (this.#tail.shift() as Buffer).length;
+    }
+  }
+
+  /** Writes the tail (and the elision marker, if anything was dropped) and closes the file. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      let tail = Buffer.concat(this.#tail, this.#tailBytes);
+      if (tail.length > this.#tailCap) {
+        tail = tail.subarray(tail.length - this.#tailCap);
+        // Start the kept tail at a line boundary when one is near, so no half line follows the marker.
+        const nl = tail.indexOf(10);
+        if (nl !== -1 && nl < 4096) tail = tail.subarray(nl + 1);
+      }
+      const elided = this.#total - this.#headWritten - tail.length;
+      if (elided > 0) {
+        const lead = this.#lastHeadByte === 10 ? "" : "\n";
+        writeAll(this.#fd, Buffer.from(`${lead}[autolab: ${elided} bytes elided]\n`));
+      }
+      writeAll(this.#fd, tail);
+    } finally {
+      this.#tail = [];
+      closeSync(this.#fd);
+    }
+  }
+}
+
+function writeAll(fd: number, buf: Buffer): void {
+  let off = 0;
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+}

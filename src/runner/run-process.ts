@@ -1,0 +1,178 @@
+import type { ChildProcess } from "node:child_process";
+import { performance } from "node:perf_hooks";
+import { CappedLog } from "./capped-log.ts";
+import { LogTail } from "./log-tail.ts";
+import { LineSplitter, parseMetricLine } from "./metrics.ts";
+import { type KillReport, newTreeToken, ProcessTree, spawnGroup, TOKEN_ENV } from "./process-tree.ts";
+
+export interface RunProcessOptions {
+  command: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdoutPath: string;
+  stderrPath: string;
+  /** The tree is killed this many ms after the start (SIGTERM, then SIGKILL after killGraceMs). */
+  killAfterMs: number;
+  killGraceMs: number;
+  logCapBytes: number;
+  sampleIntervalMs: number;
+  tailLines: number;
+  tailChars: number;
+  signal?: AbortSignal;
+  /** Called for each metric on stdout as it arrives. */
+  onMetric?: (name: string, value: number) => void;
+}
+
+/** What happened to one process tree. Never thrown: every outcome of the process is data. */
+export interface ProcessOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  /** From spawn to the exit of the root process. */
+  wallS: number;
+  cpuS: number;
+  peakRssMb: number;
+  timedOut: boolean;
+  interrupted: boolean;
+  /** Set when the process could not be started at all. */
+  spawnError?: string;
+  /** Metrics from stdout; the last value of a name wins. */
+  metrics: Map<string, number>;
+  lastStderrLine: string;
+  logTail: string;
+  /** How the tree was killed at the time limit or on abort. */
+  kill?: KillReport;
+  /** An exception thrown by onMetric: a bug of the caller, rethrown by the executor. */
+  callbackError?: unknown;
+}
+
+/** How long to wait for stdout/stderr to close after the whole tree is gone before giving up on them. */
+const STREAM_CLOSE_TIMEOUT_MS = 2000;
+
+/**
+ * Runs `command` under `/bin/sh -c` in its own process group with a time limit, logs its output
+ * with a size cap, parses metric lines from stdout, samples its resource use, and makes sure no
+ * process of its tree outlives it: processes left behind by a command that exited on its own are
+ * killed too, since they would otherwise hold the slot's resources and the log pipes.
+ */
+export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcome> {
+  const metrics = new Map<string, number>();
+  const tail = new LogTail(opts.tailLines, opts.tailChars);
+  let lastStderrLine = "";
+  let callbackError: unknown;
+
+  const outLog = new CappedLog(opts.stdoutPath, opts.logCapBytes);
+  const errLog = new CappedLog(opts.stderrPath, opts.logCapBytes);
+  const outLines = new LineSplitter((line, redrawn) => {
+    tail.push(line, redrawn);
+    for (const [name, value] of parseMetricLine(line)) {
+      metrics.set(name, value);
+      if (opts.onMetric && callbackError === undefined) {
+        try {
+          opts.onMetric(name, value);
+        } catch (err) {
+          callbackError = err;
+        }
+      }
+    }
+  });
+  const errLines = new LineSplitter((line, redrawn) => {
+    tail.push(line, redrawn);
+    if (line.trim() !== "") lastStderrLine = line;
+  });
+  const finish = (
+    partial: Omit<ProcessOutcome, "metrics" | "lastStderrLine" | "logTail" | "callbackError">,
+  ) => {
+    outLines.end();
+    errLines.end();
+    outLog.close();
+    errLog.close();
+    return { ...partial, metrics, lastStderrLine, logTail: tail.text(), callbackError };
+  };
+  const notStarted = (spawnError: string, interrupted = false) =>
+    finish({
+      exitCode: null,
+      signal: null,
+      wallS: 0,
+      cpuS: 0,
+      peakRssMb: 0,
+      timedOut: false,
+      interrupted,
+      spawnError,
+    });
+
+  if (opts.signal?.aborted) return notStarted("aborted before start", true);
+
+  const token = newTreeToken();
+  const start = performance.now();
+  const child = spawnGroup(opts.command, { cwd: opts.cwd, env: { ...opts.env, [TOKEN_ENV]: token } });
+  const spawnFailed = new Promise<Error>((resolve) => child.once("error", resolve));
+  if (child.pid === undefined) return notStarted((await spawnFailed).message);
+
+  const tree = new ProcessTree(child.pid, token);
+  tree.startSampling(opts.sampleIntervalMs);
+  child.stdout?.on("data", (chunk: Buffer) => {
+    outLog.write(chunk);
+    outLines.push(chunk);
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    errLog.write(chunk);
+    errLines.push(chunk);
+  });
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal, at: performance.now() })),
+  );
+
+  let timedOut = false;
+  let interrupted = false;
+  let killing: Promise<KillReport> | undefined;
+  const timer = setTimeout(() => {
+    if (!interrupted) timedOut = true;
+    killing ??= tree.kill(opts.killGraceMs);
+  }, opts.killAfterMs);
+  const onAbort = () => {
+    if (!timedOut) interrupted = true;
+    killing ??= tree.kill(opts.killGraceMs);
+  };
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+
+  try {
+    const exit = await exited;
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onAbort);
+    tree.stopSampling();
+    const kill = killing ? await killing : undefined;
+    // The root is gone; anything of its tree still running (a background job, a daemon) goes too.
+    if (tree.alive()) await tree.kill(opts.killGraceMs);
+    await waitForClose(closed, child);
+    const usage = tree.usage;
+    return finish({
+      exitCode: exit.code,
+      signal: exit.signal,
+      wallS: (exit.at - start) / 1000,
+      cpuS: usage.cpuS,
+      peakRssMb: usage.peakRssMb,
+      timedOut,
+      interrupted,
+      ...(kill ? { kill } : {}),
+    });
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onAbort);
+    tree.release();
+  }
+}
+
+/** Waits for stdout/stderr to close; if something outside the tree still holds them, stops reading. */
+async function waitForClose(closed: Promise<void>, child: ChildProcess) {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve();
+    }, STREAM_CLOSE_TIMEOUT_MS);
+  });
+  await Promise.race([closed, gaveUp]);
+  clearTimeout(timer);
+}

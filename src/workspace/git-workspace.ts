@@ -1,0 +1,331 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { appendFile, lstat, mkdir, readFile, rm } from "node:fs/promises";
+import { join, relative, resolve, sep } from "node:path";
+import { AutolabError } from "../core/errors.ts";
+import type { DiffStats } from "../core/ledger.ts";
+import type { Snapshot, Workspace } from "../core/workspace.ts";
+import { git, gitRaw } from "./git.ts";
+
+export interface RepoInfo {
+  /** Top level of the user's git checkout. */
+  root: string;
+  /** The program's directory relative to root ("" when program.md is at the top). */
+  prefix: string;
+}
+
+/** Finds the git repository holding `dir`; a clear error when there is none. */
+export async function findRepo(dir: string): Promise<RepoInfo> {
+  const out = await gitRaw(dir, ["rev-parse", "--show-toplevel"]);
+  if (out.code !== 0) {
+    throw new AutolabError(
+      "NOT_A_GIT_REPO",
+      `${dir} is not inside a git repository; autolab keeps every candidate as a git commit.`,
+      "Run `git init && git add -A && git commit -m init` there first (or `autolab init`, which does it).",
+    );
+  }
+  const root = out.stdout.trim();
+  const head = await gitRaw(root, ["rev-parse", "--verify", "-q", "HEAD"]);
+  if (head.code !== 0) {
+    throw new AutolabError(
+      "NO_COMMITS",
+      `the git repository ${root} has no commits yet.`,
+      "Commit your project first: `git add -A && git commit -m init`.",
+    );
+  }
+  const prefix = relative(root, resolve(dir)).split(sep).join("/");
+  return { root, prefix };
+}
+
+/**
+ * Refuses to start a run when editable or protected files have uncommitted changes or were
+ * never committed: the run starts from HEAD, so such changes would silently not be part of it.
+ */
+export async function assertCommitted(repo: RepoInfo, files: string[], allowDirty: boolean): Promise<void> {
+  const paths = files.map((f) => joinPrefix(repo.prefix, f));
+  const status = await git(repo.root, ["status", "--porcelain=v1", "--untracked-files=all", "--", ...paths]);
+  const dirty = status
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => ({ code: l.slice(0, 2), path: l.slice(3) }));
+  const untracked = dirty.filter((d) => d.code === "??").map((d) => d.path);
+  const modified = dirty.filter((d) => d.code !== "??").map((d) => d.path);
+  const tracked = new Set(
+    (await git(repo.root, ["ls-files", "--", ...paths])).split("\n").filter(Boolean),
+  );
+  const missing = paths.filter((p) => !tracked.has(p) && !untracked.includes(p));
+  if (missing.length > 0) {
+    throw new AutolabError(
+      "FILE_MISSING",
+      `program.md names ${missing.join(", ")}, which ${missing.length === 1 ? "does" : "do"} not exist in the repository.`,
+      "Fix the paths under `files:` in program.md (they are relative to program.md's directory).",
+    );
+  }
+  if (untracked.length > 0) {
+    throw new AutolabError(
+      "UNTRACKED_FILES",
+      `${untracked.join(", ")} ${untracked.length === 1 ? "is" : "are"} not committed; a run starts from the last commit.`,
+      `Commit ${untracked.length === 1 ? "it" : "them"}: git add ${untracked.join(" ")} && git commit -m "autolab project"`,
+    );
+  }
+  if (modified.length > 0 && !allowDirty) {
+    throw new AutolabError(
+      "DIRTY_WORKTREE",
+      `the working tree has uncommitted changes in ${modified.join(", ")}; a run starts from the last commit, so they would not be part of it.`,
+      `Commit or stash them (git commit -am "…" or git stash), or pass --allow-dirty to run from the last commit anyway.`,
+    );
+  }
+}
+
+function joinPrefix(prefix: string, path: string): string {
+  return prefix ? `${prefix}/${path}` : path;
+}
+
+export function sha256(data: Buffer | string): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** sha256 of each file as it is in `commit`. */
+export async function hashesAt(repo: RepoInfo, commit: string, files: string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const f of files) {
+    const blob = await gitBuffer(repo.root, ["show", `${commit}:${joinPrefix(repo.prefix, f)}`]);
+    out[f] = sha256(blob);
+  }
+  return out;
+}
+
+function gitBuffer(cwd: string, args: string[]): Promise<Buffer> {
+  return new Promise((res, rej) => {
+    execFile("git", args, { cwd, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) rej(new AutolabError("GIT_FAILED", `git ${args.join(" ")} failed: ${stderr.toString().trim()}`));
+      else res(stdout);
+    });
+  });
+}
+
+export interface GitWorkspaceOptions {
+  repo: RepoInfo;
+  tag: string;
+  /** The .autolab directory of the program (worktrees live under it). */
+  stateDir: string;
+  baseCommit: string;
+  protectedFiles: string[];
+  protectedHashes: Record<string, string>;
+}
+
+/** Git identity for harness commits when the user has none configured. */
+const IDENTITY = ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+
+export class GitWorkspace implements Workspace {
+  readonly branch: string;
+  readonly worktree: string;
+  readonly projectDir: string;
+  private readonly opts: GitWorkspaceOptions;
+  private identity: string[] = [];
+
+  private constructor(opts: GitWorkspaceOptions) {
+    this.opts = opts;
+    this.branch = `autolab/${opts.tag}`;
+    this.worktree = join(opts.stateDir, "worktrees", opts.tag);
+    this.projectDir = opts.repo.prefix ? join(this.worktree, opts.repo.prefix) : this.worktree;
+  }
+
+  /**
+   * Creates the ratchet branch (at baseCommit) and the worktree if they do not exist yet, and
+   * keeps `.autolab/` out of git's sight. Idempotent: resuming a run opens the same worktree.
+   */
+  static async open(opts: GitWorkspaceOptions): Promise<GitWorkspace> {
+    const ws = new GitWorkspace(opts);
+    const { root } = opts.repo;
+    await ensureExcluded(root);
+    const email = await gitRaw(root, ["config", "user.email"]);
+    if (email.code !== 0 || !email.stdout.trim()) ws.identity = IDENTITY;
+    const branchRef = `refs/heads/${ws.branch}`;
+    const exists = await gitRaw(root, ["rev-parse", "--verify", "-q", branchRef]);
+    if (exists.code !== 0) await git(root, ["update-ref", branchRef, opts.baseCommit, ""]);
+    const listed = await git(root, ["worktree", "list", "--porcelain"]);
+    const registered = listed.split("\n").some((l) => l === `worktree ${ws.worktree}`);
+    if (!registered || !existsSync(join(ws.worktree, ".git"))) {
+      // A worktree half-created by a killed harness: clear it and start again.
+      await rm(ws.worktree, { recursive: true, force: true });
+      await git(root, ["worktree", "prune"]);
+      await mkdir(join(opts.stateDir, "worktrees"), { recursive: true });
+      await git(root, ["worktree", "add", "--detach", ws.worktree, branchRef]);
+    }
+    return ws;
+  }
+
+  private g(args: string[]): Promise<string> {
+    return git(this.worktree, args);
+  }
+
+  private toRepoPath(p: string): string {
+    return joinPrefix(this.opts.repo.prefix, p);
+  }
+
+  /** Repo-relative path → path relative to the program's directory. */
+  private fromRepoPath(p: string): string {
+    const prefix = this.opts.repo.prefix;
+    if (!prefix) return p;
+    if (p.startsWith(`${prefix}/`)) return p.slice(prefix.length + 1);
+    return relative(prefix, p).split(sep).join("/");
+  }
+
+  async bestCommit(): Promise<string> {
+    return (await this.g(["rev-parse", `refs/heads/${this.branch}`])).trim();
+  }
+
+  async head(): Promise<string> {
+    return (await this.g(["rev-parse", "HEAD"])).trim();
+  }
+
+  async resetTo(commit: string, dropUntracked: string[] = []): Promise<void> {
+    await this.g(["reset", "-q", "--hard", commit]);
+    for (const p of dropUntracked) {
+      const abs = resolve(this.projectDir, p);
+      if (abs.startsWith(this.worktree + sep)) await rm(abs, { recursive: true, force: true });
+    }
+  }
+
+  async snapshot(): Promise<Snapshot> {
+    const { untracked } = await this.status();
+    return { untracked: new Set(untracked) };
+  }
+
+  private async status(): Promise<{ tracked: string[]; untracked: string[] }> {
+    const out = await this.g(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]);
+    const tracked: string[] = [];
+    const untracked: string[] = [];
+    for (const entry of out.split("\0")) {
+      if (!entry) continue;
+      const code = entry.slice(0, 2);
+      const path = this.fromRepoPath(entry.slice(3));
+      (code === "??" ? untracked : tracked).push(path);
+    }
+    return { tracked, untracked };
+  }
+
+  async changes(since: Snapshot): Promise<string[]> {
+    const { tracked, untracked } = await this.status();
+    return [...tracked, ...untracked.filter((p) => !since.untracked.has(p))].sort();
+  }
+
+  async symlinks(paths: string[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const p of paths) {
+      try {
+        if ((await lstat(resolve(this.projectDir, p))).isSymbolicLink()) out.push(p);
+      } catch {
+        // deleted: not a symlink
+      }
+    }
+    return out;
+  }
+
+  async commitCandidate(n: number, paths: string[], message: string): Promise<{ commit: string; ref: string }> {
+    if (paths.length > 0) {
+      const repoPaths = paths.map((p) => `:(top,literal)${this.toRepoPath(p)}`);
+      await this.g(["add", "-A", "--", ...repoPaths]);
+      await this.g([...this.identity, "commit", "-q", "--no-verify", "-m", message]);
+    }
+    const commit = await this.head();
+    const ref = this.candidateRefName(n);
+    await this.g(["update-ref", ref, commit]);
+    return { commit, ref };
+  }
+
+  private candidateRefName(n: number): string {
+    return `refs/autolab/${this.opts.tag}/${n}`;
+  }
+
+  async candidateRef(n: number): Promise<string | undefined> {
+    const out = await gitRaw(this.worktree, ["rev-parse", "--verify", "-q", this.candidateRefName(n)]);
+    return out.code === 0 ? out.stdout.trim() : undefined;
+  }
+
+  async diffStats(parent: string, commit: string): Promise<DiffStats> {
+    const out = await this.g(["diff", "--numstat", "--no-renames", parent, commit]);
+    const stats = { files: 0, insertions: 0, deletions: 0 };
+    for (const line of out.split("\n")) {
+      const [ins, del] = line.split("\t");
+      if (ins === undefined || del === undefined) continue;
+      stats.files++;
+      stats.insertions += Number(ins) || 0;
+      stats.deletions += Number(del) || 0;
+    }
+    return stats;
+  }
+
+  async changedPaths(parent: string, commit: string): Promise<string[]> {
+    const out = await this.g(["diff", "--name-only", "-z", "--no-renames", parent, commit]);
+    return out
+      .split("\0")
+      .filter(Boolean)
+      .map((p) => this.fromRepoPath(p));
+  }
+
+  async parentOf(commit: string): Promise<string> {
+    return (await this.g(["rev-parse", `${commit}^`])).trim();
+  }
+
+  async diff(parent: string, commit: string): Promise<string> {
+    return this.g(["diff", "--no-renames", parent, commit]);
+  }
+
+  async advance(commit: string, expectedOld: string): Promise<void> {
+    const out = await gitRaw(this.worktree, ["update-ref", `refs/heads/${this.branch}`, commit, expectedOld]);
+    if (out.code !== 0) {
+      throw new AutolabError(
+        "RATCHET_MOVED",
+        `the branch ${this.branch} moved while experiment ${commit.slice(0, 8)} was running (expected ${expectedOld.slice(0, 8)}).`,
+        "Another process is writing to this run; run one `autolab run` per tag.",
+      );
+    }
+  }
+
+  async verifyProtected(): Promise<string | undefined> {
+    const changed: string[] = [];
+    for (const [file, expected] of Object.entries(this.opts.protectedHashes)) {
+      let actual: string;
+      try {
+        actual = sha256(await readFile(join(this.projectDir, file)));
+      } catch {
+        changed.push(`${file} (missing)`);
+        continue;
+      }
+      if (actual !== expected) changed.push(file);
+    }
+    return changed.length ? `protected file${changed.length > 1 ? "s" : ""} changed: ${changed.join(", ")}` : undefined;
+  }
+
+  async restoreProtected(): Promise<void> {
+    if (this.opts.protectedFiles.length === 0) return;
+    await this.g([
+      "checkout",
+      this.opts.baseCommit,
+      "--",
+      ...this.opts.protectedFiles.map((f) => `:(top,literal)${this.toRepoPath(f)}`),
+    ]);
+  }
+
+  async commitMessage(commit: string): Promise<string> {
+    return this.g(["log", "-1", "--format=%B", commit]);
+  }
+}
+
+/** Keeps `.autolab/` (notebook, worktrees, logs) out of `git status` without touching .gitignore. */
+async function ensureExcluded(root: string): Promise<void> {
+  const commonDir = (await git(root, ["rev-parse", "--git-common-dir"])).trim();
+  const excludePath = resolve(root, commonDir, "info", "exclude");
+  let text = "";
+  try {
+    text = await readFile(excludePath, "utf8");
+  } catch {
+    await mkdir(resolve(root, commonDir, "info"), { recursive: true });
+  }
+  if (!text.split("\n").includes(".autolab/")) {
+    await appendFile(excludePath, `${text && !text.endsWith("\n") ? "\n" : ""}.autolab/\n`);
+  }
+}

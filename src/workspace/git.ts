@@ -1,0 +1,46 @@
+import { execFile } from "node:child_process";
+import { AutolabError } from "../core/errors.ts";
+
+export interface GitOutput {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs git and returns its output as data, whatever the exit code. */
+export function gitRaw(cwd: string, args: string[], input?: string): Promise<GitOutput> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      "git",
+      args,
+      { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } },
+      (err, stdout, stderr) => {
+        if (err && (err as NodeJS.ErrnoException).code === "ENOENT") {
+          reject(
+            new AutolabError(
+              "GIT_NOT_FOUND",
+              "git is not installed or not on PATH.",
+              "Install git (e.g. `apt-get install git`) and try again.",
+            ),
+          );
+          return;
+        }
+        const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+/** Runs git; a non-zero exit is a GitError naming the command (these are harness bugs or broken repos). */
+export async function git(cwd: string, args: string[], input?: string): Promise<string> {
+  const out = await gitRaw(cwd, args, input);
+  if (out.code !== 0) {
+    throw new AutolabError(
+      "GIT_FAILED",
+      `git ${args.join(" ")} failed in ${cwd} (exit ${out.code}): ${out.stderr.trim() || out.stdout.trim()}`,
+    );
+  }
+  return out.stdout;
+}
