@@ -1,6 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { AutolabError } from "../src/core/errors.ts";
-import type { Knob } from "../src/core/types.ts";
 import {
   formatKnobValue,
   formatNumber,
@@ -10,6 +8,8 @@ import {
   writeKnob,
 } from "../src/agents/builtin/knobs.ts";
 import { createRng } from "../src/agents/builtin/rng.ts";
+import { AutolabError } from "../src/core/errors.ts";
+import type { Knob } from "../src/core/types.ts";
 
 const PY = `import torch
 
@@ -48,7 +48,10 @@ function caught(fn: () => unknown): AutolabError {
 
 describe("readKnobs", () => {
   it("finds Python constants, with annotations, comments and separators", () => {
-    const knobs = readKnobs([{ path: "train.py", text: PY }], ["LEARNING_RATE", "HIDDEN", "BATCH_SIZE", "WARMUP", "DROPOUT"]);
+    const knobs = readKnobs(
+      [{ path: "train.py", text: PY }],
+      ["LEARNING_RATE", "HIDDEN", "BATCH_SIZE", "WARMUP", "DROPOUT"],
+    );
     expect(knobs.get("LEARNING_RATE")).toEqual({ file: "train.py", line: 4, value: 3e-4, literal: "3e-4" });
     expect(knobs.get("HIDDEN")).toMatchObject({ line: 5, value: 128 });
     expect(knobs.get("BATCH_SIZE")).toMatchObject({ value: 1024, literal: "1_024" });
@@ -58,7 +61,10 @@ describe("readKnobs", () => {
   });
 
   it("finds JS/TS const, export const, let and var", () => {
-    const knobs = readKnobs([{ path: "train.ts", text: TS }], ["LEARNING_RATE", "HIDDEN", "STEPS", "DECAY", "NAME_LONGER"]);
+    const knobs = readKnobs(
+      [{ path: "train.ts", text: TS }],
+      ["LEARNING_RATE", "HIDDEN", "STEPS", "DECAY", "NAME_LONGER"],
+    );
     expect(knobs.get("LEARNING_RATE")).toMatchObject({ file: "train.ts", line: 3, value: 0.001 });
     expect(knobs.get("HIDDEN")).toMatchObject({ line: 4, value: 64 });
     expect(knobs.get("STEPS")).toMatchObject({ line: 5, value: 1000 });

@@ -315,7 +315,7 @@ describe("parseProgram: YAML and frontmatter errors", () => {
 describe("docs/program.md", () => {
   it("has a complete example that parses", () => {
     const doc = readFileSync(new URL("../docs/program.md", import.meta.url), "utf8");
-    const example = doc.split("## A complete example")[1]?.match(/```markdown\n([\s\S]*?)\n```/)?.[1];
+    const example = doc.split("## A complete example")[1]?.match(/```text\n([\s\S]*?)\n```/)?.[1];
     expect(example).toBeDefined();
     const p = parseProgram(example ?? "", "docs-example/program.md");
     expect(p.name).toBe("tiny-lm");

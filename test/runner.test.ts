@@ -49,6 +49,7 @@ describe("parseMetricLine", () => {
 
   it("reads `METRIC name=value`, several per line", () => {
     expect(parseMetricLine("METRIC val_bpb=1.25")).toEqual([["val_bpb", 1.25]]);
+    expect(parseMetricLine("METRIC total_µs=15200")).toEqual([["total_µs", 15200]]);
     expect(parseMetricLine("METRIC a=1 b=2e3 junk c=-3")).toEqual([
       ["a", 1],
       ["b", 2000],
@@ -222,6 +223,21 @@ describe("LocalExecutor.runTrial", () => {
     expect(r.reason).toBe("exited with code 3: boom: bad");
   });
 
+  it("names the signal behind a shell's 128 + N exit code", async () => {
+    const r = await executor.runTrial(spec("sh -c 'kill -9 $$'; exit $?"));
+    expect(r.status).toBe("crash");
+    expect(r.reason).toMatch(/^exited with code 137 \(= 128 \+ SIGKILL\)/);
+  });
+
+  it("rethrows an exception from onMetric: a bug of the caller, not an outcome", async () => {
+    const s = spec("echo 'score: 1'", {
+      onMetric: () => {
+        throw new Error("listener bug");
+      },
+    });
+    await expect(executor.runTrial(s)).rejects.toThrow("listener bug");
+  });
+
   it("reports a command that does not exist", async () => {
     const r = await executor.runTrial(spec("definitely-not-a-command-xyz --flag"));
     expect(r.status).toBe("crash");
@@ -305,7 +321,8 @@ describe("LocalExecutor.runTrial", () => {
   });
 
   it("measures the peak RSS and CPU of the tree", async () => {
-    const js = "const b = Buffer.alloc(100 * 1024 * 1024, 1); setTimeout(() => console.log('score: ' + b[7]), 500)";
+    const js =
+      "const b = Buffer.alloc(100 * 1024 * 1024, 1); setTimeout(() => console.log('score: ' + b[7]), 500)";
     const r = await executor.runTrial(spec(`${node} -e "${js}"`));
     expect(r.status).toBe("ok");
     expect(r.peakRssMb).toBeGreaterThan(90);
@@ -356,10 +373,13 @@ describe("LocalExecutor.setup", () => {
 describe("killTree", () => {
   it("kills a process group and its setsid descendants", async () => {
     const dir = tempDir();
-    const child = spawnGroup("setsid sh -c 'echo $$ > gc.pid; exec sleep 100' & echo $$ > sh.pid; sleep 100", {
-      cwd: dir,
-      env: process.env,
-    });
+    const child = spawnGroup(
+      "setsid sh -c 'echo $$ > gc.pid; exec sleep 100' & echo $$ > sh.pid; sleep 100",
+      {
+        cwd: dir,
+        env: process.env,
+      },
+    );
     const pid = child.pid as number;
     const gone = new Promise((resolve) => child.once("exit", resolve));
     while (!existsSync(join(dir, "gc.pid")) || !existsSync(join(dir, "sh.pid"))) await sleep(10);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { AutolabError } from "../src/core/errors.ts";
-import type { Direction, Knob } from "../src/core/types.ts";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { type Params, suggestTpe, type TpeObservation, type TpeOptions } from "../src/agents/builtin/tpe.ts";
+import { AutolabError } from "../src/core/errors.ts";
+import type { Direction, Knob } from "../src/core/types.ts";
 
 const SPACE: Record<string, Knob> = {
   LR: { low: 1e-5, high: 1, log: true, int: false },
@@ -75,7 +75,9 @@ describe("suggestTpe", () => {
   it("beats random search on average over 20 seeds at 30 evaluations", () => {
     const seeds = Array.from({ length: 20 }, (_, i) => i);
     const tpe = mean(seeds.map((s) => search(logQuadratic, SPACE, s, 30).best));
-    const random = mean(seeds.map((s) => search(logQuadratic, SPACE, s, 30, { startup: Number.POSITIVE_INFINITY }).best));
+    const random = mean(
+      seeds.map((s) => search(logQuadratic, SPACE, s, 30, { startup: Number.POSITIVE_INFINITY }).best),
+    );
     // Measured: TPE ≈ 0.06, random ≈ 0.59. Demand a clear margin, not just a win.
     expect(tpe).toBeLessThan(random / 2);
   });
@@ -86,7 +88,9 @@ describe("suggestTpe", () => {
     const seeds = Array.from({ length: 10 }, (_, i) => i);
     const tpe = mean(seeds.map((s) => search(f, space, s, 25, { direction: "maximize" }).best));
     const random = mean(
-      seeds.map((s) => search(f, space, s, 25, { direction: "maximize", startup: Number.POSITIVE_INFINITY }).best),
+      seeds.map(
+        (s) => search(f, space, s, 25, { direction: "maximize", startup: Number.POSITIVE_INFINITY }).best,
+      ),
     );
     expect(tpe).toBeGreaterThan(random);
     expect(tpe).toBeGreaterThan(-0.05);
@@ -108,12 +112,37 @@ describe("suggestTpe", () => {
     expect(low).toBeGreaterThanOrEqual(18);
     // Even if crashes had the smallest "values", a crash has none: maximizing changes nothing.
     let lowMax = 0;
-    const flipped = observations.map((o) => (o.value === undefined ? o : { ...o, value: -(o.value as number) }));
+    const flipped = observations.map((o) =>
+      o.value === undefined ? o : { ...o, value: -(o.value as number) },
+    );
     for (let seed = 0; seed < 20; seed++) {
       const s = suggestTpe(space, flipped, createRng(seed), { direction: "maximize" });
       if ((s.params.X as number) < 0.3) lowMax++;
     }
     expect(lowMax).toBeGreaterThanOrEqual(18);
+  });
+
+  it("steers away from where configurations crashed", () => {
+    // A mirror-symmetric picture: equally good points at 0.25 and 0.75; crashes around 0.75.
+    const space: Record<string, Knob> = { X: { low: 0, high: 1, log: false, int: false } };
+    const observations: TpeObservation[] = [
+      { params: { X: 0.25 }, value: 0 },
+      { params: { X: 0.75 }, value: 0 },
+      ...[0.1, 0.4, 0.6, 0.9].map((x) => ({ params: { X: x }, value: 5 })),
+      ...[0.67, 0.71, 0.79, 0.83].map((x) => ({ params: { X: x } })),
+    ];
+    const nearSafe = (obs: TpeObservation[]) => {
+      let n = 0;
+      for (let seed = 0; seed < 40; seed++) {
+        const s = suggestTpe(space, obs, createRng(seed), { direction: "minimize", gamma: () => 2 });
+        if ((s.params.X as number) < 0.5) n++;
+      }
+      return n;
+    };
+    expect(nearSafe(observations)).toBeGreaterThanOrEqual(32);
+    // Without the crashes the two good points are about equally attractive.
+    const withoutCrashes = nearSafe(observations.filter((o) => o.value !== undefined));
+    expect(withoutCrashes).toBeLessThan(30);
   });
 
   it("does not repeat an evaluated configuration, nor propose the current one", () => {
@@ -140,7 +169,7 @@ describe("suggestTpe", () => {
     );
   });
 
-  it("proposes in well under 10 ms with 200 observations and 6 knobs", () => {
+  it("proposes with 200 observations and 6 knobs", () => {
     const space: Record<string, Knob> = {
       ...SPACE,
       WD: { low: 1e-6, high: 1e-1, log: true, int: false },
@@ -154,14 +183,11 @@ describe("suggestTpe", () => {
       observations.push({ params: s.params, value: i % 17 === 0 ? undefined : logQuadratic(s.params) });
     }
     suggestTpe(space, observations, createRng(0), { direction: "minimize" }); // warm up the JIT
-    const times: number[] = [];
+    // Speed is measured by bench/overhead.ts, not asserted here; this checks the large case works.
     for (let i = 0; i < 10; i++) {
-      const t0 = performance.now();
       const s = suggestTpe(space, observations, createRng(i), { direction: "minimize" });
-      times.push(performance.now() - t0);
       expect(s.mode).toBe("tpe");
+      expect(Object.keys(s.params).sort()).toEqual(Object.keys(space).sort());
     }
-    times.sort((a, b) => a - b);
-    expect(times[5]).toBeLessThan(10);
   });
 });

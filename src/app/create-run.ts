@@ -5,11 +5,11 @@ import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { type LoopSummary, runLoop } from "../core/loop.ts";
-import { LocalExecutor } from "../runner/local-executor.ts";
 import { defaultGraceMs } from "../program/index.ts";
+import { LocalExecutor } from "../runner/local-executor.ts";
 import { greedyJudge } from "../trust/greedy-judge.ts";
-import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
 import { git } from "../workspace/git.ts";
+import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
 import { type Lab, openLab } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 
@@ -64,7 +64,7 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
         throw new AutolabError(
           "BRANCH_EXISTS",
           `the branch autolab/${tag} already exists but this notebook has no run "${tag}".`,
-          "Pick another --tag, or delete the branch (git branch -D autolab/" + tag + ").",
+          `Pick another --tag, or delete the branch (git branch -D autolab/${tag}).`,
         );
       }
       run = ledger.createRun({

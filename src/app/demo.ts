@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoopEventListener } from "../core/events.ts";
-import { type RunOutcome, createRun } from "./create-run.ts";
+import { createRun, type RunOutcome } from "./create-run.ts";
 import { initProject } from "./init.ts";
 
 export interface DemoOptions {

@@ -44,7 +44,10 @@ export interface InitResult {
  * `autolab init [dir] [--example name]`: a program.md template, or a copy of an example, in a
  * git repository with its first commit (autolab needs one to start a run from).
  */
-export async function initProject(dirArg: string | undefined, example: string | undefined): Promise<InitResult> {
+export async function initProject(
+  dirArg: string | undefined,
+  example: string | undefined,
+): Promise<InitResult> {
   const dir = resolve(dirArg ?? ".");
   mkdirSync(dir, { recursive: true });
   if (existsSync(join(dir, "program.md"))) {
@@ -66,7 +69,11 @@ export async function initProject(dirArg: string | undefined, example: string | 
     }
     const clash = readdirSync(src).filter((f) => existsSync(join(dir, f)));
     if (clash.length) {
-      throw new AutolabError("INIT_CLASH", `${dir} already has ${clash.join(", ")}.`, "Init into an empty directory.");
+      throw new AutolabError(
+        "INIT_CLASH",
+        `${dir} already has ${clash.join(", ")}.`,
+        "Init into an empty directory.",
+      );
     }
     cpSync(src, dir, {
       recursive: true,
@@ -84,7 +91,10 @@ export async function initProject(dirArg: string | undefined, example: string | 
     await git(dir, ["init", "-q", "-b", "main"]);
     await git(dir, ["add", "-A"]);
     const email = await gitRaw(dir, ["config", "user.email"]);
-    const id = email.code === 0 && email.stdout.trim() ? [] : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+    const id =
+      email.code === 0 && email.stdout.trim()
+        ? []
+        : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
     await git(dir, [...id, "commit", "-q", "--no-verify", "-m", "autolab init"]);
     committed = true;
   }

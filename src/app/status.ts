@@ -12,7 +12,14 @@ export interface StatusJson {
   best: { id: number; metric: number | null; commit: string; hypothesis: string } | null;
   /** best − baseline, and the same relative to |baseline|. */
   improvement: { absolute: number; relative: number } | null;
-  counts: { total: number; kept: number; discarded: number; crashed: number; rejected: number; pending: number };
+  counts: {
+    total: number;
+    kept: number;
+    discarded: number;
+    crashed: number;
+    rejected: number;
+    pending: number;
+  };
   /** True when the objective comes from editable code (no protected evaluate step). */
   selfReported: boolean;
   /** Seconds spent in trials (the experiment commands' wall time). */
@@ -46,9 +53,7 @@ export function statusOf(run: RunRecord, exps: ExperimentRecord[]): StatusJson {
     metric: run.metric,
     direction: run.direction,
     baseline: baseline ? { id: 0, metric: bm ?? null } : null,
-    best: best
-      ? { id: best.n, metric: km ?? null, commit: best.commit, hypothesis: best.hypothesis }
-      : null,
+    best: best ? { id: best.n, metric: km ?? null, commit: best.commit, hypothesis: best.hypothesis } : null,
     improvement:
       bm !== undefined && km !== undefined
         ? { absolute: km - bm, relative: bm === 0 ? 0 : (km - bm) / Math.abs(bm) }
@@ -69,7 +74,11 @@ export function statusOf(run: RunRecord, exps: ExperimentRecord[]): StatusJson {
 }
 
 /** The metrics of an experiment's last trial, without holdout metrics unless asked for. */
-export function visibleMetrics(e: ExperimentRecord, holdout: string[], showHoldout: boolean): Record<string, number> {
+export function visibleMetrics(
+  e: ExperimentRecord,
+  holdout: string[],
+  showHoldout: boolean,
+): Record<string, number> {
   const m = { ...(lastResult(e)?.metrics ?? {}) };
   if (!showHoldout) for (const h of holdout) delete m[h];
   return m;
@@ -83,7 +92,8 @@ export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
     const r = lastResult(e);
     const m = objectiveOf(e, run.metric);
     const action = e.decision.action;
-    const status = action === "reject" ? (e.decision.reason.startsWith("timeout") ? "crash" : "discard") : action;
+    const status =
+      action === "reject" ? (e.decision.reason.startsWith("timeout") ? "crash" : "discard") : action;
     const description = (e.n === 0 ? "baseline" : e.hypothesis).replace(/[\t\n]+/g, " ");
     rows.push(
       [

@@ -1,9 +1,16 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { runCommand, demoCommand } from "./run-commands.ts";
-import { contextCommand, exportCommand, failuresCommand, logCommand, showCommand, statusCommand } from "./views.ts";
-import { initCommand } from "./init-command.ts";
-import { handleError } from "./errors.ts";
 import { parseDuration } from "../program/index.ts";
+import { handleError } from "./errors.ts";
+import { initCommand } from "./init-command.ts";
+import { demoCommand, runCommand } from "./run-commands.ts";
+import {
+  contextCommand,
+  exportCommand,
+  failuresCommand,
+  logCommand,
+  showCommand,
+  statusCommand,
+} from "./views.ts";
 
 function positiveInt(v: string): number {
   const n = Number(v);
@@ -20,12 +27,17 @@ function duration(v: string): number {
 }
 
 const cli = new Command("autolab")
-  .description("An autonomous research lab: propose → run under a budget → score → keep only true improvements.")
+  .description(
+    "An autonomous research lab: propose → run under a budget → score → keep only true improvements.",
+  )
   .version("0.1.0")
   .showHelpAfterError()
   .exitOverride();
 
-const programOpt = ["-p, --program <path>", "program.md or its directory (default: current directory)"] as const;
+const programOpt = [
+  "-p, --program <path>",
+  "program.md or its directory (default: current directory)",
+] as const;
 const tagOpt = ["-t, --tag <tag>", "the run (default: the newest)"] as const;
 
 cli
@@ -39,8 +51,15 @@ cli
   .command("run")
   .description("run the research loop (resumes the newest run unless --tag names a new one)")
   .option(...programOpt)
-  .option("-t, --tag <tag>", "run tag; the ratchet branch is autolab/<tag> (default: resume newest, or today's date)")
-  .option("-n, --max-experiments <n>", "stop when the run holds n experiments besides the baseline", positiveInt)
+  .option(
+    "-t, --tag <tag>",
+    "run tag; the ratchet branch is autolab/<tag> (default: resume newest, or today's date)",
+  )
+  .option(
+    "-n, --max-experiments <n>",
+    "stop when the run holds n experiments besides the baseline",
+    positiveInt,
+  )
   .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", duration)
   .option("-a, --agent <name>", "researcher (default: program.md's agent)")
   .option("--seed <n>", "seed passed to trials as AUTOLAB_SEED (new runs only)", positiveInt)

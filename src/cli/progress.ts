@@ -18,7 +18,9 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
   const tty = opts.tty ?? out.isTTY === true;
   let metric = "metric";
   let best: { n: number; metric: number } | undefined;
-  let current: { n: number; hypothesis: string; startedAt: number; budgetMs: number; progress?: string } | undefined;
+  let current:
+    | { n: number; hypothesis: string; startedAt: number; budgetMs: number; progress?: string }
+    | undefined;
   let timer: NodeJS.Timeout | undefined;
   let live = false;
 
@@ -80,7 +82,8 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         if (current && current.n === e.n) current.progress = `${e.name}=${formatMetric(e.value)}`;
         break;
       case "trial_finished":
-        if (e.status !== "ok") print(`#${e.n} trial ${e.attempt}: ${e.status}${e.reason ? ` — ${e.reason}` : ""}`);
+        if (e.status !== "ok")
+          print(`#${e.n} trial ${e.attempt}: ${e.status}${e.reason ? ` — ${e.reason}` : ""}`);
         break;
       case "decision": {
         if (!Number.isNaN(e.best.metric)) best = e.best;

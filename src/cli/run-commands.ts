@@ -1,4 +1,4 @@
-import { type RunOutcome, createRun } from "../app/create-run.ts";
+import { createRun, type RunOutcome } from "../app/create-run.ts";
 import { runDemo } from "../app/demo.ts";
 import { statusOf } from "../app/status.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
@@ -25,7 +25,9 @@ function interruptible(): { signal: AbortSignal; dispose: () => void } {
   const onSignal = () => {
     presses++;
     if (presses === 1) {
-      process.stderr.write("\nstopping: the running trial is killed and will run again on resume (Ctrl-C again to quit now)\n");
+      process.stderr.write(
+        "\nstopping: the running trial is killed and will run again on resume (Ctrl-C again to quit now)\n",
+      );
       ac.abort();
     } else {
       process.exit(130);
@@ -69,7 +71,11 @@ export async function runCommand(flags: RunFlags): Promise<void> {
   }
 }
 
-export async function demoCommand(flags: { maxExperiments?: number; budget?: number; dir?: string }): Promise<void> {
+export async function demoCommand(flags: {
+  maxExperiments?: number;
+  budget?: number;
+  dir?: string;
+}): Promise<void> {
   const { signal, dispose } = interruptible();
   const progress = createProgress({});
   process.stdout.write(
@@ -113,7 +119,8 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
   const kept = experiments.filter((e) => e.decision?.action === "keep" && e.n > 0);
   if (kept.length) {
     out.push("Kept changes:");
-    for (const e of kept) out.push(`  #${e.n} ${e.commit.slice(0, 8)} ${e.hypothesis} → ${formatMetric(e.decision?.metric)}`);
+    for (const e of kept)
+      out.push(`  #${e.n} ${e.commit.slice(0, 8)} ${e.hypothesis} → ${formatMetric(e.decision?.metric)}`);
   }
   out.push(`Best code: branch ${run.branch} in ${lab.dir}`);
   out.push(`Notebook: ${lab.stateDir}/lab.db  (autolab log${demo ? ` -p ${lab.dir}` : ""})`);

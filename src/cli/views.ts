@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { resultsTsv, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
@@ -6,9 +7,8 @@ import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import { buildContext, lastResult, objectiveOf } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
-import { findRepo } from "../workspace/git-workspace.ts";
 import { git } from "../workspace/git.ts";
-import { dirname } from "node:path";
+import { findRepo } from "../workspace/git-workspace.ts";
 
 interface ViewFlags {
   program?: string;
@@ -17,7 +17,10 @@ interface ViewFlags {
   holdout?: boolean;
 }
 
-function withRun<T>(flags: ViewFlags, fn: (run: RunRecord, exps: ExperimentRecord[], holdout: string[]) => T): T {
+function withRun<T>(
+  flags: ViewFlags,
+  fn: (run: RunRecord, exps: ExperimentRecord[], holdout: string[]) => T,
+): T {
   const { ledger } = openLedger(flags.program);
   try {
     const run = selectRun(ledger, flags.tag);
@@ -51,8 +54,12 @@ export function statusCommand(flags: ViewFlags): void {
     if (s.baseline) lines.push(`Baseline: ${formatMetric(s.baseline.metric ?? undefined)}`);
     if (s.best) {
       const change =
-        s.baseline?.metric != null && s.best.metric != null ? ` (${formatChange(s.baseline.metric, s.best.metric)})` : "";
-      lines.push(`Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`);
+        s.baseline?.metric != null && s.best.metric != null
+          ? ` (${formatChange(s.baseline.metric, s.best.metric)})`
+          : "";
+      lines.push(
+        `Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`,
+      );
     }
     const c = s.counts;
     lines.push(
@@ -98,7 +105,13 @@ function experimentJson(e: ExperimentRecord, holdout: string[], showHoldout: boo
 export function logCommand(flags: ViewFlags): void {
   withRun(flags, (run, exps, holdout) => {
     if (flags.json) {
-      return print(JSON.stringify(exps.map((e) => experimentJson(e, holdout, flags.holdout ?? false, run.metric)), null, 2));
+      return print(
+        JSON.stringify(
+          exps.map((e) => experimentJson(e, holdout, flags.holdout ?? false, run.metric)),
+          null,
+          2,
+        ),
+      );
     }
     const rows = [["#", "decision", run.metric, "wall", "commit", "hypothesis"]];
     for (const e of exps) {
@@ -131,25 +144,48 @@ function table(rows: string[][]): string {
 export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   const n = Number(id.replace(/^#/, ""));
   if (!Number.isInteger(n) || n < 0) {
-    throw new AutolabError("BAD_ID", `"${id}" is not an experiment number.`, "Use a number from `autolab log`.");
+    throw new AutolabError(
+      "BAD_ID",
+      `"${id}" is not an experiment number.`,
+      "Use a number from `autolab log`.",
+    );
   }
   const found = withRun(flags, (run, exps, holdout) => ({ run, e: exps.find((x) => x.n === n), holdout }));
   const { run, e, holdout } = found;
-  if (!e) throw new AutolabError("EXPERIMENT_NOT_FOUND", `run ${run.tag} has no experiment #${n}.`, "See `autolab log`.");
+  if (!e)
+    throw new AutolabError(
+      "EXPERIMENT_NOT_FOUND",
+      `run ${run.tag} has no experiment #${n}.`,
+      "See `autolab log`.",
+    );
   let diff = "";
   try {
     const repo = await findRepo(dirname(run.programPath));
-    diff = e.parentCommit === e.commit ? "" : await git(repo.root, ["diff", "--no-renames", e.parentCommit, e.commit]);
+    diff =
+      e.parentCommit === e.commit
+        ? ""
+        : await git(repo.root, ["diff", "--no-renames", e.parentCommit, e.commit]);
   } catch {
     diff = "(diff unavailable: the repository is not reachable)";
   }
   if (flags.json) {
-    return print(JSON.stringify({ ...experimentJson(e, holdout, flags.holdout ?? false, run.metric), diffText: diff }, null, 2));
+    return print(
+      JSON.stringify(
+        { ...experimentJson(e, holdout, flags.holdout ?? false, run.metric), diffText: diff },
+        null,
+        2,
+      ),
+    );
   }
   const lines = [`Experiment #${e.n} of run ${run.tag} (agent ${e.agent})`];
   lines.push(`Hypothesis: ${e.hypothesis}`);
   if (e.mechanism) lines.push(`Mechanism:  ${e.mechanism}`);
-  if (e.params) lines.push(`Params:     ${Object.entries(e.params).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+  if (e.params)
+    lines.push(
+      `Params:     ${Object.entries(e.params)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(" ")}`,
+    );
   lines.push(`Commit:     ${e.commit} (parent ${e.parentCommit.slice(0, 8)}), ref ${e.ref}`);
   lines.push(`Diff:       ${e.diff.files} file(s), +${e.diff.insertions} −${e.diff.deletions}`);
   if (e.decision) {
@@ -160,11 +196,21 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   } else lines.push("Decision:   pending");
   for (const t of e.trials) {
     const r = t.result;
-    lines.push(`Trial ${t.attempt} (seed ${t.seed}, budget ${t.budgetMs / 1000}s): ${r ? r.status : "running or cut short"}${r?.reason ? ` — ${r.reason}` : ""}`);
+    lines.push(
+      `Trial ${t.attempt} (seed ${t.seed}, budget ${t.budgetMs / 1000}s): ${r ? r.status : "running or cut short"}${r?.reason ? ` — ${r.reason}` : ""}`,
+    );
     if (r) {
       const m = visibleMetrics({ ...e, trials: [t] }, holdout, flags.holdout ?? false);
-      lines.push(`  metrics: ${Object.entries(m).map(([k, v]) => `${k}=${formatMetric(v)}`).join(" ") || "—"}`);
-      lines.push(`  cost: wall ${r.wallS.toFixed(2)}s, cpu ${r.cpuS.toFixed(2)}s, peak ${r.peakRssMb.toFixed(0)} MB${r.selfReported ? ", self-reported" : ""}`);
+      lines.push(
+        `  metrics: ${
+          Object.entries(m)
+            .map(([k, v]) => `${k}=${formatMetric(v)}`)
+            .join(" ") || "—"
+        }`,
+      );
+      lines.push(
+        `  cost: wall ${r.wallS.toFixed(2)}s, cpu ${r.cpuS.toFixed(2)}s, peak ${r.peakRssMb.toFixed(0)} MB${r.selfReported ? ", self-reported" : ""}`,
+      );
       if (r.logDir) lines.push(`  logs: ${r.logDir}`);
     }
   }
@@ -204,8 +250,14 @@ export function failuresCommand(flags: ViewFlags): void {
     if (!failed.length) return print("No crashed or rejected experiments.");
     const lines: string[] = [];
     for (const e of failed) {
-      lines.push(`#${e.n} ${e.decision?.action}: ${e.hypothesis.split("\n")[0]}`, `  reason: ${e.decision?.reason}`);
-      const tail = redact(lastResult(e)?.logTail ?? "", holdout).trim().split("\n").slice(-5);
+      lines.push(
+        `#${e.n} ${e.decision?.action}: ${e.hypothesis.split("\n")[0]}`,
+        `  reason: ${e.decision?.reason}`,
+      );
+      const tail = redact(lastResult(e)?.logTail ?? "", holdout)
+        .trim()
+        .split("\n")
+        .slice(-5);
       if (tail.length && tail[0]) lines.push(...tail.map((l) => `  | ${l}`));
     }
     print(lines.join("\n"));
@@ -224,7 +276,11 @@ export function redact(text: string, holdout: string[]): string {
 export function exportCommand(flags: ViewFlags & { format?: string; out?: string }): void {
   const format = flags.format ?? "results-tsv";
   if (format !== "results-tsv" && format !== "jsonl") {
-    throw new AutolabError("BAD_FORMAT", `unknown export format "${format}".`, "Use --format results-tsv or --format jsonl.");
+    throw new AutolabError(
+      "BAD_FORMAT",
+      `unknown export format "${format}".`,
+      "Use --format results-tsv or --format jsonl.",
+    );
   }
   const text = withRun(flags, (run, exps, holdout) =>
     format === "results-tsv"

@@ -6,7 +6,14 @@ import type { DecisionAction, TrialStatus } from "./types.ts";
  * matching event, so an event never announces something the notebook does not hold.
  */
 export type LoopEvent =
-  | { type: "run_started"; tag: string; branch: string; metric: string; resumed: boolean; experiments: number }
+  | {
+      type: "run_started";
+      tag: string;
+      branch: string;
+      metric: string;
+      resumed: boolean;
+      experiments: number;
+    }
   | { type: "setup_started"; command: string }
   | { type: "setup_finished"; ok: boolean; wallS: number; reason?: string }
   | { type: "proposal_started"; n: number; agent: string }

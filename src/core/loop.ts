@@ -1,6 +1,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import type { Judge } from "./judge.ts";
@@ -53,7 +54,14 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   const list = () => ledger.listExperiments(run.id);
 
   let exps = list();
-  emit({ type: "run_started", tag: run.tag, branch: run.branch, metric, resumed: exps.length > 0, experiments: exps.length });
+  emit({
+    type: "run_started",
+    tag: run.tag,
+    branch: run.branch,
+    metric,
+    resumed: exps.length > 0,
+    experiments: exps.length,
+  });
   await reconcileBranch(deps, exps);
   await runSetup(deps, emit);
 
@@ -76,6 +84,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   // Baseline: experiment 0 is the unmodified base commit.
   if (!exps.some((e) => e.n === 0)) {
     const ref = await ws.commitCandidate(0, [], "baseline");
+    const params = agent.paramsOf ? await agent.paramsOf(ws.projectDir, program) : undefined;
     ledger.addExperiment({
       runId: run.id,
       n: 0,
@@ -85,6 +94,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
       ref: ref.ref,
       hypothesis: "baseline",
       mechanism: "the unmodified starting point every candidate is compared with",
+      ...(params && Object.keys(params).length ? { params } : {}),
       diff: { files: 0, insertions: 0, deletions: 0 },
     });
     exps = list();
@@ -117,7 +127,8 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     const best = bestOf(exps);
     const bestMetric = best ? objectiveOf(best, metric) : undefined;
     if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
-    const bestCommit = await ws.bestCommit();
+    // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
+    const bestCommit = best.commit;
     await ws.resetTo(bestCommit);
     const before = await ws.snapshot();
     const n = Math.max(...exps.map((e) => e.n)) + 1;
@@ -139,6 +150,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     const violation = await scopeViolation(ws, program, changed);
     const message = commitMessage(run.tag, n, agent.name, proposal);
     const ref = await ws.commitCandidate(n, changed, message);
+    crashPoint("after-commit");
     const exp = ledger.addExperiment({
       runId: run.id,
       n,
@@ -151,18 +163,25 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
       ...(proposal.expected ? { expected: proposal.expected } : {}),
       ...(proposal.params ? { params: proposal.params } : {}),
       ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
-      diff: await ws.diffStats(bestCommit, ref.commit),
+      diff: ref.diff,
     });
+    crashPoint("after-row");
     emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
 
     const reject = changed.length === 0 ? NO_CHANGE : violation;
     if (reject) {
       ledger.decide(exp.id, { action: "reject", reason: reject, mechanismConfirmed: null });
-      emit({ type: "decision", n, action: "reject", reason: reject, best: { n: best.n, metric: bestMetric } });
+      emit({
+        type: "decision",
+        n,
+        action: "reject",
+        reason: reject,
+        best: { n: best.n, metric: bestMetric },
+      });
       await ws.resetTo(bestCommit, changed);
       continue;
     }
-    await evaluateExperiment(deps, exp, emit, opts.signal);
+    await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
   }
   await ws.resetTo(await ws.bestCommit());
   return finish("stopped");
@@ -174,25 +193,39 @@ async function evaluateExperiment(
   exp: ExperimentRecord,
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
+  /** Known when the caller just built `exp` on the best and its worktree is at exp.commit. */
+  freshOn?: string,
 ): Promise<void> {
   const { program, ledger, run, workspace: ws, judge } = deps;
   const metric = program.objective.metric;
   const exps = ledger.listExperiments(run.id);
   const best = bestOf(exps);
   const bestMetric = best ? objectiveOf(best, metric) : undefined;
-  const bestCommit = await ws.bestCommit();
+  const bestCommit = freshOn ?? (await ws.bestCommit());
 
   if (exp.n !== 0 && exp.parentCommit !== bestCommit) {
     // Serially this cannot happen; with parallel slots a stale candidate is rebased (see org).
     const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
     ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
-    emit({ type: "decision", n: exp.n, action: "reject", reason, best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN } });
+    emit({
+      type: "decision",
+      n: exp.n,
+      action: "reject",
+      reason,
+      best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN },
+    });
     return;
   }
 
-  await ws.resetTo(exp.commit);
-  const result = await runTrial(deps, exp, emit, signal);
-  if (result.status === "interrupted") return;
+  if (!freshOn) await ws.resetTo(exp.commit);
+  // A trial that finished before a crash is not run again: only the decision was missing.
+  let result: TrialResult | undefined = exp.trials
+    .map((t) => t.result)
+    .findLast((r) => r !== undefined && r.status !== "interrupted");
+  if (!result) {
+    result = await runTrial(deps, exp, emit, signal);
+    if (result.status === "interrupted") return;
+  }
 
   if (exp.n === 0) {
     const ok = result.status === "ok";
@@ -220,6 +253,7 @@ async function evaluateExperiment(
   const decision = judge.decide({ program, trials, best: { n: best.n, metric: bestMetric } });
   // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
   ledger.decide(exp.id, decision);
+  crashPoint("after-decision");
   if (decision.action === "keep") await ws.advance(exp.commit, bestCommit);
   const newBest =
     decision.action === "keep" && decision.metric !== undefined
@@ -265,7 +299,15 @@ async function runTrial(
     budgetMs: program.run.budgetMs,
     env: { AUTOLAB_SEED: String(seed), AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000) },
   });
-  emit({ type: "trial_started", n: exp.n, attempt, seed, budgetMs: program.run.budgetMs, startedAt: Date.now() });
+  crashPoint("after-trial-start");
+  emit({
+    type: "trial_started",
+    n: exp.n,
+    attempt,
+    seed,
+    budgetMs: program.run.budgetMs,
+    startedAt: Date.now(),
+  });
   const result = await executor.runTrial({
     cwd: ws.projectDir,
     command: program.run.command,
@@ -283,6 +325,7 @@ async function runTrial(
     ...(signal ? { signal } : {}),
   });
   ledger.finishTrial(trialId, result, logDir);
+  crashPoint("after-trial-result");
   if (result.status === "tampered") await ws.restoreProtected();
   const value = result.metrics[program.objective.metric];
   emit({
@@ -341,7 +384,12 @@ async function runSetup(deps: LoopDeps, emit: (e: LoopEvent) => void): Promise<v
   const logDir = join(deps.logDir, "setup");
   await mkdir(logDir, { recursive: true });
   const res = await executor.setup(ws.projectDir, setup, program.run.setupTimeoutMs, logDir);
-  emit({ type: "setup_finished", ok: res.status === "ok", wallS: res.wallS, ...(res.reason ? { reason: res.reason } : {}) });
+  emit({
+    type: "setup_finished",
+    ok: res.status === "ok",
+    wallS: res.wallS,
+    ...(res.reason ? { reason: res.reason } : {}),
+  });
   if (res.status !== "ok") {
     const tail = res.logTail.trim().split("\n").slice(-8).join("\n");
     throw new AutolabError(
@@ -354,7 +402,11 @@ async function runSetup(deps: LoopDeps, emit: (e: LoopEvent) => void): Promise<v
 }
 
 /** Which changed paths a candidate may not touch; undefined when the change is in scope. */
-async function scopeViolation(ws: Workspace, program: Program, changed: string[]): Promise<string | undefined> {
+async function scopeViolation(
+  ws: Workspace,
+  program: Program,
+  changed: string[],
+): Promise<string | undefined> {
   const editable = new Set(program.files.editable);
   const outside = changed.filter((p) => p.startsWith("../"));
   const prot = changed.filter((p) => program.files.protected.includes(p));

@@ -156,4 +156,9 @@ export interface ProposalContext {
 export interface Agent {
   readonly name: string;
   propose(ctx: ProposalContext): Promise<Proposal>;
+  /**
+   * The parameters of an unmodified worktree (the built-in optimizer's knob values), recorded
+   * with the baseline so later proposals know where the search started.
+   */
+  paramsOf?(worktree: string, program: Program): Promise<Record<string, number>>;
 }

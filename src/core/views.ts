@@ -67,7 +67,9 @@ export function buildContext(
   lines.push(`# Lab notebook: ${program.name}`);
   lines.push(
     `Objective: ${program.objective.direction} ${metric}. Editable files: ${program.files.editable.join(", ")}.` +
-      (program.files.protected.length ? ` Protected (never edit): ${program.files.protected.join(", ")}.` : ""),
+      (program.files.protected.length
+        ? ` Protected (never edit): ${program.files.protected.join(", ")}.`
+        : ""),
   );
   if (!run) {
     lines.push("", "No run yet. `autolab run` starts one (the first experiment measures the baseline).");
@@ -84,7 +86,8 @@ export function buildContext(
     const kept = exps.filter((e) => e.decision?.action === "keep" && e.n !== 0);
     if (kept.length) {
       lines.push("", "## Kept changes (the best builds on all of these)");
-      for (const e of kept) lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
+      for (const e of kept)
+        lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
     }
     const refuted = exps.filter((e) => e.decision?.mechanismConfirmed === false && e.mechanism);
     if (refuted.length) {
@@ -95,19 +98,24 @@ export function buildContext(
     if (failures.length) {
       lines.push("", "## Failures (crashes and rejections)");
       for (const e of failures.slice(-10)) {
-        lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${e.decision?.action}: ${firstLine(e.decision?.reason ?? "")}`);
+        lines.push(
+          `- #${e.n} ${firstLine(e.hypothesis)} → ${e.decision?.action}: ${firstLine(e.decision?.reason ?? "")}`,
+        );
       }
     }
     lines.push("", `## Recent experiments (last ${Math.min(recentN, exps.length)})`);
     for (const e of exps.slice(-recentN)) {
       const m = objectiveOf(e, metric);
       const outcome = e.decision ? `${e.decision.action}` : "pending";
-      lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${outcome}${m !== undefined ? ` ${metric}=${formatMetric(m)}` : ""}`);
+      lines.push(
+        `- #${e.n} ${firstLine(e.hypothesis)} → ${outcome}${m !== undefined ? ` ${metric}=${formatMetric(m)}` : ""}`,
+      );
     }
   }
   if (program.directions.trim()) lines.push("", "## Research directions", program.directions.trim());
   let text = lines.join("\n");
-  if (text.length > maxChars) text = `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
+  if (text.length > maxChars)
+    text = `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
   return text;
 }
 

@@ -27,7 +27,11 @@ export interface Workspace {
   changedPaths(parent: string, commit: string): Promise<string[]>;
   parentOf(commit: string): Promise<string>;
   /** Commits `paths` on top of HEAD (no paths: no commit, the ref points at HEAD) and makes the commit reachable as refs/autolab/<tag>/<n>. */
-  commitCandidate(n: number, paths: string[], message: string): Promise<{ commit: string; ref: string }>;
+  commitCandidate(
+    n: number,
+    paths: string[],
+    message: string,
+  ): Promise<{ commit: string; ref: string; diff: DiffStats }>;
   /** Reachable ref of experiment n, if it exists (used to adopt a candidate committed just before a crash). */
   candidateRef(n: number): Promise<string | undefined>;
   diffStats(parent: string, commit: string): Promise<DiffStats>;

@@ -25,26 +25,23 @@ export class SqliteLedger implements Ledger {
   readonly db: DatabaseSync;
 
   constructor(path: string) {
-    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    this.db = openDatabase(path);
     try {
-      this.db = new DatabaseSync(path);
-      this.db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
-      this.db.exec("PRAGMA busy_timeout = 5000;");
+      this.migrate();
     } catch (err) {
-      throw new AutolabError(
-        "LEDGER_OPEN_FAILED",
-        `cannot open the lab notebook ${path}: ${(err as Error).message}`,
-        "Check that the directory is writable and the disk is not full.",
-      );
+      // A refused notebook (too new, broken) must not stay open: the caller never gets `this`.
+      this.db.close();
+      throw err;
     }
-    this.migrate();
   }
 
   private migrate(): void {
     this.db.exec(
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
     );
-    const row = this.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null };
+    const row = this.db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as {
+      v: number | null;
+    };
     const current = row.v ?? 0;
     if (current > MIGRATIONS.length) {
       throw new AutolabError(
@@ -177,7 +174,11 @@ export class SqliteLedger implements Ledger {
         d.action,
         d.reason,
         d.metric ?? null,
-        d.mechanismConfirmed === undefined || d.mechanismConfirmed === null ? null : d.mechanismConfirmed ? 1 : 0,
+        d.mechanismConfirmed === undefined || d.mechanismConfirmed === null
+          ? null
+          : d.mechanismConfirmed
+            ? 1
+            : 0,
         now(),
       );
   }
@@ -225,6 +226,25 @@ export class SqliteLedger implements Ledger {
       trialsByExp.set(t.experiment_id as number, list);
     }
     return rows.map((r) => toExperiment(r, trialsByExp.get(r.id as number) ?? []));
+  }
+}
+
+/** Opens (creating it and its directory if needed) and configures the database; any failure is LEDGER_OPEN_FAILED. */
+function openDatabase(path: string): DatabaseSync {
+  let db: DatabaseSync | undefined;
+  try {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    db = new DatabaseSync(path);
+    db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    db.exec("PRAGMA busy_timeout = 5000;");
+    return db;
+  } catch (err) {
+    if (db?.isOpen) db.close();
+    throw new AutolabError(
+      "LEDGER_OPEN_FAILED",
+      `cannot open the lab notebook ${path}: ${(err as Error).message}`,
+      "Check that the directory is writable and the disk is not full.",
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 import { mkdir, stat } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import type { Executor, TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
 import { type ProcessOutcome, type RunProcessOptions, runProcess } from "./run-process.ts";
@@ -205,8 +206,9 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): LocalExecu
 async function prepare(cwd: string, logDir: string): Promise<string | undefined> {
   try {
     if (!(await stat(cwd)).isDirectory()) return `working directory is not a directory: ${cwd}`;
-  } catch {
-    return `working directory does not exist: ${cwd}`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return `working directory does not exist: ${cwd}`;
+    return `cannot use working directory ${cwd}: ${errorMessage(err)}`;
   }
   try {
     await mkdir(logDir, { recursive: true });
@@ -229,9 +231,18 @@ function failure(out: ProcessOutcome, quoteStderr = true): string | undefined {
     return `command not executable${quoteStderr ? `: ${clip(last)}` : ""}`;
   }
   const how =
-    out.exitCode !== null ? `exited with code ${out.exitCode}` : `killed by ${out.signal ?? "a signal"}`;
+    out.exitCode !== null
+      ? `exited with code ${out.exitCode}${signalHint(out.exitCode)}`
+      : `killed by ${out.signal ?? "a signal"}`;
   if (!quoteStderr) return how;
   return last ? `${how}: ${clip(last)}` : `${how} (no stderr output)`;
+}
+
+/** Shells report a child killed by signal N as exit code 128 + N: name the signal (137 is often the OOM killer). */
+function signalHint(code: number): string {
+  if (code <= 128 || code > 128 + 64) return "";
+  const name = Object.entries(osConstants.signals).find(([, n]) => n === code - 128)?.[0];
+  return name ? ` (= 128 + ${name})` : "";
 }
 
 function measured(out: ProcessOutcome) {

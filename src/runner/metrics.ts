@@ -13,11 +13,12 @@
 
 export type MetricPair = [name: string, value: number];
 
-const NAME = String.raw`[A-Za-z_][\w.\-/]*`;
+/** Letters include non-ASCII ones: pi-autoresearch programs print names like `total_µs`. */
+const NAME = String.raw`[\p{L}_][\p{L}\p{N}_.\-/]*`;
 const NUMBER = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf(?:inity)?|nan)`;
-const COLON_LINE = new RegExp(String.raw`^\s*(${NAME})\s*:\s*(${NUMBER})\s*$`, "i");
+const COLON_LINE = new RegExp(String.raw`^\s*(${NAME})\s*:\s*(${NUMBER})\s*$`, "iu");
 const METRIC_PREFIX = /^\s*METRIC\s+/;
-const METRIC_PAIR = new RegExp(`^(${NAME})=(${NUMBER})$`, "i");
+const METRIC_PAIR = new RegExp(`^(${NAME})=(${NUMBER})$`, "iu");
 /** Python's json.dumps writes bare NaN / Infinity, which JSON.parse rejects. */
 const BARE_NONFINITE = /:\s*(-?Infinity|NaN)\s*(?=[,}])/g;
 const NONFINITE_MARK = "__autolab_nonfinite__:";

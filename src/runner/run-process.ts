@@ -45,6 +45,9 @@ export interface ProcessOutcome {
   callbackError?: unknown;
 }
 
+/** setTimeout fires at once for longer delays; ~24.8 days is the longest limit the runner enforces. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** How long to wait for stdout/stderr to close after the whole tree is gone before giving up on them. */
 const STREAM_CLOSE_TIMEOUT_MS = 2000;
 
@@ -61,7 +64,13 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
   let callbackError: unknown;
 
   const outLog = new CappedLog(opts.stdoutPath, opts.logCapBytes);
-  const errLog = new CappedLog(opts.stderrPath, opts.logCapBytes);
+  let errLog: CappedLog;
+  try {
+    errLog = new CappedLog(opts.stderrPath, opts.logCapBytes);
+  } catch (err) {
+    outLog.close();
+    throw err;
+  }
   const outLines = new LineSplitter((line, redrawn) => {
     tail.push(line, redrawn);
     for (const [name, value] of parseMetricLine(line)) {
@@ -104,7 +113,13 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
 
   const token = newTreeToken();
   const start = performance.now();
-  const child = spawnGroup(opts.command, { cwd: opts.cwd, env: { ...opts.env, [TOKEN_ENV]: token } });
+  let child: ChildProcess;
+  try {
+    child = spawnGroup(opts.command, { cwd: opts.cwd, env: { ...opts.env, [TOKEN_ENV]: token } });
+  } catch (err) {
+    // Invalid arguments (a NUL byte in the command or env) throw synchronously.
+    return notStarted(err instanceof Error ? err.message : String(err));
+  }
   const spawnFailed = new Promise<Error>((resolve) => child.once("error", resolve));
   if (child.pid === undefined) return notStarted((await spawnFailed).message);
 
@@ -126,10 +141,13 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
   let timedOut = false;
   let interrupted = false;
   let killing: Promise<KillReport> | undefined;
-  const timer = setTimeout(() => {
-    if (!interrupted) timedOut = true;
-    killing ??= tree.kill(opts.killGraceMs);
-  }, opts.killAfterMs);
+  const timer = setTimeout(
+    () => {
+      if (!interrupted) timedOut = true;
+      killing ??= tree.kill(opts.killGraceMs);
+    },
+    Math.min(opts.killAfterMs, MAX_TIMER_MS),
+  );
   const onAbort = () => {
     if (!timedOut) interrupted = true;
     killing ??= tree.kill(opts.killGraceMs);

@@ -17,9 +17,17 @@ export function decideFailure(program: JudgeInput["program"], t: TrialResult): D
     case "ok":
       return undefined;
     case "timeout":
-      return { action: "reject", reason: `timeout: ${t.reason ?? "exceeded the budget"}`, mechanismConfirmed: null };
+      return {
+        action: "reject",
+        reason: `timeout: ${t.reason ?? "exceeded the budget"}`,
+        mechanismConfirmed: null,
+      };
     case "tampered":
-      return { action: "reject", reason: `tampered: ${t.reason ?? "a protected file changed"}`, mechanismConfirmed: null };
+      return {
+        action: "reject",
+        reason: `tampered: ${t.reason ?? "a protected file changed"}`,
+        mechanismConfirmed: null,
+      };
     case "missing_metric":
     case "nonfinite_metric":
     case "crash":

@@ -51,9 +51,7 @@ export async function assertCommitted(repo: RepoInfo, files: string[], allowDirt
     .map((l) => ({ code: l.slice(0, 2), path: l.slice(3) }));
   const untracked = dirty.filter((d) => d.code === "??").map((d) => d.path);
   const modified = dirty.filter((d) => d.code !== "??").map((d) => d.path);
-  const tracked = new Set(
-    (await git(repo.root, ["ls-files", "--", ...paths])).split("\n").filter(Boolean),
-  );
+  const tracked = new Set((await git(repo.root, ["ls-files", "--", ...paths])).split("\n").filter(Boolean));
   const missing = paths.filter((p) => !tracked.has(p) && !untracked.includes(p));
   if (missing.length > 0) {
     throw new AutolabError(
@@ -87,7 +85,11 @@ export function sha256(data: Buffer | string): string {
 }
 
 /** sha256 of each file as it is in `commit`. */
-export async function hashesAt(repo: RepoInfo, commit: string, files: string[]): Promise<Record<string, string>> {
+export async function hashesAt(
+  repo: RepoInfo,
+  commit: string,
+  files: string[],
+): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const f of files) {
     const blob = await gitBuffer(repo.root, ["show", `${commit}:${joinPrefix(repo.prefix, f)}`]);
@@ -98,10 +100,16 @@ export async function hashesAt(repo: RepoInfo, commit: string, files: string[]):
 
 function gitBuffer(cwd: string, args: string[]): Promise<Buffer> {
   return new Promise((res, rej) => {
-    execFile("git", args, { cwd, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) rej(new AutolabError("GIT_FAILED", `git ${args.join(" ")} failed: ${stderr.toString().trim()}`));
-      else res(stdout);
-    });
+    execFile(
+      "git",
+      args,
+      { cwd, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err)
+          rej(new AutolabError("GIT_FAILED", `git ${args.join(" ")} failed: ${stderr.toString().trim()}`));
+        else res(stdout);
+      },
+    );
   });
 }
 
@@ -194,6 +202,9 @@ export class GitWorkspace implements Workspace {
     return { untracked: new Set(untracked) };
   }
 
+  /** Tracked paths with changes, as seen by the last status call. */
+  private lastTracked = new Set<string>();
+
   private async status(): Promise<{ tracked: string[]; untracked: string[] }> {
     const out = await this.g(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]);
     const tracked: string[] = [];
@@ -204,6 +215,7 @@ export class GitWorkspace implements Workspace {
       const path = this.fromRepoPath(entry.slice(3));
       (code === "??" ? untracked : tracked).push(path);
     }
+    this.lastTracked = new Set(tracked);
     return { tracked, untracked };
   }
 
@@ -224,16 +236,39 @@ export class GitWorkspace implements Workspace {
     return out;
   }
 
-  async commitCandidate(n: number, paths: string[], message: string): Promise<{ commit: string; ref: string }> {
-    if (paths.length > 0) {
-      const repoPaths = paths.map((p) => `:(top,literal)${this.toRepoPath(p)}`);
-      await this.g(["add", "-A", "--", ...repoPaths]);
-      await this.g([...this.identity, "commit", "-q", "--no-verify", "-m", message]);
-    }
-    const commit = await this.head();
+  async commitCandidate(
+    n: number,
+    paths: string[],
+    message: string,
+  ): Promise<{ commit: string; ref: string; diff: DiffStats }> {
+    // Few git processes on this path: it runs once per experiment (see bench/overhead.ts).
     const ref = this.candidateRefName(n);
-    await this.g(["update-ref", ref, commit]);
-    return { commit, ref };
+    if (paths.length === 0) {
+      await this.g(["update-ref", ref, "HEAD"]);
+      return { commit: await this.head(), ref, diff: { files: 0, insertions: 0, deletions: 0 } };
+    }
+    const specs = paths.map((p) => `:(top,literal)${this.toRepoPath(p)}`);
+    const tracked = await this.allTracked(paths);
+    if (!tracked) await this.g(["add", "-A", "--", ...specs]);
+    // `commit -- paths` commits exactly these paths' working-tree state (tracked files only).
+    await this.g([
+      ...this.identity,
+      "commit",
+      "-q",
+      "--no-verify",
+      "-m",
+      message,
+      ...(tracked ? ["--", ...specs] : []),
+    ]);
+    await this.g(["update-ref", ref, "HEAD"]);
+    const out = await this.g(["log", "-1", "--format=%H", "--numstat", "--no-renames", "HEAD"]);
+    const [sha = "", ...rest] = out.trim().split("\n");
+    return { commit: sha.trim(), ref, diff: parseNumstat(rest.join("\n")) };
+  }
+
+  /** Whether every path was tracked at HEAD (known from the last status; no extra git call). */
+  private async allTracked(paths: string[]): Promise<boolean> {
+    return paths.every((p) => this.lastTracked.has(p));
   }
 
   private candidateRefName(n: number): string {
@@ -246,16 +281,7 @@ export class GitWorkspace implements Workspace {
   }
 
   async diffStats(parent: string, commit: string): Promise<DiffStats> {
-    const out = await this.g(["diff", "--numstat", "--no-renames", parent, commit]);
-    const stats = { files: 0, insertions: 0, deletions: 0 };
-    for (const line of out.split("\n")) {
-      const [ins, del] = line.split("\t");
-      if (ins === undefined || del === undefined) continue;
-      stats.files++;
-      stats.insertions += Number(ins) || 0;
-      stats.deletions += Number(del) || 0;
-    }
-    return stats;
+    return parseNumstat(await this.g(["diff", "--numstat", "--no-renames", parent, commit]));
   }
 
   async changedPaths(parent: string, commit: string): Promise<string[]> {
@@ -297,7 +323,9 @@ export class GitWorkspace implements Workspace {
       }
       if (actual !== expected) changed.push(file);
     }
-    return changed.length ? `protected file${changed.length > 1 ? "s" : ""} changed: ${changed.join(", ")}` : undefined;
+    return changed.length
+      ? `protected file${changed.length > 1 ? "s" : ""} changed: ${changed.join(", ")}`
+      : undefined;
   }
 
   async restoreProtected(): Promise<void> {
@@ -313,6 +341,19 @@ export class GitWorkspace implements Workspace {
   async commitMessage(commit: string): Promise<string> {
     return this.g(["log", "-1", "--format=%B", commit]);
   }
+}
+
+function parseNumstat(out: string): DiffStats {
+  const stats = { files: 0, insertions: 0, deletions: 0 };
+  for (const line of out.split("\n")) {
+    const [ins, del] = line.split("\t");
+    if (ins === undefined || del === undefined) continue;
+    stats.files++;
+    // Binary files show "-": they count as a changed file with no line counts.
+    stats.insertions += Number(ins) || 0;
+    stats.deletions += Number(del) || 0;
+  }
+  return stats;
 }
 
 /** Keeps `.autolab/` (notebook, worktrees, logs) out of `git status` without touching .gitignore. */

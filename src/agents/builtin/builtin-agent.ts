@@ -6,8 +6,16 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
-import type { Agent, ExperimentView, Proposal, ProposalContext } from "../../core/types.ts";
-import { formatKnobValue, formatNumber, type KnobFile, parseNumberLiteral, readKnobs, writeKnob } from "./knobs.ts";
+import type { Agent, ExperimentView, Program, Proposal, ProposalContext } from "../../core/types.ts";
+import {
+  formatKnobValue,
+  formatNumber,
+  type KnobFile,
+  type KnobLocation,
+  parseNumberLiteral,
+  readKnobs,
+  writeKnob,
+} from "./knobs.ts";
 import { createRng, mixSeed } from "./rng.ts";
 import { defaultStartup, type Params, suggestTpe, type TpeObservation } from "./tpe.ts";
 
@@ -22,6 +30,8 @@ export function createBuiltinAgent(opts: BuiltinAgentOptions = {}): Agent {
   return {
     name: "builtin",
     propose: (ctx) => propose(ctx, opts),
+    paramsOf: (worktree, program) =>
+      Object.keys(program.search).length ? readKnobParams(worktree, program) : Promise.resolve({}),
   };
 }
 
@@ -46,8 +56,7 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
   const files = await readEditableFiles(ctx.worktree, ctx.program.files.editable);
   const locations = readKnobs(files, names);
   // The worktree is at the current best, so these are the best's values unless the ledger says otherwise.
-  const current: Params = {};
-  for (const [name, loc] of locations) current[name] = loc.value;
+  const current = paramsOf(locations);
   const bestParams: Params = { ...current };
   for (const name of names) {
     const v = ctx.best.params?.[name];
@@ -97,6 +106,22 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
 }
 
 /**
+ * The knob values in a worktree's editable files. For the harness: recording them as the
+ * baseline's params keeps the baseline an observation after the best has moved on (an
+ * experiment without params cannot be placed in the search space).
+ */
+export async function readKnobParams(worktree: string, program: Program): Promise<Record<string, number>> {
+  const files = await readEditableFiles(worktree, program.files.editable);
+  return paramsOf(readKnobs(files, Object.keys(program.search)));
+}
+
+function paramsOf(locations: Map<string, KnobLocation>): Params {
+  const params: Params = {};
+  for (const [name, loc] of locations) params[name] = loc.value;
+  return params;
+}
+
+/**
  * Reads the editable files as latin1: one char per byte, so writing back gives byte-identical
  * files even when they are not valid UTF-8. Knob lines are ASCII. Entries that are missing,
  * directories or outside the worktree are skipped (readKnobs then names the files searched).
@@ -119,7 +144,7 @@ async function readEditableFiles(worktree: string, editable: string[]): Promise<
 }
 
 /** The objective value of a past experiment, or undefined when it failed or has no result yet. */
-function valueOf(e: ExperimentView): number | undefined {
+function measuredValue(e: ExperimentView): number | undefined {
   if (e.action === "crash" || e.action === "reject") return undefined;
   return e.metric !== undefined && Number.isFinite(e.metric) ? e.metric : undefined;
 }
@@ -148,7 +173,7 @@ function buildObservations(
       params[name] = v !== undefined && Number.isFinite(v) ? v : (current[name] as number);
     }
     bestSeen ||= isBest;
-    observations.push({ params, value: isBest ? (bestMetric ?? valueOf(e)) : valueOf(e) });
+    observations.push({ params, value: isBest ? (bestMetric ?? measuredValue(e)) : measuredValue(e) });
   }
   if (!bestSeen) observations.unshift({ params: bestParams, value: bestMetric });
   const failed = observations.filter((o) => o.value === undefined).length;

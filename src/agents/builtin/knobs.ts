@@ -114,14 +114,20 @@ export function readKnobs(files: KnobFile[], names: string[]): Map<string, KnobL
     for (const file of files) {
       const s = scan(file.text, name);
       for (const d of s.definitions) {
-        hits.push({ file: file.path, line: d.line, value: parseNumberLiteral(d.literal), literal: d.literal });
+        hits.push({
+          file: file.path,
+          line: d.line,
+          value: parseNumberLiteral(d.literal),
+          literal: d.literal,
+        });
       }
       for (const o of s.others) others.push(`${file.path}:${o.line}: ${o.text}`);
     }
     const [first, second] = hits;
     if (!first) {
       const searched = files.length > 0 ? files.map((f) => f.path).join(", ") : "none";
-      const seen = others.length > 0 ? ` It is assigned, but not to a plain number: ${others.join("; ")}.` : "";
+      const seen =
+        others.length > 0 ? ` It is assigned, but not to a plain number: ${others.join("; ")}.` : "";
       throw new AutolabError(
         "KNOB_NOT_FOUND",
         `knob ${name} (search: in program.md) has no constant line in the editable files (searched: ${searched}).${seen} Expected a line like ${expectedForm(name)}.`,
@@ -147,11 +153,15 @@ export function readKnobs(files: KnobFile[], names: string[]): Map<string, KnobL
  */
 export function writeKnob(text: string, name: string, value: number | string): string {
   const literal = typeof value === "number" ? formatNumber(value, Number.isInteger(value)) : value;
-  if (!NUMBER_ONLY.test(literal)) throw new Error(`writeKnob: not a number literal: ${JSON.stringify(literal)}`);
+  if (!NUMBER_ONLY.test(literal))
+    throw new Error(`writeKnob: not a number literal: ${JSON.stringify(literal)}`);
   const { definitions } = scan(text, name);
   const [d, second] = definitions;
   if (!d) {
-    throw new AutolabError("KNOB_NOT_FOUND", `knob ${name} has no constant line to rewrite; expected ${expectedForm(name)}`);
+    throw new AutolabError(
+      "KNOB_NOT_FOUND",
+      `knob ${name} has no constant line to rewrite; expected ${expectedForm(name)}`,
+    );
   }
   if (second) {
     throw new AutolabError(

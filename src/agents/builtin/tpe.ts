@@ -96,14 +96,18 @@ interface Dim {
 function makeDims(space: Record<string, Knob>): Dim[] {
   return Object.entries(space).map(([name, knob]) => {
     if (!(Number.isFinite(knob.low) && Number.isFinite(knob.high) && knob.low <= knob.high)) {
-      throw new AutolabError("INVALID_KNOB", `knob ${name}: low (${knob.low}) must not exceed high (${knob.high})`);
+      throw new AutolabError(
+        "INVALID_KNOB",
+        `knob ${name}: low (${knob.low}) must not exceed high (${knob.high})`,
+      );
     }
     let low = knob.low;
     let high = knob.high;
     if (knob.int) {
       low = Math.ceil(low) - 0.5;
       high = Math.floor(high) + 0.5;
-      if (low >= high) throw new AutolabError("INVALID_KNOB", `knob ${name}: no integer between low and high`);
+      if (low >= high)
+        throw new AutolabError("INVALID_KNOB", `knob ${name}: no integer between low and high`);
     }
     if (knob.log) {
       if (low <= 0) throw new AutolabError("INVALID_KNOB", `knob ${name}: a log-scale knob needs low > 0`);
@@ -341,7 +345,13 @@ export function suggestTpe(
     }
   }
   if (fallback) {
-    return { params: fallback, mode: n < startup ? "startup" : "tpe", observed: n, good: nGood, repeat: true };
+    return {
+      params: fallback,
+      mode: n < startup ? "startup" : "tpe",
+      observed: n,
+      good: nGood,
+      repeat: true,
+    };
   }
   throw new AutolabError(
     "SEARCH_EXHAUSTED",

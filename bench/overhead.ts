@@ -1,0 +1,88 @@
+/**
+ * Harness overhead per experiment: everything except the trial process's own run time —
+ * proposal (built-in optimizer), file edit, scope check, git commit and ref, ledger writes,
+ * hash checks, spawning and reaping, metric parsing, decision, ratchet or reset.
+ *
+ * Measured on a real run with a trivial experiment command (awk over the knob file), as
+ * (decision time − proposal start) − the trial's own wall time as the runner measured it.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRun } from "../src/app/create-run.ts";
+import { git } from "../src/workspace/git.ts";
+
+export async function main(args: string[]): Promise<Record<string, number | string>> {
+  const experiments = Number(args[0] ?? 60);
+  const dir = mkdtempSync(join(tmpdir(), "autolab-bench-overhead-"));
+  writeFileSync(join(dir, "knobs.py"), "X = 0.9\nY = 3\n");
+  writeFileSync(
+    join(dir, "score.awk"),
+    '/^X =/ { x = $3 }\n/^Y =/ { y = $3 }\nEND { print "score: " (x - 0.3) ^ 2 + (y - 7) ^ 2 / 100 }\n',
+  );
+  writeFileSync(
+    join(dir, "program.md"),
+    `---
+name: overhead
+objective: { metric: score, direction: minimize }
+run:
+  command: awk -f score.awk knobs.py
+  budget: 10s
+files:
+  editable: [knobs.py]
+  protected: [score.awk]
+search:
+  X: { low: 0.01, high: 1 }
+  Y: { low: 1, high: 20, int: true }
+---
+`,
+  );
+  await git(dir, ["init", "-q", "-b", "main"]);
+  await git(dir, ["add", "-A"]);
+  await git(dir, ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "init"]);
+
+  const overheads: number[] = [];
+  const trialWall: number[] = [];
+  let start = 0;
+  let wall = 0;
+  const t0 = performance.now();
+  const outcome = await createRun({
+    program: dir,
+    tag: "bench",
+    maxExperiments: experiments,
+    onEvent: (e) => {
+      if (e.type === "proposal_started") start = performance.now();
+      if (e.type === "trial_finished") wall = e.wallS * 1000;
+      if (e.type === "decision" && e.n > 0) {
+        overheads.push(performance.now() - start - wall);
+        trialWall.push(wall);
+        wall = 0;
+      }
+    },
+  });
+  const total = performance.now() - t0;
+  outcome.lab.ledger.close();
+  const sorted = [...overheads].sort((a, b) => a - b);
+  const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
+  const figures = {
+    benchmark: "overhead",
+    experiments: overheads.length,
+    median_ms: round(q(0.5)),
+    p90_ms: round(q(0.9)),
+    max_ms: round(sorted[sorted.length - 1] ?? Number.NaN),
+    mean_ms: round(overheads.reduce((a, b) => a + b, 0) / overheads.length),
+    trial_median_ms: round(
+      [...trialWall].sort((a, b) => a - b)[Math.floor(trialWall.length / 2)] ?? Number.NaN,
+    ),
+    total_s: round(total / 1000),
+    target_median_ms: 100,
+  };
+  console.log(
+    `harness overhead over ${figures.experiments} experiments: median ${figures.median_ms} ms, p90 ${figures.p90_ms} ms, max ${figures.max_ms} ms (target median ≤ 100 ms); trial itself median ${figures.trial_median_ms} ms`,
+  );
+  return figures;
+}
+
+function round(x: number): number {
+  return Math.round(x * 10) / 10;
+}

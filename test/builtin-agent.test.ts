@@ -1,0 +1,281 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createBuiltinAgent, readKnobParams } from "../src/agents/builtin/builtin-agent.ts";
+import { readKnobs } from "../src/agents/builtin/knobs.ts";
+import { AutolabError } from "../src/core/errors.ts";
+import type { ExperimentView, Knob, Program, ProposalContext } from "../src/core/types.ts";
+
+const TRAIN_PY = `"""A tiny training script."""
+import math
+
+# --- hyperparameters (the agent may change these) ---
+LEARNING_RATE = 3e-3  # AdamW
+HIDDEN: int = 64
+DEPTH = 2
+DROPOUT = 0.1  # unused by the search
+
+def main():
+    print(f"val_loss: {math.log(LEARNING_RATE) * HIDDEN}")
+`;
+
+const TRAIN_TS = `import { run } from "./lib.ts";\r
+\r
+export const WEIGHT_DECAY = 1e-4; // AdamW\r
+const BATCH_SIZE = 1_024;\r
+\r
+run({ WEIGHT_DECAY, BATCH_SIZE });\r
+`;
+
+// Protected, and not editable: a knob name here must neither be read nor written.
+const PREPARE_PY = "LEARNING_RATE = 1.0\nTIME_BUDGET = 300\n";
+
+const SEARCH: Record<string, Knob> = {
+  LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true, int: false },
+  HIDDEN: { low: 16, high: 512, log: true, int: true },
+  WEIGHT_DECAY: { low: 1e-6, high: 1e-1, log: true, int: false },
+  BATCH_SIZE: { low: 64, high: 4096, log: true, int: true },
+};
+
+function program(dir: string, search: Record<string, Knob> = SEARCH): Program {
+  return {
+    path: path.join(dir, "program.md"),
+    name: "test",
+    objective: { metric: "val_loss", direction: "minimize" },
+    run: {
+      command: "python train.py",
+      budgetMs: 30_000,
+      graceMs: 5_000,
+      setupTimeoutMs: 60_000,
+      evaluateTimeoutMs: 60_000,
+    },
+    files: { editable: ["train.py", "train.ts"], protected: ["prepare.py"] },
+    metrics: { holdout: [] },
+    constraints: [],
+    agent: "builtin",
+    search,
+    directions: "",
+  };
+}
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function fixture(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), "autolab-builtin-"));
+  dirs.push(dir);
+  await writeFile(path.join(dir, "train.py"), TRAIN_PY);
+  await writeFile(path.join(dir, "train.ts"), TRAIN_TS);
+  await writeFile(path.join(dir, "prepare.py"), PREPARE_PY);
+  return dir;
+}
+
+function context(dir: string, overrides: Partial<ProposalContext> = {}): ProposalContext {
+  return {
+    worktree: dir,
+    program: program(dir),
+    best: { n: 0, metric: 1.5 },
+    history: [{ n: 0, hypothesis: "baseline", action: "keep", metric: 1.5 }],
+    contextText: "",
+    ...overrides,
+  };
+}
+
+async function readAll(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const f of ["train.py", "train.ts", "prepare.py"])
+    out[f] = await readFile(path.join(dir, f), "latin1");
+  return out;
+}
+
+/** Lines that differ between two versions of a file with the same number of lines. */
+function changedLines(before: string, after: string): { before: string; after: string }[] {
+  const a = before.split("\n");
+  const b = after.split("\n");
+  expect(b.length).toBe(a.length);
+  return a.flatMap((line, i) => (line === b[i] ? [] : [{ before: line, after: b[i] as string }]));
+}
+
+function paramsInFiles(files: Record<string, string>, names: string[]): Record<string, number> {
+  const knobs = readKnobs(
+    [
+      { path: "train.py", text: files["train.py"] as string },
+      { path: "train.ts", text: files["train.ts"] as string },
+    ],
+    names,
+  );
+  return Object.fromEntries([...knobs].map(([name, loc]) => [name, loc.value]));
+}
+
+describe("builtin agent", () => {
+  it("edits exactly the knob lines, and params match the files", async () => {
+    const dir = await fixture();
+    const before = await readAll(dir);
+    const agent = createBuiltinAgent({ seed: 1 });
+    expect(agent.name).toBe("builtin");
+    const proposal = await agent.propose(context(dir));
+    const after = await readAll(dir);
+
+    expect(after["prepare.py"]).toBe(before["prepare.py"]);
+    const names = Object.keys(SEARCH);
+    // The full configuration, as written.
+    expect(Object.keys(proposal.params ?? {}).sort()).toEqual([...names].sort());
+    expect(paramsInFiles(after, names)).toEqual(proposal.params);
+
+    const changes = [
+      ...changedLines(before["train.py"] as string, after["train.py"] as string),
+      ...changedLines(before["train.ts"] as string, after["train.ts"] as string),
+    ];
+    expect(changes.length).toBeGreaterThan(0);
+    for (const { before: b, after: a } of changes) {
+      // Same line apart from the number: prefix, comment and CRLF kept.
+      const shape = (line: string) => line.replace(/=([ \t]*)[-+]?[\d_.]+(?:e[-+]?\d+)?/, "=$1#");
+      expect(shape(a)).toBe(shape(b));
+      expect(names.some((n) => b.includes(n))).toBe(true);
+    }
+    expect(
+      after["train.ts"]?.split("\n").every((l, i, all) => i === all.length - 1 || l.endsWith("\r")),
+    ).toBe(true);
+
+    // "LEARNING_RATE 0.003 → 0.012, HIDDEN 64 → 128": changed knobs only, formatted values.
+    const parts = proposal.hypothesis.split(", ");
+    expect(parts.length).toBe(changes.length);
+    const initial = { LEARNING_RATE: "0.003", HIDDEN: "64", WEIGHT_DECAY: "1e-4", BATCH_SIZE: "1024" };
+    for (const part of parts) {
+      const m = /^([A-Z_]+) (\S+) → (\S+)$/.exec(part);
+      expect(m, part).not.toBeNull();
+      const [, name, from, to] = m as unknown as [string, keyof typeof initial, string, string];
+      expect(from).toBe(initial[name]);
+      expect(Number(to)).toBe(proposal.params?.[name]);
+    }
+    expect(proposal.mechanism).toBe("random exploration (startup 2 of 5)");
+  });
+
+  it("is deterministic for a seed and history, and varies with the history length", async () => {
+    const [a, b, c] = [await fixture(), await fixture(), await fixture()];
+    const pa = await createBuiltinAgent({ seed: 7 }).propose(context(a));
+    const pb = await createBuiltinAgent({ seed: 7 }).propose(context(b));
+    expect(pb).toEqual(pa);
+    expect(await readAll(b)).toEqual(await readAll(a));
+    const longer: ExperimentView[] = [
+      { n: 0, hypothesis: "baseline", action: "keep", metric: 1.5 },
+      { n: 1, hypothesis: "x", action: "crash", params: { LEARNING_RATE: 0.05, HIDDEN: 300 } },
+    ];
+    const pc = await createBuiltinAgent({ seed: 7 }).propose(context(c, { history: longer }));
+    expect(pc.params).not.toEqual(pa.params);
+  });
+
+  it("runs a search loop: TPE after startup, no repeats, always a change, improves", async () => {
+    const dir = await fixture();
+    // Optimum: LEARNING_RATE 0.01, HIDDEN 256, WEIGHT_DECAY 1e-3, BATCH_SIZE 512.
+    const loss = (p: Record<string, number>) =>
+      (Math.log10(p.LEARNING_RATE as number) + 2) ** 2 +
+      (Math.log2(p.HIDDEN as number) - 8) ** 2 / 4 +
+      (Math.log10(p.WEIGHT_DECAY as number) + 3) ** 2 / 4 +
+      (Math.log2(p.BATCH_SIZE as number) - 9) ** 2 / 4;
+    const agent = createBuiltinAgent({ seed: 3 });
+    const names = Object.keys(SEARCH);
+    let bestFiles = await readAll(dir);
+    const baseline = paramsInFiles(bestFiles, names);
+    let best = { n: 0, metric: loss(baseline), params: baseline };
+    // The harness records the baseline's params (readKnobParams), so it stays an observation
+    // after the best moves on.
+    const history: ExperimentView[] = [
+      {
+        n: 0,
+        hypothesis: "baseline",
+        action: "keep",
+        metric: best.metric,
+        params: await readKnobParams(dir, program(dir)),
+      },
+    ];
+    expect(history[0]?.params).toEqual(baseline);
+    const seen = new Set([JSON.stringify(baseline)]);
+    const mechanisms: string[] = [];
+    for (let n = 1; n <= 20; n++) {
+      const p = await agent.propose(context(dir, { best, history: [...history] }));
+      const params = p.params as Record<string, number>;
+      expect(paramsInFiles(await readAll(dir), names)).toEqual(params);
+      expect(params).not.toEqual(best.params);
+      expect(seen.has(JSON.stringify(params))).toBe(false);
+      seen.add(JSON.stringify(params));
+      mechanisms.push(p.mechanism ?? "");
+      // A crash now and then: it must count as worst, not break anything.
+      const crashed = n % 7 === 0;
+      const metric = loss(params);
+      const keep = !crashed && metric < best.metric;
+      history.push({
+        n,
+        hypothesis: p.hypothesis,
+        params,
+        action: crashed ? "crash" : keep ? "keep" : "discard",
+        ...(crashed ? {} : { metric }),
+      });
+      if (keep) {
+        best = { n, metric, params };
+        bestFiles = await readAll(dir);
+      } else {
+        for (const [f, text] of Object.entries(bestFiles)) await writeFile(path.join(dir, f), text, "latin1");
+      }
+    }
+    expect(mechanisms.slice(0, 4)).toEqual([2, 3, 4, 5].map((k) => `random exploration (startup ${k} of 5)`));
+    expect(mechanisms[4]).toMatch(
+      /^TPE: sampled from the density of the best \d+ of 5 observed configurations$/,
+    );
+    expect(mechanisms[19]).toMatch(
+      /^TPE: .* of 20 observed configurations \(2 failed or pending counted as worst\)$/,
+    );
+    expect(best.metric).toBeLessThan(loss(baseline) / 2);
+  });
+
+  it("uses the best's recorded params and treats pending experiments as worst", async () => {
+    const dir = await fixture();
+    const history: ExperimentView[] = [
+      { n: 0, hypothesis: "baseline", action: "keep", metric: 1.5 },
+      ...[1, 2, 3, 4, 5].map((n) => ({
+        n,
+        hypothesis: `h${n}`,
+        params: { LEARNING_RATE: 0.001 * n, HIDDEN: 32 * n, WEIGHT_DECAY: 1e-4, BATCH_SIZE: 1024 },
+        action: "discard" as const,
+        metric: 2 + n,
+      })),
+      {
+        n: 6,
+        hypothesis: "queued",
+        params: { LEARNING_RATE: 0.02, HIDDEN: 100, WEIGHT_DECAY: 1e-4, BATCH_SIZE: 1024 },
+      },
+    ];
+    const p = await createBuiltinAgent().propose(context(dir, { history }));
+    expect(p.mechanism).toBe(
+      "TPE: sampled from the density of the best 2 of 7 observed configurations (1 failed or pending counted as worst)",
+    );
+  });
+
+  it("asks for search: knobs when there are none", async () => {
+    const dir = await fixture();
+    const ctx = context(dir, { program: program(dir, {}) });
+    const err = await createBuiltinAgent()
+      .propose(ctx)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AutolabError);
+    expect((err as AutolabError).code).toBe("NO_SEARCH_SPACE");
+    expect((err as AutolabError).hint).toContain("LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true }");
+    expect((err as AutolabError).hint).toContain("choose an agent that edits code");
+  });
+
+  it("names the knob and the editable files when a knob is missing", async () => {
+    const dir = await fixture();
+    const search = { ...SEARCH, MOMENTUM: { low: 0.5, high: 0.99, log: false, int: false } };
+    const err = await createBuiltinAgent()
+      .propose(context(dir, { program: program(dir, search) }))
+      .catch((e: unknown) => e);
+    expect((err as AutolabError).code).toBe("KNOB_NOT_FOUND");
+    expect((err as AutolabError).message).toContain("MOMENTUM");
+    expect((err as AutolabError).message).toContain("train.py, train.ts");
+    // Nothing was written.
+    expect(await readFile(path.join(dir, "train.py"), "utf8")).toBe(TRAIN_PY);
+  });
+});

@@ -1,0 +1,399 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Ledger, NewExperiment, NewTrial, RunRecord } from "../../src/core/ledger.ts";
+import type { TrialResult } from "../../src/core/types.ts";
+
+/**
+ * The promises every Ledger keeps, whatever stores it (SQLite file, SQLite in memory, later
+ * PostgreSQL). Each test gets a fresh, empty ledger from `make` and closes it afterwards.
+ */
+export interface LedgerContractOptions {
+  /**
+   * Reads back the notes of a run, oldest first. The Ledger interface has no reader for notes
+   * (nothing in the harness reads them yet), so each implementation says how to look.
+   */
+  readNotes?: (ledger: Ledger, runId: number) => { experimentId: number | null; text: string }[];
+}
+
+type NewRun = Omit<RunRecord, "id" | "startedAt">;
+
+export function newRun(over: Partial<NewRun> = {}): NewRun {
+  return {
+    tag: "nov22",
+    branch: "autolab/nov22",
+    programPath: "/home/user/tiny-lm/program.md",
+    programName: "tiny-lm",
+    metric: "val_bpb",
+    direction: "minimize",
+    baseCommit: "0123456789abcdef0123456789abcdef01234567",
+    protectedHashes: { "prepare.ts": "a".repeat(64), "evaluate.ts": "b".repeat(64) },
+    seed: 42,
+    ...over,
+  };
+}
+
+export function newExperiment(runId: number, n: number, over: Partial<NewExperiment> = {}): NewExperiment {
+  return {
+    runId,
+    n,
+    agent: "builtin",
+    parentCommit: `parent${n}`.padEnd(40, "0"),
+    commit: `commit${n}`.padEnd(40, "0"),
+    ref: `refs/autolab/nov22/${n}`,
+    hypothesis: `hypothesis ${n}`,
+    diff: { files: 1, insertions: 2, deletions: 3 },
+    ...over,
+  };
+}
+
+export function trialResult(over: Partial<TrialResult> = {}): TrialResult {
+  return {
+    status: "ok",
+    exitCode: 0,
+    signal: null,
+    wallS: 12.5,
+    cpuS: 11.25,
+    peakRssMb: 345.5,
+    metrics: { val_bpb: 0.9979, train_loss: 1.5 },
+    selfReported: false,
+    seed: 7,
+    command: "node train.ts",
+    stdoutPath: "/logs/1/1/stdout.log",
+    stderrPath: "/logs/1/1/stderr.log",
+    logTail: "step 10 loss 1.5\nval_bpb: 0.9979\n",
+    ...over,
+  };
+}
+
+function newTrial(experimentId: number, attempt: number, over: Partial<NewTrial> = {}): NewTrial {
+  return {
+    experimentId,
+    attempt,
+    seed: 7,
+    command: "node train.ts",
+    commit: "commit1".padEnd(40, "0"),
+    budgetMs: 30_000,
+    env: { AUTOLAB_SEED: "7", AUTOLAB_BUDGET_S: "30" },
+    ...over,
+  };
+}
+
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+
+export function ledgerContract(name: string, make: () => Ledger, opts: LedgerContractOptions = {}): void {
+  describe(`Ledger contract: ${name}`, () => {
+    const open: Ledger[] = [];
+    const fresh = (): Ledger => {
+      const l = make();
+      open.push(l);
+      return l;
+    };
+    afterEach(() => {
+      for (const l of open.splice(0)) l.close();
+    });
+
+    describe("runs", () => {
+      it("round-trips a run through createRun, getRun, latestRun and listRuns", () => {
+        const l = fresh();
+        const input = newRun({ direction: "maximize", seed: 2 ** 31 + 5 });
+        const run = l.createRun(input);
+        expect(run).toEqual({ ...input, id: expect.any(Number), startedAt: expect.stringMatching(ISO) });
+        expect(l.getRun("nov22")).toEqual(run);
+        expect(l.latestRun()).toEqual(run);
+        expect(l.listRuns()).toEqual([run]);
+      });
+
+      it("keeps protectedHashes (including none), seed 0 and both directions", () => {
+        const l = fresh();
+        const a = l.createRun(newRun({ tag: "a", protectedHashes: {}, seed: 0, direction: "minimize" }));
+        const b = l.createRun(newRun({ tag: "b", direction: "maximize" }));
+        expect(l.getRun("a")?.protectedHashes).toEqual({});
+        expect(l.getRun("a")?.seed).toBe(0);
+        expect(l.getRun("a")?.direction).toBe("minimize");
+        expect(l.getRun("b")?.protectedHashes).toEqual(newRun().protectedHashes);
+        expect(l.getRun("b")?.direction).toBe("maximize");
+        expect(a.id).not.toBe(b.id);
+      });
+
+      it("is empty at first and lists runs oldest first; latestRun is the newest", () => {
+        const l = fresh();
+        expect(l.latestRun()).toBeUndefined();
+        expect(l.listRuns()).toEqual([]);
+        expect(l.getRun("nope")).toBeUndefined();
+        const tags = ["nov22", "nov22-2", "nov23"];
+        for (const tag of tags) l.createRun(newRun({ tag, branch: `autolab/${tag}` }));
+        expect(l.listRuns().map((r) => r.tag)).toEqual(tags);
+        expect(l.latestRun()?.tag).toBe("nov23");
+      });
+
+      it("refuses a second run with the same tag", () => {
+        const l = fresh();
+        l.createRun(newRun());
+        expect(() => l.createRun(newRun())).toThrow();
+        expect(l.listRuns()).toHaveLength(1);
+      });
+    });
+
+    describe("experiments", () => {
+      it("round-trips every field, with params, usage and diff stats", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const input = newExperiment(run.id, 1, {
+          agent: "claude",
+          mechanism: "a larger learning rate escapes the plateau",
+          expected: "val_bpb down by 0.01",
+          params: { LEARNING_RATE: 0.003, HIDDEN: 128, TINY: 1e-300, NEG: -2.5 },
+          usage: { inputTokens: 1200, outputTokens: 340, costUsd: 0.0123, wallS: 4.5 },
+          diff: { files: 2, insertions: 10, deletions: 0 },
+        });
+        const added = l.addExperiment(input);
+        expect(added).toEqual({
+          ...input,
+          id: expect.any(Number),
+          createdAt: expect.stringMatching(ISO),
+          trials: [],
+        });
+        const got = l.getExperiment(run.id, 1);
+        expect(got).toEqual(added);
+        expect(got?.decision).toBeUndefined();
+        expect(l.listExperiments(run.id)).toEqual([added]);
+      });
+
+      it("leaves optional fields absent when they were not given", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        l.addExperiment(newExperiment(run.id, 0));
+        const got = l.getExperiment(run.id, 0);
+        expect(got).toBeDefined();
+        for (const key of ["mechanism", "expected", "params", "usage", "decision"]) {
+          expect(got, key).not.toHaveProperty(key);
+        }
+        expect(got?.diff).toEqual({ files: 1, insertions: 2, deletions: 3 });
+        expect(got?.trials).toEqual([]);
+      });
+
+      it("lists a run's experiments ordered by n, whatever the insertion order", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const other = l.createRun(newRun({ tag: "other", branch: "autolab/other" }));
+        for (const n of [2, 0, 10, 1]) l.addExperiment(newExperiment(run.id, n));
+        l.addExperiment(newExperiment(other.id, 5));
+        expect(l.listExperiments(run.id).map((e) => e.n)).toEqual([0, 1, 2, 10]);
+        expect(l.listExperiments(other.id).map((e) => e.n)).toEqual([5]);
+        expect(l.getExperiment(run.id, 5)).toBeUndefined();
+        expect(l.getExperiment(other.id, 5)?.runId).toBe(other.id);
+        expect(l.listExperiments(other.id + run.id + 100)).toEqual([]);
+      });
+
+      it("enforces one experiment per (run, n)", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const other = l.createRun(newRun({ tag: "other", branch: "autolab/other" }));
+        l.addExperiment(newExperiment(run.id, 3, { hypothesis: "first" }));
+        expect(() => l.addExperiment(newExperiment(run.id, 3, { hypothesis: "second" }))).toThrow();
+        expect(l.listExperiments(run.id)).toHaveLength(1);
+        expect(l.getExperiment(run.id, 3)?.hypothesis).toBe("first");
+        // The same n in another run is a different experiment.
+        expect(() => l.addExperiment(newExperiment(other.id, 3))).not.toThrow();
+      });
+    });
+
+    describe("trials", () => {
+      it("shows a started trial without a result (that is how an interrupted trial is found)", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        const id = l.startTrial(
+          newTrial(exp.id, 1, { seed: 99, budgetMs: 1500, command: "python train.py" }),
+        );
+        const trials = l.getExperiment(run.id, 1)?.trials;
+        expect(trials).toEqual([
+          {
+            id,
+            attempt: 1,
+            seed: 99,
+            command: "python train.py",
+            commit: "commit1".padEnd(40, "0"),
+            budgetMs: 1500,
+            startedAt: expect.stringMatching(ISO),
+          },
+        ]);
+        expect(trials?.[0]?.result).toBeUndefined();
+      });
+
+      it("round-trips every TrialResult field", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        const id = l.startTrial(newTrial(exp.id, 1));
+        const result = trialResult({ selfReported: true, metrics: { val_bpb: 0.5, peak_vram_mb: 45060.2 } });
+        l.finishTrial(id, result, "/logs/1/1");
+        const got = l.getExperiment(run.id, 1)?.trials[0]?.result;
+        expect(got).toEqual({ ...result, logDir: "/logs/1/1", finishedAt: expect.stringMatching(ISO) });
+        expect(got).not.toHaveProperty("reason");
+      });
+
+      it("round-trips a failed trial: reason, null exit code, a signal, no metrics", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        const id = l.startTrial(newTrial(exp.id, 1));
+        const result = trialResult({
+          status: "timeout",
+          reason: "killed at budget 30s + grace 5s",
+          exitCode: null,
+          signal: "SIGKILL",
+          metrics: {},
+          logTail: "",
+        });
+        l.finishTrial(id, result, "");
+        const got = l.getExperiment(run.id, 1)?.trials[0]?.result;
+        expect(got).toEqual({ ...result, logDir: "", finishedAt: expect.stringMatching(ISO) });
+      });
+
+      it("keeps non-finite metric values as NaN and ±Infinity", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        const id = l.startTrial(newTrial(exp.id, 1));
+        const metrics = {
+          val_bpb: Number.NaN,
+          loss: Number.POSITIVE_INFINITY,
+          neg: Number.NEGATIVE_INFINITY,
+          z: 0,
+        };
+        l.finishTrial(
+          id,
+          trialResult({ status: "nonfinite_metric", reason: "val_bpb is NaN", metrics }),
+          "/l",
+        );
+        const got = l.getExperiment(run.id, 1)?.trials[0]?.result?.metrics;
+        expect(got).toBeDefined();
+        expect(Object.keys(got ?? {}).sort()).toEqual(["loss", "neg", "val_bpb", "z"]);
+        expect(Number.isNaN(got?.val_bpb)).toBe(true);
+        expect(got?.loss).toBe(Number.POSITIVE_INFINITY);
+        expect(got?.neg).toBe(Number.NEGATIVE_INFINITY);
+        expect(Object.is(got?.z, 0)).toBe(true);
+      });
+
+      it("orders trials by attempt and keeps them with their experiment", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const a = l.addExperiment(newExperiment(run.id, 1));
+        const b = l.addExperiment(newExperiment(run.id, 2));
+        const a2 = l.startTrial(newTrial(a.id, 2));
+        const b1 = l.startTrial(newTrial(b.id, 1));
+        const a1 = l.startTrial(newTrial(a.id, 1));
+        l.finishTrial(a1, trialResult({ status: "interrupted", reason: "harness stopped" }), "");
+        expect(l.getExperiment(run.id, 1)?.trials.map((t) => [t.id, t.attempt])).toEqual([
+          [a1, 1],
+          [a2, 2],
+        ]);
+        const [t1, t2] = l.getExperiment(run.id, 1)?.trials ?? [];
+        expect(t1?.result?.status).toBe("interrupted");
+        expect(t2?.result).toBeUndefined();
+        expect(l.getExperiment(run.id, 2)?.trials.map((t) => t.id)).toEqual([b1]);
+        expect(l.listExperiments(run.id).map((e) => e.trials.length)).toEqual([2, 1]);
+      });
+
+      it("is append-only: an attempt starts once and a trial finishes once", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        const id = l.startTrial(newTrial(exp.id, 1));
+        expect(() => l.startTrial(newTrial(exp.id, 1))).toThrow();
+        l.finishTrial(id, trialResult(), "/first");
+        expect(() => l.finishTrial(id, trialResult({ status: "crash" }), "/second")).toThrow();
+        const trials = l.getExperiment(run.id, 1)?.trials ?? [];
+        expect(trials).toHaveLength(1);
+        expect(trials[0]?.result?.status).toBe("ok");
+        expect(trials[0]?.result?.logDir).toBe("/first");
+      });
+    });
+
+    describe("decisions", () => {
+      it("records action, reason, metric and mechanismConfirmed true/false/null", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const ids = [0, 1, 2, 3, 4].map((n) => l.addExperiment(newExperiment(run.id, n)).id);
+        l.decide(ids[0] as number, {
+          action: "keep",
+          reason: "baseline",
+          metric: 1.25,
+          mechanismConfirmed: true,
+        });
+        l.decide(ids[1] as number, {
+          action: "discard",
+          reason: "worse",
+          metric: 0,
+          mechanismConfirmed: false,
+        });
+        l.decide(ids[2] as number, { action: "crash", reason: "exit 1", mechanismConfirmed: null });
+        l.decide(ids[3] as number, { action: "reject", reason: "scope: changed prepare.ts" });
+        const [d0, d1, d2, d3, d4] = l.listExperiments(run.id).map((e) => e.decision);
+        expect(d0).toEqual({
+          action: "keep",
+          reason: "baseline",
+          metric: 1.25,
+          mechanismConfirmed: true,
+          decidedAt: expect.stringMatching(ISO),
+        });
+        expect(d1).toMatchObject({
+          action: "discard",
+          reason: "worse",
+          metric: 0,
+          mechanismConfirmed: false,
+        });
+        expect(d2).toMatchObject({ action: "crash", reason: "exit 1", mechanismConfirmed: null });
+        expect(d2).not.toHaveProperty("metric");
+        // Unknown whether the mechanism held: null, never undefined-vs-null ambiguity on read.
+        expect(d3).toMatchObject({
+          action: "reject",
+          reason: "scope: changed prepare.ts",
+          mechanismConfirmed: null,
+        });
+        expect(d3).not.toHaveProperty("metric");
+        expect(d4).toBeUndefined();
+        expect(l.getExperiment(run.id, 0)?.decision).toEqual(d0);
+      });
+
+      it("takes one decision per experiment: a second one throws and the first stands", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        l.decide(exp.id, { action: "discard", reason: "worse", metric: 2 });
+        expect(() => l.decide(exp.id, { action: "keep", reason: "changed my mind", metric: 1 })).toThrow();
+        expect(l.getExperiment(run.id, 1)?.decision).toMatchObject({
+          action: "discard",
+          reason: "worse",
+          metric: 2,
+        });
+      });
+    });
+
+    describe("notes", () => {
+      it("records notes on a run and on an experiment without touching the experiment", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        const before = l.getExperiment(run.id, 1);
+        l.addNote(run.id, null, "the baseline is noisy: ±0.002");
+        l.addNote(run.id, exp.id, "refuted: a larger batch does not help at this budget");
+        l.addNote(run.id, exp.id, "");
+        expect(l.getExperiment(run.id, 1)).toEqual(before);
+        if (opts.readNotes) {
+          expect(opts.readNotes(l, run.id)).toEqual([
+            { experimentId: null, text: "the baseline is noisy: ±0.002" },
+            { experimentId: exp.id, text: "refuted: a larger batch does not help at this budget" },
+            { experimentId: exp.id, text: "" },
+          ]);
+        }
+      });
+    });
+
+    it("can be closed twice", () => {
+      const l = fresh();
+      l.close();
+      expect(() => l.close()).not.toThrow();
+    });
+  });
+}
