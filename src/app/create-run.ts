@@ -5,6 +5,7 @@ import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { type LoopSummary, runLoop } from "../core/loop.ts";
+import type { Agent } from "../core/types.ts";
 import { defaultGraceMs } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { greedyJudge } from "../trust/greedy-judge.ts";
@@ -20,7 +21,8 @@ export interface RunOptions {
   maxExperiments?: number;
   /** Overrides program.md's run.budget (ms). */
   budgetMs?: number;
-  agent?: string;
+  /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
+  agent?: string | Agent;
   seed?: number;
   allowDirty?: boolean;
   signal?: AbortSignal;
@@ -90,7 +92,10 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
         protectedFiles: Object.keys(run.protectedHashes),
         protectedHashes: run.protectedHashes,
       });
-      const agent = createAgent(opts.agent ?? program.agent, program, run.seed);
+      const agent =
+        typeof opts.agent === "object"
+          ? opts.agent
+          : createAgent(opts.agent ?? program.agent, program, run.seed);
       const summary = await runLoop(
         {
           program,

@@ -49,6 +49,11 @@ export interface ToyOptions {
   width?: number;
   /** program.md `agent:` (default: not set, i.e. builtin). */
   agent?: string;
+  /**
+   * "loss" (default): a smooth function of the knobs. "decreasing": the i-th invocation scores
+   * 100 - i, so every candidate beats the best and is kept (for tests that need a keep).
+   */
+  score?: "loss" | "decreasing";
   /** Don't commit: leaves a repository with the files staged but no commit. */
   noCommit?: boolean;
   /** Don't create a git repository at all. */
@@ -133,7 +138,7 @@ appendFileSync(COUNTER, \`\${process.pid}\\n\`);
 const mode = PLAN[i] ?? "ok";
 rmSync("out", { recursive: true, force: true });
 
-const loss = (Math.log10(LR) + 2) ** 2 + (Math.log2(WIDTH) - 5) ** 2 / 10;
+const loss = ${o.score === "decreasing" ? "100 - i" : "(Math.log10(LR) + 2) ** 2 + (Math.log2(WIDTH) - 5) ** 2 / 10"};
 console.log(\`METRIC train_loss=\${(loss * 2).toFixed(6)}\`);
 if (mode === "crash") {
   console.error("toy: simulated crash (CUDA out of memory)");

@@ -1,0 +1,220 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
+import { createRun } from "../src/app/create-run.ts";
+import type { LoopEvent } from "../src/core/events.ts";
+import { buildContext } from "../src/core/views.ts";
+
+const ID = ["-c", "user.name=t", "-c", "user.email=t@localhost"];
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", [...ID, ...args], { cwd, encoding: "utf8" }).trim();
+
+/**
+ * A project whose score is the number in value.mjs (editable); run.mjs and evaluate.mjs are
+ * protected. evaluate.mjs also prints a holdout metric that no agent view may show.
+ */
+function project(extra: { constraints?: string[]; command?: string } = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-loop-"));
+  writeFileSync(join(dir, "value.mjs"), "export const X = 5;\n");
+  writeFileSync(
+    join(dir, "run.mjs"),
+    'import { writeFileSync } from "node:fs";\nimport { X } from "./value.mjs";\nconsole.log(`METRIC train_loss=${X * 2}`);\nwriteFileSync("out.txt", String(X));\n',
+  );
+  writeFileSync(
+    join(dir, "evaluate.mjs"),
+    'import { readFileSync } from "node:fs";\nconst x = Number(readFileSync("out.txt", "utf8"));\nconsole.log(`score: ${x}`);\nconsole.log(`holdout_score: ${x + 1000.125}`);\nconsole.log(`mem_mb: ${x * 100}`);\n',
+  );
+  writeFileSync(join(dir, ".gitignore"), "out.txt\n");
+  const constraints = extra.constraints ? `constraints: ${JSON.stringify(extra.constraints)}\n` : "";
+  writeFileSync(
+    join(dir, "program.md"),
+    `---
+name: loop-test
+objective: { metric: score, direction: minimize }
+run:
+  command: ${extra.command ?? "node run.mjs"}
+  evaluate: node evaluate.mjs
+  budget: 5s
+files:
+  editable: [value.mjs]
+  protected: [run.mjs, evaluate.mjs]
+metrics:
+  holdout: [holdout_score]
+  progress: train_loss
+${constraints}---
+Lower X.
+`,
+  );
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "init");
+  return dir;
+}
+
+const setX = (x: number): ScriptedStep["edits"] => ({ "value.mjs": `export const X = ${x};\n` });
+
+async function run(dir: string, steps: ScriptedStep[], max = steps.length) {
+  const events: LoopEvent[] = [];
+  const outcome = await createRun({
+    program: dir,
+    tag: "t",
+    maxExperiments: max,
+    agent: createScriptedAgent(steps),
+    onEvent: (e) => events.push(e),
+  });
+  outcome.lab.ledger.close();
+  return { ...outcome, events };
+}
+
+describe("the research loop", () => {
+  it("keeps improvements, discards the rest, and the branch follows the best", async () => {
+    const dir = project();
+    const { experiments, events } = await run(dir, [
+      { hypothesis: "X 5 → 3", edits: setX(3) },
+      { hypothesis: "X 3 → 4", edits: setX(4) },
+      { hypothesis: "X 3 → 1", edits: setX(1) },
+    ]);
+    expect(experiments.map((e) => [e.n, e.decision?.action])).toEqual([
+      [0, "keep"],
+      [1, "keep"],
+      [2, "discard"],
+      [3, "keep"],
+    ]);
+    expect(experiments[2]?.parentCommit).toBe(experiments[1]?.commit);
+    expect(experiments[3]?.parentCommit).toBe(experiments[1]?.commit);
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(experiments[3]?.commit);
+    // Every candidate stays reachable, whatever its fate.
+    for (const e of experiments) expect(git(dir, "rev-parse", `refs/autolab/t/${e.n}`)).toBe(e.commit);
+    expect(git(dir, "show", "autolab/t:value.mjs")).toBe("export const X = 1;");
+    // The user's checkout is untouched.
+    expect(readFileSync(join(dir, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
+    expect(experiments[2]?.decision?.mechanismConfirmed).toBe(false);
+    expect(experiments[1]?.decision?.mechanismConfirmed).toBe(true);
+    // Progress metrics stream as events.
+    expect(events.some((e) => e.type === "progress" && e.name === "train_loss")).toBe(true);
+  });
+
+  it("writes the experiment row and the trial start before the trial runs", async () => {
+    const dir = project();
+    const seen: string[] = [];
+    const { SqliteLedger } = await import("../src/ledger/sqlite-ledger.ts");
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 1,
+      agent: createScriptedAgent([{ hypothesis: "X 5 → 2", edits: setX(2) }]),
+      onEvent: (e) => {
+        if (e.type !== "trial_started") return;
+        const probe = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+        const run = probe.getRun("t");
+        const exp = run ? probe.getExperiment(run.id, e.n) : undefined;
+        seen.push(`${e.n}:${exp ? exp.trials.length : "missing"}`);
+        probe.close();
+      },
+    });
+    outcome.lab.ledger.close();
+    expect(seen).toEqual(["0:1", "1:1"]);
+  });
+
+  it("rejects a candidate that edits a protected file, without running it, and restores the file", async () => {
+    const dir = project();
+    const { experiments, events } = await run(dir, [
+      {
+        hypothesis: "cheat",
+        edits: { "evaluate.mjs": 'console.log("score: -1000");\n', ...setX(4) },
+      },
+      { hypothesis: "X 5 → 4", edits: setX(4) },
+    ]);
+    const cheat = experiments[1];
+    expect(cheat?.decision?.action).toBe("reject");
+    expect(cheat?.decision?.reason).toMatch(/scope: changed protected file evaluate\.mjs/);
+    expect(cheat?.trials).toHaveLength(0);
+    expect(events.filter((e) => e.type === "trial_started" && e.n === 1)).toHaveLength(0);
+    // The attempt is on record, the best and the worktree are not affected.
+    expect(git(dir, "show", `${cheat?.commit}:evaluate.mjs`)).toContain("-1000");
+    const wt = join(dir, ".autolab", "worktrees", "t");
+    expect(readFileSync(join(wt, "evaluate.mjs"), "utf8")).not.toContain("-1000");
+    expect(experiments[2]?.decision?.action).toBe("keep");
+    expect(experiments[2]?.decision?.metric).toBe(4);
+  });
+
+  it("rejects new files outside the editable set and empty proposals; records a crash and goes on", async () => {
+    const dir = project();
+    const { experiments } = await run(dir, [
+      { hypothesis: "add a helper", edits: { "helper.mjs": "export {};\n", ...setX(4) } },
+      { hypothesis: "nothing", edits: {} },
+      { hypothesis: "empty the editable file", edits: { "value.mjs": "" } },
+      { hypothesis: "X 5 → 4", edits: setX(4) },
+    ]);
+    expect(experiments[1]?.decision?.reason).toMatch(/non-editable file helper\.mjs/);
+    expect(experiments[2]?.decision?.reason).toMatch(/^no change/);
+    expect(experiments[3]?.decision?.action).toBe("crash");
+    expect(experiments[3]?.decision?.reason).toMatch(/exit/);
+    expect(experiments[4]?.decision?.action).toBe("keep");
+    expect(existsSync(join(dir, ".autolab", "worktrees", "t", "helper.mjs"))).toBe(false);
+  });
+
+  it("rejects a symlinked editable file", async () => {
+    const dir = project();
+    const agent = createScriptedAgent([{ hypothesis: "link", edits: {} }]);
+    const linking = {
+      name: "linker",
+      async propose(ctx: Parameters<typeof agent.propose>[0]) {
+        const target = join(ctx.worktree, "value.mjs");
+        execFileSync("rm", [target]);
+        symlinkSync("/etc/hostname", target);
+        return { hypothesis: "read the host name" };
+      },
+    };
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 1, agent: linking });
+    outcome.lab.ledger.close();
+    expect(outcome.experiments[1]?.decision?.reason).toMatch(/symlinks: value\.mjs/);
+  });
+
+  it("rejects a candidate that violates a constraint, naming it", async () => {
+    const dir = project({ constraints: ["mem_mb <= 350"] });
+    const { experiments } = await run(dir, [{ hypothesis: "X 5 → 4", edits: setX(4) }]);
+    // The baseline itself (mem 500) is not judged against constraints; the candidate is.
+    expect(experiments[1]?.decision?.action).toBe("reject");
+    expect(experiments[1]?.decision?.reason).toMatch(/constraint: mem_mb 400 > 350/);
+  });
+
+  it("stops with a clear error when the baseline fails", async () => {
+    const dir = project({ command: "node does-not-exist.mjs" });
+    await expect(run(dir, [{ hypothesis: "x", edits: setX(1) }])).rejects.toMatchObject({
+      code: "BASELINE_FAILED",
+    });
+  });
+
+  it("never shows holdout metrics in the agent's context", async () => {
+    const dir = project();
+    const seenContexts: string[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 2,
+      agent: {
+        name: "peek",
+        async propose(ctx) {
+          seenContexts.push(ctx.contextText, JSON.stringify(ctx.history), JSON.stringify(ctx.best));
+          writeFileSync(
+            join(ctx.worktree, "value.mjs"),
+            `export const X = ${4 - seenContexts.length / 3};\n`,
+          );
+          return { hypothesis: "lower X", mechanism: "smaller is better" };
+        },
+      },
+    });
+    const text = buildContext(outcome.lab.program, outcome.run, outcome.experiments);
+    outcome.lab.ledger.close();
+    for (const c of [...seenContexts, text]) {
+      expect(c).not.toContain("holdout_score");
+      expect(c).not.toContain("1000.125");
+      expect(c).not.toContain("1005.125");
+    }
+    expect(text).toContain("Best: #2");
+  });
+});
