@@ -17,6 +17,8 @@ export class CappedLog {
   #tailBytes = 0;
   #total = 0;
   #closed = false;
+  /** Set when a write failed (e.g. ENOSPC: disk full); the log stops there, the trial goes on. */
+  error: NodeJS.ErrnoException | undefined;
 
   constructor(path: string, capBytes = 5 * 1024 * 1024) {
     this.path = path;
@@ -39,7 +41,7 @@ export class CappedLog {
     let rest = chunk;
     if (this.#headWritten < this.#headCap) {
       const n = Math.min(rest.length, this.#headCap - this.#headWritten);
-      writeAll(this.#fd, rest.subarray(0, n));
+      this.#safeWrite(rest.subarray(0, n));
       this.#headWritten += n;
       this.#lastHeadByte = rest[n - 1] ?? this.#lastHeadByte;
       rest = rest.subarray(n);
@@ -68,12 +70,26 @@ export class CappedLog {
       const elided = this.#total - this.#headWritten - tail.length;
       if (elided > 0) {
         const lead = this.#lastHeadByte === 10 ? "" : "\n";
-        writeAll(this.#fd, Buffer.from(`${lead}[autolab: ${elided} bytes elided]\n`));
+        this.#safeWrite(Buffer.from(`${lead}[autolab: ${elided} bytes elided]\n`));
       }
-      writeAll(this.#fd, tail);
+      this.#safeWrite(tail);
     } finally {
       this.#tail = [];
-      closeSync(this.#fd);
+      try {
+        closeSync(this.#fd);
+      } catch (err) {
+        this.error ??= err as NodeJS.ErrnoException;
+      }
+    }
+  }
+
+  /** A log must never take the harness down: after a failed write, stop writing and remember why. */
+  #safeWrite(buf: Buffer): void {
+    if (this.error) return;
+    try {
+      writeAll(this.#fd, buf);
+    } catch (err) {
+      this.error = err as NodeJS.ErrnoException;
     }
   }
 }

@@ -95,6 +95,13 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
     errLines.end();
     outLog.close();
     errLog.close();
+    for (const log of [outLog, errLog]) {
+      if (log.error)
+        tail.push(
+          `[autolab: writing ${log.path} failed (${log.error.code ?? log.error.message}); the log is incomplete]`,
+          false,
+        );
+    }
     return { ...partial, metrics, lastStderrLine, logTail: tail.text(), callbackError };
   };
   const notStarted = (spawnError: string, interrupted = false) =>
