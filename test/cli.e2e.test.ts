@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createToyProject,
   git,
+  REPO_ROOT,
   runCli,
   stackLines,
   TOY_HOLDOUT,
@@ -58,6 +59,25 @@ function expectUserError(r: { code: number | null; stderr: string }): void {
   expect(r.stderr).not.toMatch(/internal error/);
 }
 
+/** The `status --json` example of docs/cli.md. */
+function documentedStatus(): unknown {
+  const doc = readFileSync(join(REPO_ROOT, "docs", "cli.md"), "utf8");
+  const m = /## `status --json`\s+```json\n([\s\S]*?)```/.exec(doc);
+  if (!m?.[1]) throw new Error("docs/cli.md has no `status --json` example");
+  return JSON.parse(m[1]);
+}
+
+/** Key structure of a JSON value: objects become sorted key → shape, everything else its kind. */
+function shapeOf(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return "value";
+  if (Array.isArray(v)) return "array";
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((k) => [k, shapeOf((v as Record<string, unknown>)[k])]),
+  );
+}
+
 const HOLDOUT_TEXT = String(TOY_HOLDOUT).slice(0, 6); // "4242.4"
 
 describe("a run of the toy project (protected evaluate step, holdout metric)", () => {
@@ -75,23 +95,8 @@ describe("a run of the toy project (protected evaluate step, holdout metric)", (
 
   it("status --json: the documented shape, with consistent numbers", async () => {
     const s = await json<Record<string, unknown>>(["status", "--json"], t.dir);
-    expect(Object.keys(s).sort()).toEqual(
-      [
-        "tag",
-        "branch",
-        "program",
-        "metric",
-        "direction",
-        "baseline",
-        "best",
-        "improvement",
-        "counts",
-        "selfReported",
-        "trialSeconds",
-        "startedAt",
-        "lastActivity",
-      ].sort(),
-    );
+    // Exactly the fields docs/cli.md documents (fields are added there first, never renamed).
+    expect(shapeOf(s)).toEqual(shapeOf(documentedStatus()));
     const status = s as {
       tag: string;
       branch: string;
@@ -100,7 +105,14 @@ describe("a run of the toy project (protected evaluate step, holdout metric)", (
       baseline: { id: number; metric: number };
       best: { id: number; metric: number; commit: string; hypothesis: string };
       improvement: { absolute: number; relative: number };
-      counts: Record<string, number>;
+      counts: {
+        total: number;
+        kept: number;
+        discarded: number;
+        crashed: number;
+        rejected: number;
+        pending: number;
+      };
       selfReported: boolean;
     };
     tag = status.tag;
@@ -109,9 +121,9 @@ describe("a run of the toy project (protected evaluate step, holdout metric)", (
     expect(status.metric).toBe("score");
     expect(status.direction).toBe("minimize");
     expect(Object.keys(status.baseline).sort()).toEqual(["id", "metric"]);
-    expect(Object.keys(status.best).sort()).toEqual(["commit", "hypothesis", "id", "metric"]);
-    expect(Object.keys(status.counts).sort()).toEqual(
-      ["crashed", "discarded", "kept", "pending", "rejected", "total"].sort(),
+    expect(Object.keys(status.best)).toEqual(expect.arrayContaining(["id", "metric", "commit"]));
+    expect(Object.keys(status.counts)).toEqual(
+      expect.arrayContaining(["total", "kept", "discarded", "crashed", "rejected"]),
     );
     expect(status.baseline.id).toBe(0);
     expect(Number.isFinite(status.baseline.metric)).toBe(true);
@@ -217,8 +229,8 @@ describe("a run of the toy project (protected evaluate step, holdout metric)", (
     const s = await json<{ tag: string; counts: { total: number } }>(["status", "--json"], t.dir);
     expect(s.tag).toBe(tag);
     expect(s.counts.total).toBe(7);
-    const runs = t.git(["branch", "--list", "autolab/*"]).trim().split("\n");
-    expect(runs).toEqual([`  autolab/${tag}`]);
+    const branches = t.git(["for-each-ref", "--format=%(refname:short)", "refs/heads/autolab/"]);
+    expect(branches.trim().split("\n")).toEqual([`autolab/${tag}`]);
   });
 });
 
@@ -245,7 +257,9 @@ describe("trials that fail", () => {
     expect(crashed[0]?.reason).toMatch(/exited with code 3/);
     expect(crashed[0]?.reason).toContain("simulated crash");
     // Later experiments ran and were decided.
-    expect(rows.filter((r) => r.id > (crashed[0]?.id ?? 0)).every((r) => r.decision !== "pending")).toBe(true);
+    expect(rows.filter((r) => r.id > (crashed[0]?.id ?? 0)).every((r) => r.decision !== "pending")).toBe(
+      true,
+    );
     expect(out).toMatch(/#\d crash /);
   });
 
@@ -267,7 +281,9 @@ describe("trials that fail", () => {
     expect(s.best.metric).toBeGreaterThan(0);
     const tag = (await json<{ tag: string }>(["status", "--json"], t.dir)).tag;
     const wt = join(t.dir, ".autolab", "worktrees", tag);
-    expect(readFileSync(join(wt, "evaluate.mjs"), "utf8")).toBe(readFileSync(join(t.dir, "evaluate.mjs"), "utf8"));
+    expect(readFileSync(join(wt, "evaluate.mjs"), "utf8")).toBe(
+      readFileSync(join(t.dir, "evaluate.mjs"), "utf8"),
+    );
     expect(git(wt, ["status", "--porcelain", "--untracked-files=no"])).toBe("");
     // The last (4th) candidate ran after the tampering with the pristine evaluator.
     expect(rows[4]?.trials.at(-1)?.status).toBe("ok");

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, w
 import { join } from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AutolabError } from "../src/core/errors.ts";
+import { git, gitRaw } from "../src/workspace/git.ts";
 import {
   assertCommitted,
   findRepo,
@@ -10,7 +11,6 @@ import {
   hashesAt,
   type RepoInfo,
 } from "../src/workspace/git-workspace.ts";
-import { git, gitRaw } from "../src/workspace/git.ts";
 import { cleanupTemp, createGitProject, type GitProject, gitSync, tempDir } from "./helpers/git-project.ts";
 
 afterAll(cleanupTemp);
@@ -60,7 +60,9 @@ interface Opened {
 }
 
 /** A repository with a workspace opened on it, as `autolab run` would open it. */
-async function openProject(opts: { sub?: boolean; tag?: string; protected?: string[] } = {}): Promise<Opened> {
+async function openProject(
+  opts: { sub?: boolean; tag?: string; protected?: string[] } = {},
+): Promise<Opened> {
   const project = createGitProject(opts.sub ? SUB_FILES : TOP_FILES);
   const programDir = opts.sub ? join(project.root, "lab") : project.root;
   const repo = await findRepo(programDir);
@@ -104,7 +106,10 @@ describe("findRepo", () => {
     const project = createGitProject({ ...SUB_FILES, "lab/deep/x.ts": "x\n" });
     expect(await findRepo(project.root)).toEqual({ root: project.root, prefix: "" });
     expect(await findRepo(join(project.root, "lab"))).toEqual({ root: project.root, prefix: "lab" });
-    expect(await findRepo(join(project.root, "lab", "deep"))).toEqual({ root: project.root, prefix: "lab/deep" });
+    expect(await findRepo(join(project.root, "lab", "deep"))).toEqual({
+      root: project.root,
+      prefix: "lab/deep",
+    });
   });
 
   it("gives the right prefix when the directory is reached through a symlink", async () => {
@@ -251,7 +256,12 @@ describe("GitWorkspace.open", () => {
     expect(again.worktree).toBe(ws.worktree);
     expect(readFileSync(join(again.worktree, "marker.txt"), "utf8")).toBe("still here\n");
     expect(await again.bestCommit()).toBe(next);
-    expect(project.git("worktree", "list", "--porcelain").split("\n").filter((l) => l.startsWith("worktree "))).toHaveLength(2);
+    expect(
+      project
+        .git("worktree", "list", "--porcelain")
+        .split("\n")
+        .filter((l) => l.startsWith("worktree ")),
+    ).toHaveLength(2);
   });
 
   it("recreates a worktree deleted by hand", async () => {
@@ -345,7 +355,10 @@ describe("GitWorkspace snapshot and changes", () => {
     const { ws } = await openProject();
     symlinkSync("evaluate.py", join(ws.worktree, "link.py"));
     symlinkSync("/etc/passwd", join(ws.worktree, "abs-link"));
-    expect(await ws.symlinks(["link.py", "train.ts", "abs-link", "deleted.ts"])).toEqual(["link.py", "abs-link"]);
+    expect(await ws.symlinks(["link.py", "train.ts", "abs-link", "deleted.ts"])).toEqual([
+      "link.py",
+      "abs-link",
+    ]);
   });
 });
 
@@ -391,13 +404,54 @@ describe("GitWorkspace commits", () => {
     writeFileSync(join(ws.projectDir, "train.ts"), "edited\n");
     const paths = await ws.changes(snap);
     const { commit } = await ws.commitCandidate(3, paths, "exp 3");
-    expect(await ws.changedPaths(base, commit)).toEqual(["../other.txt", "train.ts"]);
+    expect((await ws.changedPaths(base, commit)).sort()).toEqual(["../other.txt", "train.ts"]);
     expect(gitSync(ws.worktree, "status", "--porcelain")).toBe("");
+  });
+
+  it("commits only the listed tracked paths, deletions included, and returns the diff stats", async () => {
+    const { ws, base, wt } = await openProject();
+    const snap = await ws.snapshot();
+    writeFileSync(join(ws.worktree, "train.ts"), `${TRAIN}more\n`);
+    unlinkSync(join(ws.worktree, "README.md"));
+    writeFileSync(join(ws.worktree, "prepare.py"), "not listed\n");
+    const paths = (await ws.changes(snap)).filter((p) => p !== "prepare.py");
+    expect(paths).toEqual(["README.md", "train.ts"]);
+    const { commit, diff } = await ws.commitCandidate(1, paths, "exp 1");
+    expect(await ws.parentOf(commit)).toBe(base);
+    expect((await ws.changedPaths(base, commit)).sort()).toEqual(["README.md", "train.ts"]);
+    expect(diff).toEqual({ files: 2, insertions: 1, deletions: 2 });
+    expect(diff).toEqual(await ws.diffStats(base, commit));
+    expect(wt("status", "--porcelain")).toBe("M prepare.py");
+  });
+
+  it("commits paths it has not seen in a status call (e.g. right after open)", async () => {
+    const { ws, base, open } = await openProject();
+    writeFileSync(join(ws.worktree, "train.ts"), "edited\n");
+    writeFileSync(join(ws.worktree, "new.ts"), "new\n");
+    const fresh = await open();
+    const { commit, diff } = await fresh.commitCandidate(1, ["new.ts", "train.ts"], "exp 1");
+    expect((await fresh.changedPaths(base, commit)).sort()).toEqual(["new.ts", "train.ts"]);
+    expect(diff.files).toBe(2);
+  });
+
+  it("commits even when the user's config asks to sign commits (harness commits are not signed)", async () => {
+    const { ws, base, project } = await openProject();
+    project.git("config", "commit.gpgsign", "true");
+    project.git("config", "gpg.program", "false"); // a signer that always fails
+    writeFileSync(join(ws.worktree, "train.ts"), "edited\n");
+    const { commit } = await ws.commitCandidate(1, ["train.ts"], "exp 1");
+    expect(await ws.parentOf(commit)).toBe(base);
+    writeFileSync(join(ws.worktree, "new.ts"), "new\n");
+    const { commit: second } = await ws.commitCandidate(2, ["new.ts"], "exp 2");
+    expect(await ws.parentOf(second)).toBe(commit);
   });
 
   it("counts files, insertions and deletions", async () => {
     const { ws, base } = await openProject();
-    writeFileSync(join(ws.worktree, "train.ts"), "const LR = 0.2;\nconst HIDDEN = 64;\ntrain(LR, HIDDEN);\nlog();\n");
+    writeFileSync(
+      join(ws.worktree, "train.ts"),
+      "const LR = 0.2;\nconst HIDDEN = 64;\ntrain(LR, HIDDEN);\nlog();\n",
+    );
     writeFileSync(join(ws.worktree, "new.ts"), "1\n2\n3\n");
     writeFileSync(join(ws.worktree, "blob.bin"), Buffer.from([0, 1, 2, 0, 255]));
     const { commit } = await ws.commitCandidate(1, ["train.ts", "new.ts", "blob.bin"], "exp");
@@ -491,6 +545,36 @@ describe("GitWorkspace protected files", () => {
     expect(await ws.verifyProtected()).toContain("evaluate.py");
     await ws.restoreProtected();
     expect(readFileSync(join(ws.projectDir, "evaluate.py"), "utf8")).toBe(EVALUATE);
+  });
+
+  it("hashes, checks and restores each file of a protected directory", async () => {
+    const project = createGitProject({
+      ...SUB_FILES,
+      "lab/data/a.csv": "1,2\n",
+      "lab/data/b/c.csv": "3,4\n",
+    });
+    const repo = await findRepo(join(project.root, "lab"));
+    const base = project.head as string;
+    const protectedHashes = await hashesAt(repo, base, ["data", "evaluate.py"]);
+    expect(protectedHashes).toEqual({
+      "data/a.csv": sha256("1,2\n"),
+      "data/b/c.csv": sha256("3,4\n"),
+      "evaluate.py": sha256(EVALUATE),
+    });
+    const ws = await GitWorkspace.open({
+      repo,
+      tag: "t",
+      stateDir: join(project.root, "lab", ".autolab"),
+      baseCommit: base,
+      protectedFiles: Object.keys(protectedHashes),
+      protectedHashes,
+    });
+    expect(await ws.verifyProtected()).toBeUndefined();
+    writeFileSync(join(ws.projectDir, "data", "b", "c.csv"), "0,0\n");
+    expect(await ws.verifyProtected()).toBe("protected file changed: data/b/c.csv");
+    await ws.restoreProtected();
+    expect(readFileSync(join(ws.projectDir, "data", "b", "c.csv"), "utf8")).toBe("3,4\n");
+    expect(await ws.verifyProtected()).toBeUndefined();
   });
 
   it("hashesAt gives the sha256 of each file's bytes at a commit", async () => {

@@ -62,7 +62,7 @@ function gaussian(rand: () => number): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
-// ---- linear-algebra kernels (row-major Float32Array; 4-way blocked for speed) ---------------
+// ---- linear-algebra kernels (row-major Float32Array, register-blocked for speed) ---------------
 
 /** y[r, o] = b[o] + sum_i x[r, i] * w[o, i]   (x: rows x n, w: m x n, y: rows x m) */
 function linear(
@@ -74,40 +74,67 @@ function linear(
   n: number,
   m: number,
 ): void {
+  // 4 rows x 2 outputs at a time: each weight and input read feeds several multiply-adds
   let r = 0;
   for (; r + 4 <= rows; r += 4) {
     const x0 = r * n;
     const x1 = x0 + n;
     const x2 = x1 + n;
     const x3 = x2 + n;
-    for (let o = 0; o < m; o++) {
-      const wo = o * n;
-      let a0 = b[o]!;
-      let a1 = a0;
-      let a2 = a0;
-      let a3 = a0;
+    let o = 0;
+    for (; o + 2 <= m; o += 2) {
+      const wa = o * n;
+      const wb = wa + n;
+      let a0 = 0,
+        a1 = 0,
+        a2 = 0,
+        a3 = 0,
+        c0 = 0,
+        c1 = 0,
+        c2 = 0,
+        c3 = 0;
       for (let i = 0; i < n; i++) {
-        const wv = w[wo + i]!;
-        a0 += x[x0 + i]! * wv;
-        a1 += x[x1 + i]! * wv;
-        a2 += x[x2 + i]! * wv;
-        a3 += x[x3 + i]! * wv;
+        const u = w[wa + i]!;
+        const v = w[wb + i]!;
+        const v0 = x[x0 + i]!;
+        const v1 = x[x1 + i]!;
+        const v2 = x[x2 + i]!;
+        const v3 = x[x3 + i]!;
+        a0 += v0 * u;
+        a1 += v1 * u;
+        a2 += v2 * u;
+        a3 += v3 * u;
+        c0 += v0 * v;
+        c1 += v1 * v;
+        c2 += v2 * v;
+        c3 += v3 * v;
       }
-      y[r * m + o] = a0;
-      y[(r + 1) * m + o] = a1;
-      y[(r + 2) * m + o] = a2;
-      y[(r + 3) * m + o] = a3;
+      const y0 = r * m + o;
+      const ba = b[o]!;
+      const bb = b[o + 1]!;
+      y[y0] = a0 + ba;
+      y[y0 + m] = a1 + ba;
+      y[y0 + 2 * m] = a2 + ba;
+      y[y0 + 3 * m] = a3 + ba;
+      y[y0 + 1] = c0 + bb;
+      y[y0 + m + 1] = c1 + bb;
+      y[y0 + 2 * m + 1] = c2 + bb;
+      y[y0 + 3 * m + 1] = c3 + bb;
     }
+    for (; o < m; o++) for (let k = r; k < r + 4; k++) y[k * m + o] = b[o]! + dot(x, k * n, w, o * n, n);
   }
-  for (; r < rows; r++) {
-    const xo = r * n;
-    for (let o = 0; o < m; o++) {
-      const wo = o * n;
-      let a = b[o]!;
-      for (let i = 0; i < n; i++) a += x[xo + i]! * w[wo + i]!;
-      y[r * m + o] = a;
-    }
-  }
+  for (; r < rows; r++) for (let o = 0; o < m; o++) y[r * m + o] = b[o]! + dot(x, r * n, w, o * n, n);
+}
+
+function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number): number {
+  let s = 0;
+  for (let i = 0; i < n; i++) s += a[ao + i]! * b[bo + i]!;
+  return s;
+}
+
+/** a[ao + i] += s * b[bo + i] for i < n */
+function axpy(a: Float32Array, ao: number, s: number, b: Float32Array, bo: number, n: number): void {
+  for (let i = 0; i < n; i++) a[ao + i] = a[ao + i]! + s * b[bo + i]!;
 }
 
 /** dx[r, i] = sum_o dy[r, o] * w[o, i]   (the gradient of linear() with respect to x) */
@@ -120,29 +147,42 @@ function linearGradInput(
   m: number,
 ): void {
   dx.fill(0, 0, rows * n);
-  for (let r = 0; r < rows; r++) {
-    const xo = r * n;
-    const yo = r * m;
+  // 2 rows x 4 outputs at a time
+  let r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const xa = r * n;
+    const xb = xa + n;
+    const ya = r * m;
+    const yb = ya + m;
     let o = 0;
     for (; o + 4 <= m; o += 4) {
-      const d0 = dy[yo + o]!;
-      const d1 = dy[yo + o + 1]!;
-      const d2 = dy[yo + o + 2]!;
-      const d3 = dy[yo + o + 3]!;
+      const a0 = dy[ya + o]!,
+        a1 = dy[ya + o + 1]!,
+        a2 = dy[ya + o + 2]!,
+        a3 = dy[ya + o + 3]!;
+      const b0 = dy[yb + o]!,
+        b1 = dy[yb + o + 1]!,
+        b2 = dy[yb + o + 2]!,
+        b3 = dy[yb + o + 3]!;
       const w0 = o * n;
       const w1 = w0 + n;
       const w2 = w1 + n;
       const w3 = w2 + n;
       for (let i = 0; i < n; i++) {
-        dx[xo + i] = dx[xo + i]! + d0 * w[w0 + i]! + d1 * w[w1 + i]! + d2 * w[w2 + i]! + d3 * w[w3 + i]!;
+        const u0 = w[w0 + i]!;
+        const u1 = w[w1 + i]!;
+        const u2 = w[w2 + i]!;
+        const u3 = w[w3 + i]!;
+        dx[xa + i] = dx[xa + i]! + a0 * u0 + a1 * u1 + a2 * u2 + a3 * u3;
+        dx[xb + i] = dx[xb + i]! + b0 * u0 + b1 * u1 + b2 * u2 + b3 * u3;
       }
     }
     for (; o < m; o++) {
-      const d = dy[yo + o]!;
-      const wo = o * n;
-      for (let i = 0; i < n; i++) dx[xo + i] = dx[xo + i]! + d * w[wo + i]!;
+      axpy(dx, xa, dy[ya + o]!, w, o * n, n);
+      axpy(dx, xb, dy[yb + o]!, w, o * n, n);
     }
   }
+  for (; r < rows; r++) for (let o = 0; o < m; o++) axpy(dx, r * n, dy[r * m + o]!, w, o * n, n);
 }
 
 /** dw[o, i] = sum_r dy[r, o] * x[r, i];  db[o] = sum_r dy[r, o]   (overwrites dw and db) */
@@ -156,32 +196,42 @@ function linearGradParams(
   m: number,
 ): void {
   dw.fill(0);
-  for (let o = 0; o < m; o++) {
-    const wo = o * n;
-    let bsum = 0;
+  db.fill(0);
+  for (let r = 0; r < rows; r++) for (let o = 0; o < m; o++) db[o] = db[o]! + dy[r * m + o]!;
+  // 2 outputs x 4 rows at a time
+  let o = 0;
+  for (; o + 2 <= m; o += 2) {
+    const wa = o * n;
+    const wb = wa + n;
     let r = 0;
     for (; r + 4 <= rows; r += 4) {
-      const d0 = dy[r * m + o]!;
-      const d1 = dy[(r + 1) * m + o]!;
-      const d2 = dy[(r + 2) * m + o]!;
-      const d3 = dy[(r + 3) * m + o]!;
-      bsum += d0 + d1 + d2 + d3;
+      const a0 = dy[r * m + o]!,
+        a1 = dy[(r + 1) * m + o]!,
+        a2 = dy[(r + 2) * m + o]!,
+        a3 = dy[(r + 3) * m + o]!;
+      const b0 = dy[r * m + o + 1]!,
+        b1 = dy[(r + 1) * m + o + 1]!,
+        b2 = dy[(r + 2) * m + o + 1]!,
+        b3 = dy[(r + 3) * m + o + 1]!;
       const x0 = r * n;
       const x1 = x0 + n;
       const x2 = x1 + n;
       const x3 = x2 + n;
       for (let i = 0; i < n; i++) {
-        dw[wo + i] = dw[wo + i]! + d0 * x[x0 + i]! + d1 * x[x1 + i]! + d2 * x[x2 + i]! + d3 * x[x3 + i]!;
+        const v0 = x[x0 + i]!;
+        const v1 = x[x1 + i]!;
+        const v2 = x[x2 + i]!;
+        const v3 = x[x3 + i]!;
+        dw[wa + i] = dw[wa + i]! + a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3;
+        dw[wb + i] = dw[wb + i]! + b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3;
       }
     }
     for (; r < rows; r++) {
-      const d = dy[r * m + o]!;
-      bsum += d;
-      const xo = r * n;
-      for (let i = 0; i < n; i++) dw[wo + i] = dw[wo + i]! + d * x[xo + i]!;
+      axpy(dw, wa, dy[r * m + o]!, x, r * n, n);
+      axpy(dw, wb, dy[r * m + o + 1]!, x, r * n, n);
     }
-    db[o] = bsum;
   }
+  for (; o < m; o++) for (let r = 0; r < rows; r++) axpy(dw, o * n, dy[r * m + o]!, x, r * n, n);
 }
 
 /** In place: each row of logits (rows x v) becomes log-probabilities. */
@@ -291,17 +341,20 @@ export function loadModel(dir: string = OUT_DIR): CharModel {
     if (bytes.length !== p[name].byteLength) throw new Error(`${file}: parameter ${name} has the wrong size`);
     new Uint8Array(p[name].buffer).set(bytes);
   }
-  const ctx = new Uint8Array(c.context);
-  const acts = allocActs(c, 1);
   return {
     contextSize: c.context,
-    logProbs(context: Uint8Array): Float32Array {
-      // the last c.context ids, left-padded with id 0 (the newline) at the start of a text
-      const m = Math.min(c.context, context.length);
-      ctx.fill(0, 0, c.context - m);
-      ctx.set(context.subarray(context.length - m), c.context - m);
-      forward(c, p, ctx, 1, acts);
-      return acts.out.slice();
+    logProbs(contexts: readonly Uint8Array[]): Float32Array {
+      const rows = contexts.length;
+      const C = c.context;
+      const ctx = new Uint8Array(rows * C);
+      contexts.forEach((context, r) => {
+        // the last C ids, left-padded with id 0 (the newline) at the start of a text
+        const k = Math.min(C, context.length);
+        ctx.set(context.subarray(context.length - k), r * C + C - k);
+      });
+      const acts = allocActs(c, rows);
+      forward(c, p, ctx, rows, acts);
+      return acts.out;
     },
   };
 }
@@ -389,7 +442,10 @@ function train(): void {
     let lossSum = 0;
     for (let b = 0; b < B; b++) {
       const o = b * V;
-      for (let v = 0; v < V; v++) dOut[o + v] = Math.exp(acts.out[o + v]!) / B;
+      for (let v = 0; v < V; v++) {
+        const pv = Math.exp(acts.out[o + v]!);
+        dOut[o + v] = pv < 1e-30 ? 0 : pv / B; // no float32 denormals: they are slow
+      }
       const y = targets[b]!;
       lossSum -= acts.out[o + y]!;
       dOut[o + y] = dOut[o + y]! - 1 / B;

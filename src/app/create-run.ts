@@ -57,6 +57,11 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
       );
     }
     let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
+    // An unknown agent is bad input: refuse it before a new run (row, branch, worktree) exists.
+    const agent =
+      typeof opts.agent === "object"
+        ? opts.agent
+        : createAgent(opts.agent ?? program.agent, program, run?.seed ?? opts.seed ?? 0);
     if (!run) {
       const files = [...program.files.editable, ...program.files.protected];
       await assertCommitted(repo, files, opts.allowDirty ?? false);
@@ -92,10 +97,6 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
         protectedFiles: Object.keys(run.protectedHashes),
         protectedHashes: run.protectedHashes,
       });
-      const agent =
-        typeof opts.agent === "object"
-          ? opts.agent
-          : createAgent(opts.agent ?? program.agent, program, run.seed);
       const summary = await runLoop(
         {
           program,

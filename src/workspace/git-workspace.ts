@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { appendFile, lstat, mkdir, readFile, rm } from "node:fs/promises";
-import { join, relative, resolve, sep } from "node:path";
+import { appendFile, lstat, mkdir, readFile, realpath, rm } from "node:fs/promises";
+import { join, posix, relative, resolve, sep } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import type { DiffStats } from "../core/ledger.ts";
 import type { Snapshot, Workspace } from "../core/workspace.ts";
@@ -17,7 +17,7 @@ export interface RepoInfo {
 
 /** Finds the git repository holding `dir`; a clear error when there is none. */
 export async function findRepo(dir: string): Promise<RepoInfo> {
-  const out = await gitRaw(dir, ["rev-parse", "--show-toplevel"]);
+  const out = await gitRaw(dir, ["rev-parse", "--show-toplevel", "--show-prefix"]);
   if (out.code !== 0) {
     throw new AutolabError(
       "NOT_A_GIT_REPO",
@@ -25,7 +25,8 @@ export async function findRepo(dir: string): Promise<RepoInfo> {
       "Run `git init && git add -A && git commit -m init` there first (or `autolab init`, which does it).",
     );
   }
-  const root = out.stdout.trim();
+  const [top = "", shown = ""] = out.stdout.split("\n");
+  const root = top.trim();
   const head = await gitRaw(root, ["rev-parse", "--verify", "-q", "HEAD"]);
   if (head.code !== 0) {
     throw new AutolabError(
@@ -34,7 +35,9 @@ export async function findRepo(dir: string): Promise<RepoInfo> {
       "Commit your project first: `git add -A && git commit -m init`.",
     );
   }
-  const prefix = relative(root, resolve(dir)).split(sep).join("/");
+  // git's own prefix, not a path computed from `dir`: git resolves symlinks in the root, so
+  // relative(root, dir) goes wrong when `dir` is reached through a symlink.
+  const prefix = shown.trim().replace(/\/+$/, "");
   return { root, prefix };
 }
 
@@ -52,7 +55,12 @@ export async function assertCommitted(repo: RepoInfo, files: string[], allowDirt
   const untracked = dirty.filter((d) => d.code === "??").map((d) => d.path);
   const modified = dirty.filter((d) => d.code !== "??").map((d) => d.path);
   const tracked = new Set((await git(repo.root, ["ls-files", "--", ...paths])).split("\n").filter(Boolean));
-  const missing = paths.filter((p) => !tracked.has(p) && !untracked.includes(p));
+  // An entry may be a directory (docs/program.md): it exists if some file lies under it.
+  const exists = (p: string, list: Iterable<string>) => {
+    for (const f of list) if (f === p || f.startsWith(`${p}/`)) return true;
+    return false;
+  };
+  const missing = paths.filter((p) => !exists(p, tracked) && !exists(p, untracked));
   if (missing.length > 0) {
     throw new AutolabError(
       "FILE_MISSING",
@@ -76,15 +84,20 @@ export async function assertCommitted(repo: RepoInfo, files: string[], allowDirt
   }
 }
 
+/** Program-relative path → repo-relative path; "../x" from "lab" is "x" (git pathspecs do not resolve ".."). */
 function joinPrefix(prefix: string, path: string): string {
-  return prefix ? `${prefix}/${path}` : path;
+  return prefix ? posix.join(prefix, path) : path;
 }
 
 export function sha256(data: Buffer | string): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
-/** sha256 of each file as it is in `commit`. */
+/**
+ * sha256 of each file as it is in `commit`. A directory entry (docs/program.md allows protected
+ * directories) gives one hash per file under it, keyed by its path, so each file can be
+ * verified and restored; a directory itself has no bytes to compare.
+ */
 export async function hashesAt(
   repo: RepoInfo,
   commit: string,
@@ -92,8 +105,15 @@ export async function hashesAt(
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const f of files) {
-    const blob = await gitBuffer(repo.root, ["show", `${commit}:${joinPrefix(repo.prefix, f)}`]);
-    out[f] = sha256(blob);
+    const path = joinPrefix(repo.prefix, f);
+    const listed = (await git(repo.root, ["ls-tree", "-r", "-z", "--name-only", commit, "--", path]))
+      .split("\0")
+      .filter(Boolean);
+    // Nothing listed: let `git show` fail with git's own message.
+    for (const name of listed.length ? listed : [path]) {
+      const key = name === path ? f : repo.prefix ? name.slice(repo.prefix.length + 1) : name;
+      out[key] = sha256(await gitBuffer(repo.root, ["show", `${commit}:${name}`]));
+    }
   }
   return out;
 }
@@ -154,7 +174,12 @@ export class GitWorkspace implements Workspace {
     const exists = await gitRaw(root, ["rev-parse", "--verify", "-q", branchRef]);
     if (exists.code !== 0) await git(root, ["update-ref", branchRef, opts.baseCommit, ""]);
     const listed = await git(root, ["worktree", "list", "--porcelain"]);
-    const registered = listed.split("\n").some((l) => l === `worktree ${ws.worktree}`);
+    // git records the worktree's real path: compare with that, or a symlink in stateDir would
+    // make every resume throw the worktree away.
+    const real = existsSync(ws.worktree) ? await realpath(ws.worktree) : ws.worktree;
+    const registered = listed
+      .split("\n")
+      .some((l) => l === `worktree ${ws.worktree}` || l === `worktree ${real}`);
     if (!registered || !existsSync(join(ws.worktree, ".git"))) {
       // A worktree half-created by a killed harness: clear it and start again.
       await rm(ws.worktree, { recursive: true, force: true });
@@ -253,6 +278,10 @@ export class GitWorkspace implements Workspace {
     // `commit -- paths` commits exactly these paths' working-tree state (tracked files only).
     await this.g([
       ...this.identity,
+      // Candidates are the harness's commits: a user's signing setup (often interactive) must
+      // not make every experiment fail.
+      "-c",
+      "commit.gpgsign=false",
       "commit",
       "-q",
       "--no-verify",

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { AutolabError } from "../core/errors.ts";
 
 export interface GitOutput {
@@ -16,6 +17,15 @@ export function gitRaw(cwd: string, args: string[], input?: string): Promise<Git
       { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } },
       (err, stdout, stderr) => {
         if (err && (err as NodeJS.ErrnoException).code === "ENOENT") {
+          // spawn says ENOENT for a missing cwd too: that is a failed git call, not a missing git.
+          if (!existsSync(cwd)) {
+            resolve({
+              code: 128,
+              stdout: "",
+              stderr: `cannot change to '${cwd}': No such file or directory`,
+            });
+            return;
+          }
           reject(
             new AutolabError(
               "GIT_NOT_FOUND",

@@ -311,7 +311,11 @@ export function spawnCli(args: string[], opts: CliOptions): CliProcess {
       };
       const t = setTimeout(() => {
         cleanup();
-        rej(new Error(`timed out after ${ms} ms waiting for ${pattern}\n--- stdout\n${out}\n--- stderr\n${err}`));
+        rej(
+          new Error(
+            `timed out after ${ms} ms waiting for ${pattern}\n--- stdout\n${out}\n--- stderr\n${err}`,
+          ),
+        );
       }, ms);
       const cleanup = () => {
         clearTimeout(t);
@@ -335,7 +339,14 @@ export function stackLines(text: string): string[] {
 
 export interface LedgerDump {
   runs: { id: number; tag: string; base_commit: string }[];
-  experiments: { id: number; run_id: number; n: number; commit_sha: string; ref: string; parent_commit: string }[];
+  experiments: {
+    id: number;
+    run_id: number;
+    n: number;
+    commit_sha: string;
+    ref: string;
+    parent_commit: string;
+  }[];
   trialStarts: { id: number; experiment_id: number; attempt: number }[];
   trialResults: { trial_id: number; status: string; reason: string | null }[];
   decisions: { experiment_id: number; action: string; reason: string; metric: number | null }[];
