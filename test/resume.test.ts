@@ -201,7 +201,7 @@ describe("timed kill -9 of a real run, then resume", () => {
     await sleep(150);
     p.child.kill("SIGKILL");
     expect((await p.done).signal).toBe("SIGKILL");
-    await sleep(400); // let the orphaned trial finish (see the it.fails test below)
+    await sleep(400); // let the orphaned trial finish (resume would kill it; see "orphans" below)
     await runToCompletion(t, N);
     const { exps } = checkInvariants(t, N);
     expect(exps[2]?.trials.map((x) => x.status)).toEqual(["interrupted", "ok"]);
@@ -256,16 +256,13 @@ describe("Ctrl-C", () => {
   }, 60_000);
 });
 
-describe("known gaps", () => {
+describe("orphans", () => {
   /**
-   * BUG (reported, not fixed here): trials run in their own process group, so a harness killed
-   * with -9 leaves the running trial's tree alive — nobody owns its clock any more, and on
-   * resume the same experiment starts again in the same worktree while the orphan still runs
-   * (and may write files the new trial's evaluate step reads). Resume should kill what is left of
-   * an interrupted trial (e.g. pid/pgid + AUTOLAB_TRIAL_TOKEN recorded with the trial start).
-   * When fixed, this test fails: remove `.fails`.
+   * Trials run in their own process group, so a harness killed with -9 leaves the running
+   * trial's tree alive. Its AUTOLAB_TRIAL_TOKEN is recorded with the trial start; resume kills
+   * every process carrying it before the experiment runs again.
    */
-  it.fails("a trial orphaned by kill -9 of the harness is killed on resume", async () => {
+  it("a trial orphaned by kill -9 of the harness is killed on resume", async () => {
     const t = toy({ plan: ["ok", "hang"], budget: "30s" });
     const p = spawnCli(["run", "-n", "1"], { cwd: t.dir });
     await p.waitFor(/#1 trial 1 started/);

@@ -70,7 +70,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
       case "trial_started":
         current = {
           n: e.n,
-          hypothesis: current?.n === e.n ? current.hypothesis : e.n === 0 ? "baseline" : "",
+          hypothesis: e.hypothesis,
           startedAt: e.startedAt,
           budgetMs: e.budgetMs,
         };

@@ -18,7 +18,15 @@ export type LoopEvent =
   | { type: "setup_finished"; ok: boolean; wallS: number; reason?: string }
   | { type: "proposal_started"; n: number; agent: string }
   | { type: "experiment_created"; n: number; hypothesis: string; commit: string }
-  | { type: "trial_started"; n: number; attempt: number; seed: number; budgetMs: number; startedAt: number }
+  | {
+      type: "trial_started";
+      n: number;
+      attempt: number;
+      seed: number;
+      budgetMs: number;
+      startedAt: number;
+      hypothesis: string;
+    }
   | { type: "progress"; n: number; name: string; value: number }
   | {
       type: "trial_finished";

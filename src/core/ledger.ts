@@ -50,6 +50,8 @@ export interface TrialRecord {
   command: string;
   commit: string;
   budgetMs: number;
+  /** Environment the harness gave the trial (AUTOLAB_SEED, AUTOLAB_BUDGET_S, AUTOLAB_TRIAL_TOKEN). */
+  env: Record<string, string>;
   startedAt: string;
   /** Absent while the trial runs, or forever if the harness died during it (then: interrupted). */
   result?: TrialResult & { finishedAt: string; logDir: string };

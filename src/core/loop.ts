@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -62,9 +63,6 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     resumed: exps.length > 0,
     experiments: exps.length,
   });
-  await reconcileBranch(deps, exps);
-  await runSetup(deps, emit);
-
   const finish = (reason: string): LoopSummary => {
     const all = list();
     const best = bestOf(all);
@@ -76,6 +74,11 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     });
     return { stoppedBecause: reason, experiments: all, best };
   };
+  const finishEarly = () => finish("stopped by a signal (Ctrl-C); `autolab run` resumes");
+
+  await reconcileBranch(deps, exps);
+  await runSetup(deps, emit, opts.signal);
+  if (stopped()) return finishEarly();
 
   // An experiment committed just before a crash but not yet recorded: adopt it.
   await adoptOrphan(deps, exps);
@@ -102,8 +105,8 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
 
   // Experiments without a decision: their trial was cut short by a crash or Ctrl-C.
   for (const e of exps.filter((x) => !x.decision)) {
-    if (stopped()) return finish("stopped");
-    await closeOpenTrials(ledger, e);
+    if (stopped()) return finishEarly();
+    await closeOpenTrials(deps, e);
     await evaluateExperiment(deps, e, emit, opts.signal);
   }
   exps = list();
@@ -117,13 +120,16 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
       `Fix the program so that \`${program.run.command}\` works on the committed code, commit, and start a new run (autolab run --tag <new-tag>).`,
     );
   }
-  if (stopped()) return finish("stopped");
+  if (stopped()) return finishEarly();
 
   const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
   while (!stopped()) {
     exps = list();
     const done = exps.filter((e) => e.n > 0).length;
-    if (done >= max) return finish(`reached --max-experiments ${max}`);
+    if (done >= max) {
+      await ws.resetTo(bestOf(exps)?.commit ?? run.baseCommit);
+      return finish(`reached --max-experiments ${max}`);
+    }
     const best = bestOf(exps);
     const bestMetric = best ? objectiveOf(best, metric) : undefined;
     if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
@@ -184,7 +190,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
   }
   await ws.resetTo(await ws.bestCommit());
-  return finish("stopped");
+  return finishEarly();
 }
 
 /** Runs a trial of `exp` and, unless interrupted, decides it and moves the ratchet. */
@@ -290,6 +296,11 @@ async function runTrial(
   const seed = run.seed;
   const logDir = join(deps.logDir, String(exp.n), String(attempt));
   await mkdir(logDir, { recursive: true });
+  const env = {
+    AUTOLAB_SEED: String(seed),
+    AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000),
+    [TRIAL_TOKEN]: randomBytes(12).toString("hex"),
+  };
   const trialId = ledger.startTrial({
     experimentId: exp.id,
     attempt,
@@ -297,7 +308,7 @@ async function runTrial(
     command: program.run.command,
     commit: exp.commit,
     budgetMs: program.run.budgetMs,
-    env: { AUTOLAB_SEED: String(seed), AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000) },
+    env,
   });
   crashPoint("after-trial-start");
   emit({
@@ -307,6 +318,7 @@ async function runTrial(
     seed,
     budgetMs: program.run.budgetMs,
     startedAt: Date.now(),
+    hypothesis: exp.hypothesis,
   });
   const result = await executor.runTrial({
     cwd: ws.projectDir,
@@ -317,6 +329,7 @@ async function runTrial(
     evaluateTimeoutMs: program.run.evaluateTimeoutMs,
     seed,
     logDir,
+    env,
     objective: program.objective.metric,
     beforeEvaluate: () => ws.verifyProtected(),
     onMetric: (name, value) => {
@@ -340,10 +353,16 @@ async function runTrial(
   return result;
 }
 
-/** Trials started but never finished (harness killed): record them as interrupted. */
-async function closeOpenTrials(ledger: Ledger, exp: ExperimentRecord): Promise<void> {
+/**
+ * Trials started but never finished (the harness was killed): kill whatever is left of their
+ * processes — nobody owns their clock any more — and record them as interrupted.
+ */
+async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Promise<void> {
+  const { ledger, executor } = deps;
   for (const t of exp.trials) {
     if (t.result) continue;
+    const token = t.env[TRIAL_TOKEN];
+    if (token && executor.reap) await executor.reap(token);
     ledger.finishTrial(
       t.id,
       {
@@ -376,14 +395,15 @@ async function reconcileBranch(deps: LoopDeps, exps: ExperimentRecord[]): Promis
   await ws.resetTo(target);
 }
 
-async function runSetup(deps: LoopDeps, emit: (e: LoopEvent) => void): Promise<void> {
+async function runSetup(deps: LoopDeps, emit: (e: LoopEvent) => void, signal?: AbortSignal): Promise<void> {
   const { program, workspace: ws, executor } = deps;
   const setup = program.run.setup;
   if (!setup || existsSync(deps.setupStamp)) return;
   emit({ type: "setup_started", command: setup });
   const logDir = join(deps.logDir, "setup");
   await mkdir(logDir, { recursive: true });
-  const res = await executor.setup(ws.projectDir, setup, program.run.setupTimeoutMs, logDir);
+  const res = await executor.setup(ws.projectDir, setup, program.run.setupTimeoutMs, logDir, signal);
+  if (res.status === "interrupted") return;
   emit({
     type: "setup_finished",
     ok: res.status === "ok",
@@ -470,5 +490,8 @@ async function adoptOrphan(deps: LoopDeps, exps: ExperimentRecord[]): Promise<vo
   const reject = changed.length === 0 ? NO_CHANGE : await scopeViolation(ws, program, changed);
   if (reject) ledger.decide(exp.id, { action: "reject", reason: reject, mechanismConfirmed: null });
 }
+
+/** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
+const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";
 
 const NO_CHANGE = "no change: the researcher left the files as they were";

@@ -103,8 +103,19 @@ export interface TrialResult {
 /** Where trials run. */
 export interface Executor {
   /** Runs `setup` once in a workspace. Returns a failed result rather than throwing. */
-  setup(cwd: string, command: string, timeoutMs: number, logDir: string): Promise<TrialResult>;
+  setup(
+    cwd: string,
+    command: string,
+    timeoutMs: number,
+    logDir: string,
+    signal?: AbortSignal,
+  ): Promise<TrialResult>;
   runTrial(spec: TrialSpec): Promise<TrialResult>;
+  /**
+   * Kills what is left of a trial whose harness died (its processes carry
+   * AUTOLAB_TRIAL_TOKEN=<token>); returns how many processes were killed.
+   */
+  reap?(token: string): Promise<number>;
 }
 
 export type DecisionAction = "keep" | "discard" | "crash" | "reject";

@@ -284,6 +284,7 @@ function toTrial(t: Row): TrialRecord {
     command: t.command as string,
     commit: t.commit_sha as string,
     budgetMs: t.budget_ms as number,
+    env: JSON.parse(t.env as string),
     startedAt: t.started_at as string,
   };
   if (t.status !== null) {

@@ -2,6 +2,7 @@ import { mkdir, stat } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import type { Executor, TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
+import { findByToken } from "./process-tree.ts";
 import { type ProcessOutcome, type RunProcessOptions, runProcess } from "./run-process.ts";
 
 export interface LocalExecutorOptions {
@@ -42,7 +43,13 @@ export class LocalExecutor implements Executor {
     };
   }
 
-  async setup(cwd: string, command: string, timeoutMs: number, logDir: string): Promise<TrialResult> {
+  async setup(
+    cwd: string,
+    command: string,
+    timeoutMs: number,
+    logDir: string,
+    signal?: AbortSignal,
+  ): Promise<TrialResult> {
     checkDuration("timeoutMs", timeoutMs);
     const stdoutPath = join(logDir, "setup.stdout.log");
     const stderrPath = join(logDir, "setup.stderr.log");
@@ -56,6 +63,7 @@ export class LocalExecutor implements Executor {
       stdoutPath,
       stderrPath,
       killAfterMs: timeoutMs,
+      ...(signal ? { signal } : {}),
     });
     if (typeof out === "string") return { ...base, ...notRun(), status: "crash", reason: out };
     const fields = { ...base, ...measured(out), metrics: Object.fromEntries(out.metrics) };
@@ -70,6 +78,19 @@ export class LocalExecutor implements Executor {
     const failed = failure(out);
     if (failed) return { ...fields, status: "crash", reason: `setup failed: ${failed}` };
     return { ...fields, status: "ok" };
+  }
+
+  /** Kills every process still carrying `AUTOLAB_TRIAL_TOKEN=<token>` (left by a harness killed with -9). */
+  async reap(token: string): Promise<number> {
+    const pids = findByToken(token, 0);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    return pids.length;
   }
 
   async runTrial(spec: TrialSpec): Promise<TrialResult> {

@@ -118,7 +118,9 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
 
   if (opts.signal?.aborted) return notStarted("aborted before start", true);
 
-  const token = newTreeToken();
+  // The caller may name the token (the loop records it with the trial start, so a harness
+  // that died can find and kill what is left of the trial on resume).
+  const token = opts.env[TOKEN_ENV] || newTreeToken();
   const start = performance.now();
   let child: ChildProcess;
   try {
