@@ -2,8 +2,9 @@
 // Entry point. autolab is TypeScript run by Node's type stripping, which needs Node >= 22.18
 // (Node 24 LTS is the target). Under an older Node (e.g. Debian's Node 20) this shim re-runs
 // itself with the Node 24 that `npm install` put in node_modules (the pinned `node` package).
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { constants } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -20,10 +21,12 @@ if (!supported) {
     );
     process.exit(1);
   }
-  const res = spawnSync(local, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  const child = spawn(local, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: "inherit",
   });
-  process.exit(res.status ?? 1);
+  // Pass signals on, so Ctrl-C / kill reach the real harness (which then stops its trial).
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => child.kill(sig));
+  child.on("exit", (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
+} else {
+  await import(pathToFileURL(join(root, "src", "cli", "main.ts")).href);
 }
-
-await import(pathToFileURL(join(root, "src", "cli", "main.ts")).href);

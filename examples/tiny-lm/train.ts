@@ -15,11 +15,11 @@ import type { CharModel } from "./prepare.ts";
 import { loadSplit, loadVocab } from "./prepare.ts";
 
 // ---------------------------------------------------------------------------------------
-// Hyperparameters: one per line, `const NAME = value;` (tools rewrite these lines).
-// LEARNING_RATE: Adam step size. BATCH_SIZE: examples per step. CONTEXT: characters the
-// model sees. EMBED_DIM: embedding size per character. HIDDEN: hidden units.
-// WARMDOWN_RATIO: final fraction of the training time over which the learning rate decays
-// linearly to zero (0 = constant learning rate).
+// Hyperparameters: one per line, `const NAME = value;` (tools rewrite these lines; the
+// search ranges are in program.md). LEARNING_RATE: Adam step size. BATCH_SIZE: examples per
+// step. CONTEXT: characters the model sees. EMBED_DIM: embedding size per character.
+// HIDDEN: hidden units. WARMDOWN_RATIO: final fraction of the training time over which the
+// learning rate decays linearly to zero (0 = constant learning rate).
 const LEARNING_RATE = 0.0003;
 const BATCH_SIZE = 32;
 const CONTEXT = 3;
@@ -476,8 +476,10 @@ function train(): void {
       const sw = s[name];
       for (let i = 0; i < w.length; i++) {
         const gi = gw[i]!;
-        const mi = BETA1 * mw[i]! + (1 - BETA1) * gi;
-        const si = BETA2 * sw[i]! + (1 - BETA2) * gi * gi;
+        let mi = BETA1 * mw[i]! + (1 - BETA1) * gi;
+        let si = BETA2 * sw[i]! + (1 - BETA2) * gi * gi;
+        if (Math.abs(mi) < 1e-30) mi = 0; // no float32 denormals
+        if (si < 1e-30) si = 0;
         mw[i] = mi;
         sw[i] = si;
         w[i] = w[i]! - (stepSize * mi) / (Math.sqrt(si) + ADAM_EPS);
@@ -504,13 +506,13 @@ function train(): void {
   const trainLoss = emaWeight > 0 ? ema / emaWeight : Number.NaN;
   console.log(`METRIC train_loss=${trainLoss.toFixed(4)}`);
   console.log("---");
-  console.log(`train_loss:       ${trainLoss.toFixed(6)}`);
-  console.log(`training_seconds: ${trainingSeconds.toFixed(2)}`);
+  console.log(`train_loss:           ${trainLoss.toFixed(6)}`);
+  console.log(`training_seconds:     ${trainingSeconds.toFixed(2)}`);
   console.log(`training_cpu_seconds: ${trainingCpuSeconds.toFixed(2)}`);
-  console.log(`total_seconds:    ${(performance.now() / 1000).toFixed(2)}`);
-  console.log(`steps:            ${step}`);
-  console.log(`examples_seen:    ${step * B}`);
-  console.log(`num_params:       ${numParams}`);
+  console.log(`total_seconds:        ${(performance.now() / 1000).toFixed(2)}`);
+  console.log(`steps:                ${step}`);
+  console.log(`examples_seen:        ${step * B}`);
+  console.log(`num_params:           ${numParams}`);
 }
 
 if (import.meta.main) train();

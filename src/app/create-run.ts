@@ -1,17 +1,18 @@
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { type LoopSummary, runLoop } from "../core/loop.ts";
 import type { Agent } from "../core/types.ts";
-import { defaultGraceMs } from "../program/index.ts";
+import { contractChanges, contractOf } from "../program/contract.ts";
+import { defaultGraceMs, loadProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { greedyJudge } from "../trust/greedy-judge.ts";
 import { git } from "../workspace/git.ts";
 import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
-import { type Lab, openLab } from "./lab.ts";
+import { type Lab, openLab, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 
 export interface RunOptions {
@@ -42,14 +43,17 @@ const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
  * starts a new one from the repository's HEAD.
  */
 export async function createRun(opts: RunOptions): Promise<RunOutcome> {
-  const lab = openLab(opts.program);
+  // Validate the program and find the repository before anything is written to disk.
+  const file = programPath(opts.program);
+  const repo = await findRepo(dirname(loadProgram(file).path));
+  const lab = openLab(file);
   try {
     const { program, ledger } = lab;
+    const contract = contractOf(program);
     if (opts.budgetMs !== undefined) {
       program.run.budgetMs = opts.budgetMs;
       program.run.graceMs = defaultGraceMs(opts.budgetMs);
     }
-    const repo = await findRepo(lab.dir);
     if (opts.tag !== undefined && !TAG.test(opts.tag)) {
       throw new AutolabError(
         "TAG_INVALID",
@@ -57,6 +61,16 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
       );
     }
     let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
+    if (run?.contract) {
+      const changes = contractChanges(run.contract, contract);
+      if (changes.length) {
+        throw new AutolabError(
+          "PROGRAM_CHANGED",
+          `program.md changed since run ${run.tag} started, so its experiments would no longer be comparable:\n  ${changes.join("\n  ")}`,
+          `Start a new run for the new program (autolab run --tag <new-tag>), or undo the change to resume ${run.tag}. (Directions, agent, search knobs and constraints may change; use --budget for a one-off budget.)`,
+        );
+      }
+    }
     // An unknown agent is bad input: refuse it before a new run (row, branch, worktree) exists.
     const agent =
       typeof opts.agent === "object"
@@ -84,6 +98,7 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
         baseCommit,
         protectedHashes: await hashesAt(repo, baseCommit, program.files.protected),
         seed: opts.seed ?? 0,
+        contract,
       });
     }
     mkdirSync(lab.stateDir, { recursive: true });
@@ -107,7 +122,8 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
           agent,
           judge: greedyJudge,
           logDir: join(lab.stateDir, "logs", run.tag),
-          setupStamp: join(lab.stateDir, "worktrees", `${run.tag}.setup-done`),
+          // In the worktree's private git dir: a recreated worktree runs setup again.
+          setupStamp: join(workspace.gitDir, "autolab-setup-done"),
         },
         {
           ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),

@@ -109,7 +109,7 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
   out.push(`Run ${run.tag} stopped: ${outcome.stoppedBecause}.`);
   const c = s.counts;
   out.push(
-    `${c.total} experiments: ${c.kept} kept (incl. baseline), ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} to resume` : ""}.`,
+    `${c.total} experiment${c.total === 1 ? "" : "s"}: ${c.kept} kept (incl. baseline), ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} to resume` : ""}.`,
   );
   if (s.baseline?.metric != null && s.best?.metric != null) {
     out.push(

@@ -19,6 +19,8 @@ export interface RunRecord {
   /** sha256 of each protected file at the base commit. */
   protectedHashes: Record<string, string>;
   seed: number;
+  /** The program's contract when the run started (objective, commands, budget, files, holdouts). */
+  contract?: Record<string, unknown>;
   startedAt: string;
 }
 

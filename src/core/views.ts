@@ -91,8 +91,10 @@ export function buildContext(
     }
     const refuted = exps.filter((e) => e.decision?.mechanismConfirmed === false && e.mechanism);
     if (refuted.length) {
-      lines.push("", "## Refuted mechanisms (tried, did not help)");
-      for (const e of refuted.slice(-10)) lines.push(`- #${e.n} ${firstLine(e.mechanism ?? "")}`);
+      lines.push("", "## Tried and not better (hypothesis — mechanism)");
+      for (const e of refuted.slice(-10)) {
+        lines.push(`- #${e.n} ${firstLine(e.hypothesis)} — ${firstLine(e.mechanism ?? "")}`);
+      }
     }
     const failures = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
     if (failures.length) {

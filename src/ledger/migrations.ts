@@ -84,4 +84,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX experiments_run ON experiments(run_id, n);
   CREATE INDEX trial_starts_experiment ON trial_starts(experiment_id);
   `,
+  // 2: the program contract a run started with (see src/program/contract.ts)
+  `
+  ALTER TABLE runs ADD COLUMN contract TEXT;
+  `,
 ];

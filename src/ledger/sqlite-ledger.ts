@@ -68,7 +68,7 @@ export class SqliteLedger implements Ledger {
     const res = this.db
       .prepare(
         `INSERT INTO runs (tag, branch, program_path, program_name, metric, direction, base_commit,
-          protected_hashes, seed, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          protected_hashes, seed, started_at, contract) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         run.tag,
@@ -81,6 +81,7 @@ export class SqliteLedger implements Ledger {
         JSON.stringify(run.protectedHashes),
         run.seed,
         startedAt,
+        run.contract ? JSON.stringify(run.contract) : null,
       );
     return { ...run, id: Number(res.lastInsertRowid), startedAt };
   }
@@ -272,6 +273,7 @@ function toRun(r: Row): RunRecord {
     baseCommit: r.base_commit as string,
     protectedHashes: JSON.parse(r.protected_hashes as string),
     seed: r.seed as number,
+    ...(r.contract ? { contract: JSON.parse(r.contract as string) } : {}),
     startedAt: r.started_at as string,
   };
 }

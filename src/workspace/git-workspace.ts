@@ -187,7 +187,29 @@ export class GitWorkspace implements Workspace {
       await mkdir(join(opts.stateDir, "worktrees"), { recursive: true });
       await git(root, ["worktree", "add", "--detach", ws.worktree, branchRef]);
     }
+    ws.gitDir = (await ws.g(["rev-parse", "--absolute-git-dir"])).trim();
+    await ws.clearStaleLocks();
     return ws;
+  }
+
+  /** The worktree's private git directory: removed with the worktree, so state kept here dies with it. */
+  gitDir = "";
+
+  /**
+   * A git process of a harness killed with -9 may still be running (it is not in the trial's
+   * process group), or may have died holding a lock. Wait briefly for its locks to go, then
+   * remove those that stayed: this harness holds the run lock, so no live autolab owns them.
+   */
+  private async clearStaleLocks(): Promise<void> {
+    const common = (await this.g(["rev-parse", "--git-common-dir"])).trim();
+    const locks = [
+      join(this.gitDir, "index.lock"),
+      join(this.gitDir, "HEAD.lock"),
+      resolve(this.worktree, common, "refs", "heads", "autolab", `${this.opts.tag}.lock`),
+    ];
+    for (let i = 0; i < 20 && locks.some((l) => existsSync(l)); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    for (const l of locks) await rm(l, { force: true });
   }
 
   private g(args: string[]): Promise<string> {

@@ -214,6 +214,7 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
             command: "python train.py",
             commit: "commit1".padEnd(40, "0"),
             budgetMs: 1500,
+            env: { AUTOLAB_SEED: "7", AUTOLAB_BUDGET_S: "30" },
             startedAt: expect.stringMatching(ISO),
           },
         ]);

@@ -1,0 +1,31 @@
+import type { Program } from "../core/types.ts";
+
+/**
+ * The part of a program that makes experiments of one run comparable: what is measured, how
+ * it runs, which files may change. A run records it at its start; resuming with a different
+ * contract would compare numbers that do not mean the same thing. Directions, agent, search
+ * knobs and constraints may change between invocations (that is how a person steers a run).
+ */
+export function contractOf(p: Program): Record<string, unknown> {
+  return {
+    objective: p.objective,
+    "run.setup": p.run.setup ?? null,
+    "run.command": p.run.command,
+    "run.evaluate": p.run.evaluate ?? null,
+    "run.budget": p.run.budgetMs,
+    "files.editable": [...p.files.editable].sort(),
+    "files.protected": [...p.files.protected].sort(),
+    "metrics.holdout": [...p.metrics.holdout].sort(),
+  };
+}
+
+/** Fields whose values differ, as "field: old → new". */
+export function contractChanges(recorded: Record<string, unknown>, now: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const key of new Set([...Object.keys(recorded), ...Object.keys(now)])) {
+    const a = JSON.stringify(recorded[key] ?? null);
+    const b = JSON.stringify(now[key] ?? null);
+    if (a !== b) out.push(`${key}: ${a} → ${b}`);
+  }
+  return out;
+}
