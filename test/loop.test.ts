@@ -218,3 +218,39 @@ describe("the research loop", () => {
     expect(text).toContain("Best: #2");
   });
 });
+
+describe("resuming a run", () => {
+  it("refuses a changed contract but accepts changed directions", async () => {
+    const dir = project();
+    await run(dir, [{ hypothesis: "X 5 → 4", edits: setX(4) }]);
+    const programFile = join(dir, "program.md");
+    const original = readFileSync(programFile, "utf8");
+    writeFileSync(programFile, original.replace("Lower X.", "Lower X, gently."));
+    const ok = await run(dir, [{ hypothesis: "X 4 → 3", edits: setX(3) }], 2);
+    expect(ok.experiments).toHaveLength(3);
+    writeFileSync(programFile, original.replace("budget: 5s", "budget: 7s"));
+    await expect(run(dir, [{ hypothesis: "X 3 → 2", edits: setX(2) }], 3)).rejects.toMatchObject({
+      code: "PROGRAM_CHANGED",
+      message: expect.stringContaining("run.budget: 5000 → 7000"),
+    });
+  });
+
+  it("runs setup again when the worktree was recreated", async () => {
+    const dir = project({ command: "node run.mjs" });
+    const programFile = join(dir, "program.md");
+    writeFileSync(
+      programFile,
+      readFileSync(programFile, "utf8").replace(
+        "  command:",
+        "  setup: node -e \"require('fs').appendFileSync('../../setup-count', 'x')\"\n  command:",
+      ),
+    );
+    git(dir, "commit", "-qam", "setup");
+    await run(dir, [{ hypothesis: "X 5 → 4", edits: setX(4) }]);
+    await run(dir, [{ hypothesis: "X 4 → 3", edits: setX(3) }], 2);
+    expect(readFileSync(join(dir, ".autolab", "setup-count"), "utf8")).toBe("x");
+    execFileSync("rm", ["-rf", join(dir, ".autolab", "worktrees", "t")]);
+    await run(dir, [{ hypothesis: "X 3 → 2", edits: setX(2) }], 3);
+    expect(readFileSync(join(dir, ".autolab", "setup-count"), "utf8")).toBe("xx");
+  });
+});
