@@ -1,7 +1,6 @@
 /**
  * Per-trial overhead of the local executor: the median time of runTrial(`true`) minus the median
- * time of spawning `/bin/sh -c true` bare (until its pipes close). Run: `npx node bench/runner-overhead.ts`
- * (or `node_modules/.bin/node bench/runner-overhead.ts`). The last line is JSON.
+ * time of spawning `/bin/sh -c true` bare (until its pipes close). Run: `npm run bench -- runner-overhead [n]`.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,7 +9,6 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { LocalExecutor } from "../src/runner/local-executor.ts";
 
-const N = Number(process.argv[2] ?? 50);
 const dir = mkdtempSync(join(tmpdir(), "autolab-bench-"));
 const executor = new LocalExecutor();
 
@@ -48,26 +46,29 @@ async function trial(i: number): Promise<number> {
   return performance.now() - t;
 }
 
-// Warm up both paths (module loading, JIT, page cache).
-for (let i = 0; i < 5; i++) {
-  await bare();
-  await trial(-1 - i);
+export async function main(args: string[]): Promise<Record<string, number | string>> {
+  const N = Number(args[0] ?? 50);
+  // Warm up both paths (module loading, JIT, page cache).
+  for (let i = 0; i < 5; i++) {
+    await bare();
+    await trial(-1 - i);
+  }
+  const bareMs: number[] = [];
+  const trialMs: number[] = [];
+  for (let i = 0; i < N; i++) {
+    bareMs.push(await bare());
+    trialMs.push(await trial(i));
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const result = {
+    bench: "runner-overhead",
+    n: N,
+    bareSpawnMedianMs: Number(median(bareMs).toFixed(2)),
+    runTrialMedianMs: Number(median(trialMs).toFixed(2)),
+    overheadMedianMs: Number((median(trialMs) - median(bareMs)).toFixed(2)),
+  };
+  console.log(
+    `runTrial(\`true\`) median ${result.runTrialMedianMs} ms, bare spawn ${result.bareSpawnMedianMs} ms`,
+  );
+  return result;
 }
-const bareMs: number[] = [];
-const trialMs: number[] = [];
-for (let i = 0; i < N; i++) {
-  bareMs.push(await bare());
-  trialMs.push(await trial(i));
-}
-rmSync(dir, { recursive: true, force: true });
-const result = {
-  bench: "runner-overhead",
-  n: N,
-  bareSpawnMedianMs: Number(median(bareMs).toFixed(2)),
-  runTrialMedianMs: Number(median(trialMs).toFixed(2)),
-  overheadMedianMs: Number((median(trialMs) - median(bareMs)).toFixed(2)),
-};
-console.log(
-  `runTrial(\`true\`) median ${result.runTrialMedianMs} ms, bare spawn ${result.bareSpawnMedianMs} ms`,
-);
-console.log(JSON.stringify(result));
