@@ -88,7 +88,7 @@ describe("parseProgram: valid programs", () => {
       files: { editable: ["train.ts"], protected: ["prepare.ts", "evaluate.ts"] },
       metrics: { holdout: ["test_bpb"], progress: "train_loss" },
       constraints: ["peak_rss_mb <= 4096"],
-      agent: "builtin",
+      agent: { backend: "builtin", args: [], env: {} },
       search: {
         LEARNING_RATE: { low: 1e-4, high: 0.1, log: true, int: false },
         HIDDEN: { low: 16, high: 512, log: true, int: true },
@@ -109,7 +109,7 @@ describe("parseProgram: valid programs", () => {
     expect(p.files.protected).toEqual([]);
     expect(p.metrics).toEqual({ holdout: [] });
     expect(p.constraints).toEqual([]);
-    expect(p.agent).toBe("builtin");
+    expect(p.agent).toEqual({ backend: "builtin", args: [], env: {} });
     expect(p.search).toEqual({});
     expect(p.directions).toBe("");
     expect("setup" in p.run).toBe(false);
@@ -247,7 +247,7 @@ describe("parseProgram: errors point at file, line and field", () => {
       "lab/program.md:8",
       "lab/program.md:16",
     ]);
-    expect(lines[2]).toContain("agent: expected text, got 7");
+    expect(lines[2]).toContain("agent: expected a map, got 7");
   });
 
   it("never shows a raw zod message", () => {

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
+import { loadProgram } from "../src/program/index.ts";
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), "..");
 const EXAMPLE = join(REPO, "examples", "tiny-lm");
@@ -73,4 +74,19 @@ it("evaluate fails clearly without a checkpoint", () => {
   expect(ev.status).not.toBe(0);
   expect(ev.stderr).toMatch(/no checkpoint/);
   expect(ev.stdout).not.toMatch(/val_bpb/);
+});
+
+it("program.md parses, and every search knob is a `const NAME = value;` line of train.ts inside its range", () => {
+  const program = loadProgram(EXAMPLE);
+  expect(program.objective).toEqual({ metric: "val_bpb", direction: "minimize" });
+  const train = readFileSync(join(EXAMPLE, "train.ts"), "utf8");
+  const knobs = Object.entries(program.search);
+  expect(knobs.length).toBeGreaterThanOrEqual(4);
+  for (const [name, knob] of knobs) {
+    const lines = train.match(new RegExp(`^const ${name} = (.+);$`, "gm")) ?? [];
+    expect(lines, name).toHaveLength(1);
+    const value = Number(/= (.+);$/.exec(lines[0] as string)?.[1]);
+    expect(value, name).toBeGreaterThanOrEqual(knob.low);
+    expect(value, name).toBeLessThanOrEqual(knob.high);
+  }
 });

@@ -178,12 +178,17 @@ export function evalWindows(n: number): number[] {
 }
 
 /**
- * Bits per byte (= per character: the prepared text is ASCII) of `model` on the fixed
+ * Bits per byte (= per character: the prepared text is ASCII) of a model, given as its
+ * logProbs function (CharModel.logProbs, possibly answered by another process), on the fixed
  * evaluation sample of `ids`. The model's outputs are renormalised here, so a model cannot
  * gain by returning scores that are not a probability distribution; a non-finite output or
  * a zero probability for the actual next character is an error.
  */
-export function evaluateBpb(model: CharModel, ids: Uint8Array, vocabSize: number): number {
+export async function evaluateBpb(
+  logProbs: (contexts: Uint8Array[]) => Float32Array | Promise<Float32Array>,
+  ids: Uint8Array,
+  vocabSize: number,
+): Promise<number> {
   const positions: number[] = [];
   for (const start of evalWindows(ids.length)) {
     for (let t = start; t < Math.min(ids.length, start + EVAL_WINDOW_CHARS); t++) positions.push(t);
@@ -192,10 +197,12 @@ export function evaluateBpb(model: CharModel, ids: Uint8Array, vocabSize: number
   for (let b = 0; b < positions.length; b += EVAL_BATCH) {
     const batch = positions.slice(b, b + EVAL_BATCH);
     // copies: the model never sees (or could alter) the characters it is scored on
-    const lp = model.logProbs(batch.map((t) => ids.slice(Math.max(0, t - EVAL_MAX_CONTEXT), t)));
-    if (lp.length !== batch.length * vocabSize) {
+    const lp = await logProbs(batch.map((t) => ids.slice(Math.max(0, t - EVAL_MAX_CONTEXT), t)));
+    if (!(lp instanceof Float32Array) || lp.length !== batch.length * vocabSize) {
+      const got =
+        lp instanceof Float32Array ? `${lp.length} log-probabilities` : "something other than a Float32Array";
       throw new Error(
-        `model returned ${lp.length} log-probabilities for ${batch.length} contexts, expected ${batch.length * vocabSize}`,
+        `model returned ${got} for ${batch.length} contexts, expected ${batch.length * vocabSize}`,
       );
     }
     batch.forEach((t, k) => {

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { createAgent } from "../agents/index.ts";
+import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
@@ -75,7 +75,7 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
     const agent =
       typeof opts.agent === "object"
         ? opts.agent
-        : createAgent(opts.agent ?? program.agent, program, run?.seed ?? opts.seed ?? 0);
+        : await createAgent(agentConfigFor(program, opts.agent), program, run?.seed ?? opts.seed ?? 0);
     if (!run) {
       const files = [...program.files.editable, ...program.files.protected];
       await assertCommitted(repo, files, opts.allowDirty ?? false);

@@ -13,6 +13,28 @@ export interface Knob {
   int: boolean;
 }
 
+/** Which researcher proposes, and how to reach it (program.md `agent:`). */
+export interface AgentConfig {
+  /** builtin | claude | codex | gemini | opencode | pi | qwen | aider | llm | command */
+  backend: string;
+  model?: string;
+  /** The model API's endpoint (a local server such as vLLM or Ollama, or a proxy). */
+  baseUrl?: string;
+  /** For backend llm: openai-compatible (default), anthropic or openai. */
+  provider?: string;
+  /** Name of the environment variable that holds the API key. */
+  apiKeyEnv?: string;
+  /** Wall-clock limit of one proposal; the agent's process tree is killed after it. */
+  timeoutMs?: number;
+  maxTurns?: number;
+  /** backend command: the command line, with {prompt_file} and {workdir} substituted. */
+  command?: string;
+  /** Extra arguments for the CLI. */
+  args: string[];
+  /** Extra environment for the CLI. */
+  env: Record<string, string>;
+}
+
 /** A validated program.md. Durations are in milliseconds. */
 export interface Program {
   /** Absolute path of the program.md this came from. */
@@ -42,7 +64,7 @@ export interface Program {
   };
   /** Expressions over metrics and costs, e.g. "peak_rss_mb <= 4096". */
   constraints: string[];
-  agent: string;
+  agent: AgentConfig;
   search: Record<string, Knob>;
   /** The markdown body: research directions for agents. */
   directions: string;

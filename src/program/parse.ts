@@ -7,12 +7,12 @@ import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { AutolabError } from "../core/errors.ts";
-import type { Program } from "../core/types.ts";
+import type { AgentConfig, Program } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { splitFrontmatter } from "./frontmatter.ts";
 import { locateLine } from "./locate.ts";
 import { exampleFor, fromZod, showPath } from "./report.ts";
-import { frontmatterSchema, MINIMAL_PROGRAM } from "./schema.ts";
+import { type Frontmatter, frontmatterSchema, MINIMAL_PROGRAM } from "./schema.ts";
 
 const DOCS_HINT = "every field is described in docs/program.md";
 const MIN_GRACE_MS = 2_000;
@@ -90,6 +90,12 @@ export function parseProgram(text: string, path: string): Program {
 
   // An empty frontmatter is an empty map, so the report lists the required fields.
   const raw: unknown = doc.toJS() ?? {};
+  // `agent: claude` is shorthand for `agent: { backend: claude }`: expand it before validation so
+  // a misspelt backend is reported (and suggested) like any other enum value.
+  if (raw && typeof raw === "object" && typeof (raw as { agent?: unknown }).agent === "string") {
+    const r = raw as { agent: unknown };
+    r.agent = { backend: r.agent };
+  }
   const parsed = frontmatterSchema.safeParse(raw);
   const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
   if (!parsed.success || issues.length > 0) {
@@ -121,7 +127,7 @@ export function parseProgram(text: string, path: string): Program {
       ...(fm.metrics.progress !== undefined && { progress: fm.metrics.progress }),
     },
     constraints: fm.constraints,
-    agent: fm.agent,
+    agent: toAgentConfig(fm.agent),
     search: fm.search,
     directions: split.body,
   };
@@ -157,4 +163,24 @@ export function loadProgram(path: string): Program {
     throw new AutolabError("PROGRAM_UNREADABLE", `cannot read ${file}: ${(err as Error).message}`);
   }
   return parseProgram(text, shown);
+}
+
+function toAgentConfig(a: Frontmatter["agent"]): AgentConfig {
+  const full = a as Partial<Record<string, unknown>> & {
+    backend: string;
+    args: string[];
+    env: Record<string, string>;
+  };
+  return {
+    backend: full.backend,
+    ...(typeof full.model === "string" && { model: full.model }),
+    ...(typeof full.base_url === "string" && { baseUrl: full.base_url }),
+    ...(typeof full.provider === "string" && { provider: full.provider }),
+    ...(typeof full.api_key_env === "string" && { apiKeyEnv: full.api_key_env }),
+    ...(typeof full.timeout === "number" && { timeoutMs: full.timeout }),
+    ...(typeof full.max_turns === "number" && { maxTurns: full.max_turns }),
+    ...(typeof full.command === "string" && { command: full.command }),
+    args: full.args,
+    env: full.env,
+  };
 }

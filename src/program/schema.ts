@@ -139,6 +139,39 @@ const knob = z.strictObject(knobShape).superRefine((k, ctx) => {
   }
 });
 
+/** Researchers autolab knows; `command` runs any other CLI from a template. */
+export const AGENT_BACKENDS = [
+  "builtin",
+  "claude",
+  "codex",
+  "gemini",
+  "opencode",
+  "pi",
+  "qwen",
+  "aider",
+  "llm",
+  "command",
+] as const;
+
+const agentShape = {
+  backend: z.enum(AGENT_BACKENDS),
+  model: text.optional(),
+  base_url: z.url({ error: "must be a URL such as http://127.0.0.1:8000/v1" }).optional(),
+  provider: z.enum(["openai-compatible", "anthropic", "openai"]).optional(),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "must be an environment variable name" })
+    .optional(),
+  timeout: optionalDuration(true),
+  max_turns: z.number().int().positive().optional(),
+  command: text.optional(),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+};
+
+/** `agent: claude` is shorthand for `agent: { backend: claude }` (expanded in parse.ts). */
+const agent = z.strictObject(agentShape);
+
 const knobName = z.string().regex(KNOB_NAME, {
   error: (iss) =>
     `knob name ${JSON.stringify(iss.input)} is not an identifier ([A-Za-z_][A-Za-z0-9_]*): it must match a NAME = value line in an editable file`,
@@ -151,7 +184,7 @@ const topShape = {
   files: z.strictObject(filesShape),
   metrics: z.strictObject(metricsShape).default({ holdout: [] }),
   constraints: z.array(constraint).default([]),
-  agent: text.default("builtin"),
+  agent: agent.default({ backend: "builtin", args: [], env: {} }),
   search: z.record(knobName, knob).default({}),
 };
 
@@ -168,6 +201,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   run: Object.keys(runShape),
   files: Object.keys(filesShape),
   metrics: Object.keys(metricsShape),
+  agent: Object.keys(agentShape),
   "search.*": Object.keys(knobShape),
 };
 
@@ -205,7 +239,15 @@ export const EXAMPLES: Record<string, string> = {
   "metrics.holdout": "holdout: [test_bpb]",
   "metrics.progress": "progress: train_loss",
   constraints: 'constraints: ["peak_rss_mb <= 4096", "wall_s < 60"]',
-  agent: "agent: builtin   # or claude, codex, gemini, opencode, pi, qwen, aider, llm",
+  agent:
+    "agent: builtin   # or claude, codex, gemini, opencode, pi, qwen, aider, llm, command\n# or: agent: { backend: claude, model: claude-sonnet-4-5, timeout: 15m }",
+  "agent.backend": `backend: claude   # one of ${AGENT_BACKENDS.join(", ")}`,
+  "agent.base_url": "base_url: http://127.0.0.1:8000/v1",
+  "agent.provider": "provider: openai-compatible   # or anthropic, openai (backend llm)",
+  "agent.api_key_env": "api_key_env: OPENROUTER_API_KEY",
+  "agent.timeout": "timeout: 15m",
+  "agent.max_turns": "max_turns: 30",
+  "agent.command": 'command: "mytool --prompt-file {prompt_file} --cwd {workdir}"',
   search: `search:\n${KNOB_EXAMPLE.replace(/^/gm, "  ")}`,
   "search.*": KNOB_EXAMPLE,
 };
