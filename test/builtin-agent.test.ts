@@ -80,6 +80,7 @@ function context(dir: string, overrides: Partial<ProposalContext> = {}): Proposa
     best: { n: 0, metric: 1.5 },
     history: [{ n: 0, hypothesis: "baseline", action: "keep", metric: 1.5 }],
     contextText: "",
+    logDir: dir,
     ...overrides,
   };
 }

@@ -254,3 +254,47 @@ describe("resuming a run", () => {
     expect(readFileSync(join(dir, ".autolab", "setup-count"), "utf8")).toBe("xx");
   });
 });
+
+describe("a failing researcher", () => {
+  it("records crashes and empty proposals as outcomes, then stops with a diagnosis after a streak", async () => {
+    const { AgentFailure } = await import("../src/core/agent-failure.ts");
+    const dir = project();
+    let calls = 0;
+    const flaky = {
+      name: "flaky",
+      async propose(ctx: { worktree: string }) {
+        calls++;
+        if (calls === 1) {
+          writeFileSync(join(ctx.worktree, "value.mjs"), "export const X = 4;\n");
+          return { hypothesis: "X 5 → 4" };
+        }
+        if (calls === 2) throw new AgentFailure("crashed", "exited with code 1: out of tokens", "tail");
+        if (calls === 3) throw new AgentFailure("timeout", "no answer within 2s");
+        if (calls === 4) return { hypothesis: "thinking only" };
+        throw new AgentFailure("garbage", "no JSON summary in the output");
+      },
+    };
+    const events: LoopEvent[] = [];
+    await expect(
+      createRun({ program: dir, tag: "t", maxExperiments: 20, agent: flaky, onEvent: (e) => events.push(e) }),
+    ).rejects.toMatchObject({ code: "AGENT_FAILING", message: expect.stringContaining("5 times in a row") });
+    const { SqliteLedger } = await import("../src/ledger/sqlite-ledger.ts");
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const exps = ledger.listExperiments(ledger.getRun("t")?.id ?? -1);
+    ledger.close();
+    expect(exps.map((e) => e.decision?.action)).toEqual([
+      "keep",
+      "keep",
+      "crash",
+      "crash",
+      "reject",
+      "crash",
+      "crash",
+    ]);
+    expect(exps[2]?.decision?.reason).toBe("agent crashed: exited with code 1: out of tokens");
+    expect(exps[3]?.hypothesis).toBe("(no proposal: the agent timed out)");
+    expect(exps[4]?.decision?.reason).toMatch(/^no change/);
+    // Every failed proposal still has a row and a ref, and the best is untouched.
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(exps[1]?.commit);
+  });
+});

@@ -1,3 +1,4 @@
+import { delimiter, dirname } from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { parseDuration } from "../program/index.ts";
 import { handleError } from "./errors.ts";
@@ -11,6 +12,11 @@ import {
   showCommand,
   statusCommand,
 } from "./views.ts";
+
+// Commands autolab runs (setup, trials, evaluate, agent CLIs) find the Node that runs autolab
+// first on PATH: programs written in TypeScript need Node 24's type stripping, and the system
+// Node may be older (the bin shim re-runs autolab with a local Node 24).
+process.env.PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`;
 
 function positiveInt(v: string): number {
   const n = Number(v);

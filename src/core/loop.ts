@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { type AgentFailure, isAgentFailure } from "./agent-failure.ts";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
@@ -28,6 +29,8 @@ export interface LoopDeps {
 export interface LoopOptions {
   /** Stop once the run holds this many experiments besides the baseline. */
   maxExperiments?: number;
+  /** Consecutive failed proposals (crash, timeout, garbage, no change, out of scope) before the run stops. Default 5. */
+  maxAgentFailures?: number;
   /** Ctrl-C: the running trial is killed and recorded as interrupted; `autolab run` resumes it. */
   signal?: AbortSignal;
   onEvent?: LoopEventListener;
@@ -123,6 +126,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   if (stopped()) return finishEarly();
 
   const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
+  const failures: string[] = [];
   while (!stopped()) {
     exps = list();
     const done = exps.filter((e) => e.n > 0).length;
@@ -140,14 +144,29 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     const n = Math.max(...exps.map((e) => e.n)) + 1;
     emit({ type: "proposal_started", n, agent: agent.name });
 
-    const proposal = await agent.propose({
-      worktree: ws.projectDir,
-      program,
-      best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
-      history: exps.map((e) => toView(e, program)),
-      contextText: buildContext(program, run, exps),
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+    const agentLogDir = join(deps.logDir, String(n), "agent");
+    await mkdir(agentLogDir, { recursive: true });
+    let proposal: Proposal;
+    let failure: AgentFailure | undefined;
+    try {
+      proposal = await agent.propose({
+        worktree: ws.projectDir,
+        program,
+        best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
+        history: exps.map((e) => toView(e, program)),
+        contextText: buildContext(program, run, exps),
+        logDir: agentLogDir,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+    } catch (err) {
+      if (!isAgentFailure(err)) throw err;
+      // A failed proposal is an ordinary outcome: recorded like any experiment, then the loop goes on.
+      failure = err;
+      proposal = {
+        hypothesis: `(no proposal: the agent ${err.kind === "timeout" ? "timed out" : err.kind.replace("_", " ")})`,
+        ...(err.usage ? { usage: err.usage } : {}),
+      };
+    }
     if (stopped()) {
       await ws.resetTo(bestCommit);
       break;
@@ -174,19 +193,29 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
     crashPoint("after-row");
     emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
 
-    const reject = changed.length === 0 ? NO_CHANGE : violation;
+    const reject = failure
+      ? `agent ${failure.kind}: ${failure.message}`
+      : changed.length === 0
+        ? NO_CHANGE
+        : violation;
     if (reject) {
-      ledger.decide(exp.id, { action: "reject", reason: reject, mechanismConfirmed: null });
-      emit({
-        type: "decision",
-        n,
-        action: "reject",
-        reason: reject,
-        best: { n: best.n, metric: bestMetric },
-      });
+      const action = failure ? "crash" : "reject";
+      ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
+      emit({ type: "decision", n, action, reason: reject, best: { n: best.n, metric: bestMetric } });
       await ws.resetTo(bestCommit, changed);
+      // Failures that a researcher causes (crash, hang, garbage, nothing changed, out of scope) in a
+      // row mean something is wrong with its setup, not with one idea: stop and say so.
+      failures.push(`#${n} ${reject}`);
+      if (failures.length >= (opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES)) {
+        throw new AutolabError(
+          "AGENT_FAILING",
+          `the researcher (${agent.name}) failed ${failures.length} times in a row:\n  ${failures.map((f) => f.split("\n")[0]).join("\n  ")}`,
+          `Check the agent's configuration (program.md \`agent:\`, docs/agents.md) and its logs in ${join(deps.logDir, "<n>", "agent")}; then \`autolab run\` continues the run.`,
+        );
+      }
       continue;
     }
+    failures.length = 0;
     await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
   }
   await ws.resetTo(await ws.bestCommit());
@@ -490,6 +519,8 @@ async function adoptOrphan(deps: LoopDeps, exps: ExperimentRecord[]): Promise<vo
   const reject = changed.length === 0 ? NO_CHANGE : await scopeViolation(ws, program, changed);
   if (reject) ledger.decide(exp.id, { action: "reject", reason: reject, mechanismConfirmed: null });
 }
+
+const DEFAULT_MAX_AGENT_FAILURES = 5;
 
 /** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
 const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";

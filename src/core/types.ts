@@ -183,6 +183,8 @@ export interface ProposalContext {
   history: ExperimentView[];
   /** The notebook rendered as text for agents (autolab context). */
   contextText: string;
+  /** Where the agent keeps its own logs (transcripts, raw output) for this proposal. */
+  logDir: string;
   signal?: AbortSignal;
 }
 
