@@ -4,7 +4,7 @@ import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
-import { type LoopSummary, runLoop } from "../core/loop.ts";
+import { type LoopDeps, type LoopSummary, runLoop } from "../core/loop.ts";
 import type { Agent } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { defaultGraceMs, loadProgram } from "../program/index.ts";
@@ -43,6 +43,39 @@ const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
  * starts a new one from the repository's HEAD.
  */
 export async function createRun(opts: RunOptions): Promise<RunOutcome> {
+  const session = await openRunSession(opts);
+  try {
+    const summary = await runLoop(session.deps, {
+      ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    });
+    return { ...summary, run: session.run, lab: session.lab };
+  } catch (err) {
+    session.lab.ledger.close();
+    throw err;
+  } finally {
+    session.release();
+  }
+}
+
+export interface RunSession {
+  lab: Lab;
+  run: RunRecord;
+  deps: LoopDeps;
+  workspace: GitWorkspace;
+  /** Gives up the run's lock (the ledger stays open: close lab.ledger when done). */
+  release: () => void;
+}
+
+/**
+ * Everything a loop needs, ready and locked: the run resolved (resumed or created), its
+ * worktree open, the agent built. `createRun` runs the loop on it; `autolab mcp` runs single
+ * steps on it for an interactive agent.
+ */
+export async function openRunSession(
+  opts: Omit<RunOptions, "maxExperiments" | "signal" | "onEvent">,
+): Promise<RunSession> {
   // Validate the program and find the repository before anything is written to disk.
   const file = programPath(opts.program);
   const repo = await findRepo(dirname(loadProgram(file).path));
@@ -112,28 +145,22 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
         protectedFiles: Object.keys(run.protectedHashes),
         protectedHashes: run.protectedHashes,
       });
-      const summary = await runLoop(
-        {
-          program,
-          ledger,
-          run,
-          workspace,
-          executor: new LocalExecutor(),
-          agent,
-          judge: greedyJudge,
-          logDir: join(lab.stateDir, "logs", run.tag),
-          // In the worktree's private git dir: a recreated worktree runs setup again.
-          setupStamp: join(workspace.gitDir, "autolab-setup-done"),
-        },
-        {
-          ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
-        },
-      );
-      return { ...summary, run, lab };
-    } finally {
+      const deps: LoopDeps = {
+        program,
+        ledger,
+        run,
+        workspace,
+        executor: new LocalExecutor(),
+        agent,
+        judge: greedyJudge,
+        logDir: join(lab.stateDir, "logs", run.tag),
+        // In the worktree's private git dir: a recreated worktree runs setup again.
+        setupStamp: join(workspace.gitDir, "autolab-setup-done"),
+      };
+      return { lab, run, deps, workspace, release };
+    } catch (err) {
       release();
+      throw err;
     }
   } catch (err) {
     lab.ledger.close();

@@ -7,10 +7,18 @@ import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import type { Judge } from "./judge.ts";
-import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
-import type { Agent, Executor, Program, Proposal, TrialResult } from "./types.ts";
+import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
+import type {
+  Agent,
+  DecisionAction,
+  Executor,
+  Program,
+  Proposal,
+  ProposalContext,
+  TrialResult,
+} from "./types.ts";
 import { bestOf, buildContext, lastResult, objectiveOf, toView } from "./views.ts";
-import type { Workspace } from "./workspace.ts";
+import type { Snapshot, Workspace } from "./workspace.ts";
 
 export interface LoopDeps {
   program: Program;
@@ -29,6 +37,8 @@ export interface LoopDeps {
 export interface LoopOptions {
   /** Stop once the run holds this many experiments besides the baseline. */
   maxExperiments?: number;
+  /** Changed lines (added + removed) above which a candidate is rejected. Default 5000. */
+  maxDiffLines?: number;
   /** Consecutive failed proposals (crash, timeout, garbage, no change, out of scope) before the run stops. Default 5. */
   maxAgentFailures?: number;
   /** Ctrl-C: the running trial is killed and recorded as interrupted; `autolab run` resumes it. */
@@ -134,92 +144,158 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
       await ws.resetTo(bestOf(exps)?.commit ?? run.baseCommit);
       return finish(`reached --max-experiments ${max}`);
     }
-    const best = bestOf(exps);
-    const bestMetric = best ? objectiveOf(best, metric) : undefined;
-    if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
-    // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
-    const bestCommit = best.commit;
-    await ws.resetTo(bestCommit);
-    const before = await ws.snapshot();
-    const n = Math.max(...exps.map((e) => e.n)) + 1;
-    emit({ type: "proposal_started", n, agent: agent.name });
-
-    const agentLogDir = join(deps.logDir, String(n), "agent");
-    await mkdir(agentLogDir, { recursive: true });
-    let proposal: Proposal;
-    let failure: AgentFailure | undefined;
-    try {
-      proposal = await agent.propose({
-        worktree: ws.projectDir,
-        program,
-        best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
-        history: exps.map((e) => toView(e, program)),
-        contextText: buildContext(program, run, exps),
-        logDir: agentLogDir,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
-    } catch (err) {
-      if (!isAgentFailure(err)) throw err;
-      // A failed proposal is an ordinary outcome: recorded like any experiment, then the loop goes on.
-      failure = err;
-      proposal = {
-        hypothesis: `(no proposal: the agent ${err.kind === "timeout" ? "timed out" : err.kind.replace("_", " ")})`,
-        ...(err.usage ? { usage: err.usage } : {}),
-      };
-    }
-    if (stopped()) {
-      await ws.resetTo(bestCommit);
-      break;
-    }
-    const changed = await ws.changes(before);
-    const violation = await scopeViolation(ws, program, changed);
-    const message = commitMessage(run.tag, n, agent.name, proposal);
-    const ref = await ws.commitCandidate(n, changed, message);
-    crashPoint("after-commit");
-    const exp = ledger.addExperiment({
-      runId: run.id,
-      n,
-      agent: agent.name,
-      parentCommit: bestCommit,
-      commit: ref.commit,
-      ref: ref.ref,
-      hypothesis: proposal.hypothesis,
-      ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
-      ...(proposal.expected ? { expected: proposal.expected } : {}),
-      ...(proposal.params ? { params: proposal.params } : {}),
-      ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
-      diff: ref.diff,
+    const step = await runStep(deps, {
+      emit,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.maxDiffLines !== undefined ? { maxDiffLines: opts.maxDiffLines } : {}),
     });
-    crashPoint("after-row");
-    emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
-
-    const reject = failure
-      ? `agent ${failure.kind}: ${failure.message}`
-      : changed.length === 0
-        ? NO_CHANGE
-        : violation;
-    if (reject) {
-      const action = failure ? "crash" : "reject";
-      ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
-      emit({ type: "decision", n, action, reason: reject, best: { n: best.n, metric: bestMetric } });
-      await ws.resetTo(bestCommit, changed);
-      // Failures that a researcher causes (crash, hang, garbage, nothing changed, out of scope) in a
-      // row mean something is wrong with its setup, not with one idea: stop and say so.
-      failures.push(`#${n} ${reject}`);
-      if (failures.length >= (opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES)) {
-        throw new AutolabError(
-          "AGENT_FAILING",
-          `the researcher (${agent.name}) failed ${failures.length} times in a row:\n  ${failures.map((f) => f.split("\n")[0]).join("\n  ")}`,
-          `Check the agent's configuration (program.md \`agent:\`, docs/agents.md) and its logs in ${join(deps.logDir, "<n>", "agent")}; then \`autolab run\` continues the run.`,
-        );
-      }
+    if (!step) break;
+    if (!step.researcherFailed) {
+      failures.length = 0;
       continue;
     }
-    failures.length = 0;
-    await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
+    // Failures that a researcher causes (crash, hang, garbage, nothing changed, out of scope) in a
+    // row mean something is wrong with its setup, not with one idea: stop and say so.
+    failures.push(`#${step.n} ${step.reason}`);
+    if (failures.length >= (opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES)) {
+      throw new AutolabError(
+        "AGENT_FAILING",
+        `the researcher (${agent.name}) failed ${failures.length} times in a row:\n  ${failures.map((f) => f.split("\n")[0]).join("\n  ")}`,
+        `Check the agent's configuration (program.md \`agent:\`, docs/agents.md) and its logs in ${join(deps.logDir, "<n>", "agent")}; then \`autolab run\` continues the run.`,
+      );
+    }
   }
   await ws.resetTo(await ws.bestCommit());
   return finishEarly();
+}
+
+export interface StepOptions {
+  emit?: (e: LoopEvent) => void;
+  signal?: AbortSignal;
+  /**
+   * The researcher has already edited the worktree (an interactive agent through MCP): do not
+   * reset it before proposing; untracked files absent from this snapshot count as new.
+   */
+  prepared?: Snapshot;
+  /** Replaces deps.agent.propose for this step (MCP: the proposal is what the agent said it did). */
+  propose?: (ctx: ProposalContext) => Promise<Proposal>;
+  maxDiffLines?: number;
+}
+
+export interface StepResult {
+  n: number;
+  action: DecisionAction | "interrupted";
+  reason: string;
+  metric?: number;
+  best: { n: number; metric: number };
+  /** The researcher, not the idea, failed: crash, timeout, garbage, no change, out of scope. */
+  researcherFailed: boolean;
+}
+
+/**
+ * One experiment on the current best: propose → scope check → commit + ref → row → trial →
+ * decision → ratchet. Returns undefined when stopped by the signal before anything was
+ * recorded. Requires a run whose baseline has been measured (runLoop does that first).
+ */
+export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<StepResult | undefined> {
+  const { program, ledger, run, workspace: ws, agent } = deps;
+  const metric = program.objective.metric;
+  const emit = opts.emit ?? (() => {});
+  const exps = ledger.listExperiments(run.id);
+  const best = bestOf(exps);
+  const bestMetric = best ? objectiveOf(best, metric) : undefined;
+  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
+  const bestCommit = best.commit;
+  let before = opts.prepared;
+  if (!before) {
+    await ws.resetTo(bestCommit);
+    before = await ws.snapshot();
+  }
+  const n = Math.max(...exps.map((e) => e.n)) + 1;
+  emit({ type: "proposal_started", n, agent: agent.name });
+
+  const agentLogDir = join(deps.logDir, String(n), "agent");
+  await mkdir(agentLogDir, { recursive: true });
+  let proposal: Proposal;
+  let failure: AgentFailure | undefined;
+  try {
+    const ctx: ProposalContext = {
+      worktree: ws.projectDir,
+      program,
+      best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
+      history: exps.map((e) => toView(e, program)),
+      contextText: buildContext(program, run, exps),
+      logDir: agentLogDir,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    proposal = await (opts.propose ?? ((c) => agent.propose(c)))(ctx);
+  } catch (err) {
+    if (!isAgentFailure(err)) throw err;
+    // A failed proposal is an ordinary outcome: recorded like any experiment, then the loop goes on.
+    failure = err;
+    proposal = {
+      hypothesis: `(no proposal: the agent ${err.kind === "timeout" ? "timed out" : err.kind.replace("_", " ")})`,
+      ...(err.usage ? { usage: err.usage } : {}),
+    };
+  }
+  if (opts.signal?.aborted) {
+    await ws.resetTo(bestCommit);
+    return undefined;
+  }
+  const changed = await ws.changes(before);
+  const violation = await scopeViolation(ws, program, changed);
+  const message = commitMessage(run.tag, n, agent.name, proposal);
+  const ref = await ws.commitCandidate(n, changed, message);
+  crashPoint("after-commit");
+  const exp = ledger.addExperiment({
+    runId: run.id,
+    n,
+    agent: agent.name,
+    parentCommit: bestCommit,
+    commit: ref.commit,
+    ref: ref.ref,
+    hypothesis: proposal.hypothesis,
+    ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
+    ...(proposal.expected ? { expected: proposal.expected } : {}),
+    ...(proposal.params ? { params: proposal.params } : {}),
+    ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
+    diff: ref.diff,
+  });
+  crashPoint("after-row");
+  emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
+
+  const maxDiff = opts.maxDiffLines ?? DEFAULT_MAX_DIFF_LINES;
+  const reject = failure
+    ? `agent ${failure.kind}: ${failure.message}`
+    : changed.length === 0
+      ? NO_CHANGE
+      : (violation ??
+        (ref.diff.insertions + ref.diff.deletions > maxDiff ? tooLarge(ref.diff, maxDiff) : undefined));
+  if (reject) {
+    const action = failure ? "crash" : "reject";
+    ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
+    const bestNow = { n: best.n, metric: bestMetric };
+    emit({ type: "decision", n, action, reason: reject, best: bestNow });
+    await ws.resetTo(bestCommit, changed);
+    return { n, action, reason: reject, best: bestNow, researcherFailed: true };
+  }
+  await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
+  const decided = ledger.getExperiment(run.id, n);
+  const after = bestOf(ledger.listExperiments(run.id));
+  const afterMetric = after ? objectiveOf(after, metric) : undefined;
+  return {
+    n,
+    action: decided?.decision?.action ?? "interrupted",
+    reason: decided?.decision?.reason ?? "interrupted; `autolab run` runs it again",
+    ...(decided?.decision?.metric !== undefined ? { metric: decided.decision.metric } : {}),
+    best: { n: after?.n ?? best.n, metric: afterMetric ?? bestMetric },
+    researcherFailed: false,
+  };
+}
+
+function tooLarge(diff: DiffStats, max: number): string {
+  return `scope: the diff is too large (${diff.insertions + diff.deletions} changed lines in ${diff.files} files; the limit is ${max})`;
 }
 
 /** Runs a trial of `exp` and, unless interrupted, decides it and moves the ratchet. */
@@ -521,6 +597,8 @@ async function adoptOrphan(deps: LoopDeps, exps: ExperimentRecord[]): Promise<vo
 }
 
 const DEFAULT_MAX_AGENT_FAILURES = 5;
+/** Changed lines (added + removed) a candidate may have; more is rejected as out of scope. */
+const DEFAULT_MAX_DIFF_LINES = 5000;
 
 /** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
 const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";
