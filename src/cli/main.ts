@@ -3,6 +3,7 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { parseDuration } from "../program/index.ts";
 import { handleError } from "./errors.ts";
 import { initCommand } from "./init-command.ts";
+import { mcpCommand } from "./mcp-command.ts";
 import { demoCommand, runCommand } from "./run-commands.ts";
 import {
   contextCommand,
@@ -130,6 +131,15 @@ cli
   .option("-f, --format <format>", "results-tsv | jsonl", "results-tsv")
   .option("-o, --out <file>", "write to a file instead of stdout")
   .action(exportCommand);
+
+cli
+  .command("mcp")
+  .description(
+    "serve the lab to an interactive agent over MCP (stdio): context, failures, status, run_experiment, note",
+  )
+  .option(...programOpt)
+  .option("-t, --tag <tag>", "run tag (default: resume the newest run, or start one)")
+  .action(mcpCommand);
 
 try {
   await cli.parseAsync(process.argv);

@@ -5,7 +5,7 @@ import { resultsTsv, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
-import { buildContext, lastResult, objectiveOf } from "../core/views.ts";
+import { buildContext, failuresText, lastResult, objectiveOf, redactHoldouts } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -240,37 +240,15 @@ export function failuresCommand(flags: ViewFlags): void {
             hypothesis: e.hypothesis,
             decision: e.decision?.action,
             reason: e.decision?.reason,
-            logTail: redact(lastResult(e)?.logTail ?? "", holdout),
+            logTail: redactHoldouts(lastResult(e)?.logTail ?? "", holdout),
           })),
           null,
           2,
         ),
       );
     }
-    if (!failed.length) return print("No crashed or rejected experiments.");
-    const lines: string[] = [];
-    for (const e of failed) {
-      lines.push(
-        `#${e.n} ${e.decision?.action}: ${e.hypothesis.split("\n")[0]}`,
-        `  reason: ${e.decision?.reason}`,
-      );
-      const tail = redact(lastResult(e)?.logTail ?? "", holdout)
-        .trim()
-        .split("\n")
-        .slice(-5);
-      if (tail.length && tail[0]) lines.push(...tail.map((l) => `  | ${l}`));
-    }
-    print(lines.join("\n"));
+    print(failuresText(exps, holdout));
   });
-}
-
-/** Log tails are shown to agents: lines that mention a holdout metric are removed. */
-export function redact(text: string, holdout: string[]): string {
-  if (!holdout.length) return text;
-  return text
-    .split("\n")
-    .filter((l) => !holdout.some((h) => l.includes(h)))
-    .join("\n");
 }
 
 export function exportCommand(flags: ViewFlags & { format?: string; out?: string }): void {

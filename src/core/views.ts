@@ -125,3 +125,31 @@ function firstLine(s: string): string {
   const line = s.split("\n")[0] ?? "";
   return line.length > 160 ? `${line.slice(0, 157)}…` : line;
 }
+
+/** Log tails are shown to agents: lines that mention a holdout metric are removed. */
+export function redactHoldouts(text: string, holdout: string[]): string {
+  if (!holdout.length) return text;
+  return text
+    .split("\n")
+    .filter((l) => !holdout.some((h) => l.includes(h)))
+    .join("\n");
+}
+
+/** Crashed and rejected experiments with reasons and (redacted) log tails: `autolab failures`. */
+export function failuresText(exps: ExperimentRecord[], holdout: string[]): string {
+  const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
+  if (!failed.length) return "No crashed or rejected experiments.";
+  const lines: string[] = [];
+  for (const e of failed) {
+    lines.push(
+      `#${e.n} ${e.decision?.action}: ${firstLine(e.hypothesis)}`,
+      `  reason: ${e.decision?.reason}`,
+    );
+    const tail = redactHoldouts(lastResult(e)?.logTail ?? "", holdout)
+      .trim()
+      .split("\n")
+      .slice(-5);
+    if (tail.length && tail[0]) lines.push(...tail.map((l) => `  | ${l}`));
+  }
+  return lines.join("\n");
+}

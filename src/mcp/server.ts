@@ -1,0 +1,190 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import { openRunSession, type RunSession } from "../app/create-run.ts";
+import { statusOf } from "../app/status.ts";
+import { AutolabError, isAutolabError } from "../core/errors.ts";
+import { formatMetric } from "../core/format.ts";
+import { runLoop, runStep } from "../core/loop.ts";
+import type { Agent } from "../core/types.ts";
+import { buildContext, failuresText } from "../core/views.ts";
+import type { Snapshot } from "../core/workspace.ts";
+
+export interface LabMcpOptions {
+  program?: string;
+  tag?: string;
+  /** Progress and errors for the person running the server (stderr; stdout is the protocol). */
+  log?: (line: string) => void;
+}
+
+type ToolResult = { content: { type: "text"; text: string }[]; isError?: boolean };
+const text = (t: string, isError = false): ToolResult => ({
+  content: [{ type: "text", text: t }],
+  ...(isError ? { isError } : {}),
+});
+
+/**
+ * The lab as MCP tools for an interactive agent (Claude Code, Codex, Gemini CLI, OpenCode…):
+ * it reads the notebook, edits files in the run's worktree, and asks the harness to run its
+ * change as an experiment — under the harness's budget, evaluator, scope checks and ratchet.
+ * The agent never decides keep or revert, and never sees holdout metrics.
+ */
+export function createLabMcpServer(opts: LabMcpOptions = {}): {
+  server: McpServer;
+  close: () => Promise<void>;
+} {
+  const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
+  const server = new McpServer({ name: "autolab", version: "0.1.0" });
+  let session: RunSession | undefined;
+  let snapshot: Snapshot | undefined;
+  let busy = false;
+
+  const clientName = () => server.server.getClientVersion()?.name ?? "client";
+  // The interactive agent proposes by editing files itself; its MCP call carries the summary.
+  const agent: Agent = {
+    get name() {
+      return `mcp:${clientName()}`;
+    },
+    propose: () => Promise.reject(new Error("an MCP agent proposes through run_experiment")),
+  };
+
+  /** Opens the run on first use: resolve or create it, set up, measure the baseline. */
+  const open = async (): Promise<RunSession> => {
+    if (session) return session;
+    const s = await openRunSession({
+      ...(opts.program ? { program: opts.program } : {}),
+      ...(opts.tag ? { tag: opts.tag } : {}),
+      agent,
+    });
+    try {
+      // Catch up: setup, baseline, experiments cut short; leaves the worktree at the best.
+      await runLoop(s.deps, {
+        maxExperiments: 0,
+        onEvent: (e) => e.type === "decision" && log(`#${e.n} ${e.action}: ${e.reason}`),
+      });
+    } catch (err) {
+      s.release();
+      s.lab.ledger.close();
+      throw err;
+    }
+    snapshot = await s.workspace.snapshot();
+    session = s;
+    log(`autolab mcp: run ${s.run.tag}, worktree ${s.workspace.projectDir}`);
+    return s;
+  };
+
+  const guarded = async (fn: () => Promise<string>): Promise<ToolResult> => {
+    try {
+      return text(await fn());
+    } catch (err) {
+      if (isAutolabError(err)) return text(`${err.message}${err.hint ? `\nfix: ${err.hint}` : ""}`, true);
+      log(`autolab mcp: internal error: ${(err as Error).stack ?? err}`);
+      return text(`internal error: ${(err as Error).message}`, true);
+    }
+  };
+
+  server.registerTool(
+    "context",
+    {
+      description:
+        "The lab notebook: objective, best result, kept changes, what was tried and failed, research directions — and where to edit. Read it before proposing a change.",
+    },
+    () =>
+      guarded(async () => {
+        const s = await open();
+        const exps = s.lab.ledger.listExperiments(s.run.id);
+        const where = [
+          "",
+          "## How to propose",
+          `Edit only these files, in the run's worktree ${s.workspace.projectDir}: ${s.lab.program.files.editable.join(", ")}.`,
+          "Make one focused change that tests one hypothesis, then call run_experiment with the hypothesis and the mechanism (why it should work).",
+          "The harness runs it under the budget, scores it with the protected evaluator, and keeps it only if it beats the best; otherwise the worktree is reset to the best.",
+        ];
+        return `${buildContext(s.lab.program, s.run, exps)}\n${where.join("\n")}`;
+      }),
+  );
+
+  server.registerTool(
+    "failures",
+    { description: "Crashed and rejected experiments with their reasons and the end of their logs." },
+    () =>
+      guarded(async () => {
+        const s = await open();
+        return failuresText(s.lab.ledger.listExperiments(s.run.id), s.lab.program.metrics.holdout);
+      }),
+  );
+
+  server.registerTool("status", { description: "The run at a glance as JSON: baseline, best, counts." }, () =>
+    guarded(async () => {
+      const s = await open();
+      return JSON.stringify(statusOf(s.run, s.lab.ledger.listExperiments(s.run.id)), null, 2);
+    }),
+  );
+
+  server.registerTool(
+    "run_experiment",
+    {
+      description:
+        "Run the current state of the worktree as an experiment: scope check, commit, trial under the harness's budget, protected evaluation, keep-or-discard decision. Returns the decision and the metric. Takes as long as the trial (the program's budget).",
+      inputSchema: {
+        hypothesis: z.string().min(1).describe("What you changed and what you expect, in one line"),
+        mechanism: z.string().optional().describe("Why it should work"),
+        expected: z.string().optional().describe("Expected effect on the objective metric"),
+      },
+    },
+    ({ hypothesis, mechanism, expected }) =>
+      guarded(async () => {
+        if (busy) throw new AutolabError("BUSY", "an experiment is already running; wait for its result.");
+        busy = true;
+        try {
+          const s = await open();
+          const step = await runStep(s.deps, {
+            ...(snapshot ? { prepared: snapshot } : {}),
+            propose: async () => ({
+              hypothesis,
+              ...(mechanism ? { mechanism } : {}),
+              ...(expected ? { expected } : {}),
+            }),
+          });
+          // Back to the best, ready for the next edit (a kept change is the best now).
+          await s.workspace.resetTo(await s.workspace.bestCommit());
+          snapshot = await s.workspace.snapshot();
+          if (!step) return "stopped before the experiment was recorded.";
+          const metric = s.lab.program.objective.metric;
+          const value = step.metric !== undefined ? ` ${metric} = ${formatMetric(step.metric)}.` : "";
+          return `Experiment #${step.n}: ${step.action}.${value} ${step.reason}\nBest: #${step.best.n} ${metric} = ${formatMetric(step.best.metric)}. The worktree is at the best again.`;
+        } finally {
+          busy = false;
+        }
+      }),
+  );
+
+  server.registerTool(
+    "note",
+    {
+      description: "Write a note into the lab notebook (an observation, an idea for later, a caveat).",
+      inputSchema: {
+        text: z.string().min(1),
+        experiment: z.number().int().nonnegative().optional().describe("Experiment number the note is about"),
+      },
+    },
+    ({ text: note, experiment }) =>
+      guarded(async () => {
+        const s = await open();
+        const exp = experiment !== undefined ? s.lab.ledger.getExperiment(s.run.id, experiment) : undefined;
+        if (experiment !== undefined && !exp)
+          throw new AutolabError("EXPERIMENT_NOT_FOUND", `no experiment #${experiment}.`);
+        s.lab.ledger.addNote(s.run.id, exp?.id ?? null, note);
+        return "Noted.";
+      }),
+  );
+
+  const close = async () => {
+    await server.close();
+    if (session) {
+      session.release();
+      session.lab.ledger.close();
+      session = undefined;
+    }
+  };
+  return { server, close };
+}
