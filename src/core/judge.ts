@@ -2,15 +2,37 @@ import type { Decision, Program, TrialResult } from "./types.ts";
 
 export interface JudgeInput {
   program: Program;
-  /** The candidate's finished trials (interrupted ones excluded). */
+  /** The candidate's finished trials, oldest first (interrupted ones excluded). */
   trials: TrialResult[];
-  best: { n: number; metric: number };
+  best: {
+    n: number;
+    /** The value the best carries (for a kept candidate: the noise-corrected one). */
+    metric: number;
+    /** Objective values of every finished ok trial of the best. */
+    values: number[];
+  };
+  /** Objective values of the baseline's ok trials (repeated with different seeds): the noise sample. */
+  baseline: number[];
 }
 
-/** The acceptance rule: turns a candidate's trials into a decision, always with a reason. */
+/** Another trial is wanted before deciding (a first result inside the noise band). */
+export interface MoreTrials {
+  action: "more";
+  reason: string;
+}
+
+/**
+ * The acceptance rule: turns a candidate's trials into a decision, always with a reason, or
+ * asks for one more trial. The loop runs trial k with seed run.seed + k - 1, so candidate and
+ * baseline share their seeds (common random numbers), and never runs more than maxTrials.
+ */
 export interface Judge {
   readonly name: string;
-  decide(input: JudgeInput): Decision;
+  /** Trials of the baseline (different seeds) before any candidate: the noise estimate. */
+  readonly baselineTrials: number;
+  /** Upper bound of trials per candidate. */
+  readonly maxTrials: number;
+  decide(input: JudgeInput): Decision | MoreTrials;
 }
 
 /** True when a is strictly better than b in the program's direction. */

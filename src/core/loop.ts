@@ -6,10 +6,12 @@ import { type AgentFailure, isAgentFailure } from "./agent-failure.ts";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
+import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import type {
   Agent,
+  Decision,
   DecisionAction,
   Executor,
   Program,
@@ -329,39 +331,75 @@ async function evaluateExperiment(
   }
 
   if (!freshOn) await ws.resetTo(exp.commit);
-  // A trial that finished before a crash is not run again: only the decision was missing.
-  let result: TrialResult | undefined = exp.trials
-    .map((t) => t.result)
-    .findLast((r) => r !== undefined && r.status !== "interrupted");
-  if (!result) {
-    result = await runTrial(deps, exp, emit, signal);
-    if (result.status === "interrupted") return;
-  }
+  // Trials that finished before a crash are not run again: they count, only the rest is missing.
+  const finished = (): TrialResult[] =>
+    (ledger.getExperiment(run.id, exp.n)?.trials ?? [])
+      .map((t) => t.result)
+      .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
+  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
+  const another = async (): Promise<boolean> => {
+    const r = await runTrial(deps, exp.n, finished().length, emit, signal);
+    return r.status !== "interrupted";
+  };
 
   if (exp.n === 0) {
-    const ok = result.status === "ok";
-    const value = result.metrics[metric];
-    const decision = ok
-      ? { action: "keep" as const, reason: "baseline", metric: value as number, mechanismConfirmed: null }
-      : { action: "crash" as const, reason: result.reason ?? result.status, mechanismConfirmed: null };
+    // The baseline runs judge.baselineTrials times with different seeds: that is the noise sample.
+    while (finished().length < judge.baselineTrials && finished().every((r) => r.status === "ok")) {
+      if (!(await another())) return;
+    }
+    const results = finished();
+    const bad = results.find((r) => r.status !== "ok");
+    const values = results.map((r) => r.metrics[metric] as number);
+    const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+    const decision = bad
+      ? { action: "crash" as const, reason: bad.reason ?? bad.status, mechanismConfirmed: null }
+      : {
+          action: "keep" as const,
+          reason:
+            values.length > 1 ? `baseline: mean of ${values.length} trials (${spread(values)})` : "baseline",
+          metric: mean,
+          mechanismConfirmed: null,
+        };
     ledger.decide(exp.id, decision);
     emit({
       type: "decision",
       n: 0,
       action: decision.action,
       reason: decision.reason,
-      ...(ok ? { metric: value as number } : {}),
-      best: { n: 0, metric: ok ? (value as number) : Number.NaN },
+      ...(bad ? {} : { metric: mean }),
+      best: { n: 0, metric: bad ? Number.NaN : mean },
     });
     return;
   }
 
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
-  const trials = ledger
-    .getExperiment(run.id, exp.n)
-    ?.trials.map((t) => t.result)
-    .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted") ?? [result];
-  const decision = judge.decide({ program, trials, best: { n: best.n, metric: bestMetric } });
+  const okValues = (e: ExperimentRecord | undefined) =>
+    (e?.trials ?? [])
+      .map((t) => t.result)
+      .filter((r) => r?.status === "ok")
+      .map((r) => r?.metrics[metric] as number);
+  const input = {
+    program,
+    best: { n: best.n, metric: bestMetric, values: okValues(best) },
+    baseline: okValues(exps.find((e) => e.n === 0)),
+  };
+  let decision: Decision | undefined;
+  while (!decision) {
+    const trials = finished();
+    if (trials.length === 0) {
+      if (!(await another())) return;
+      continue;
+    }
+    const verdict = judge.decide({ ...input, trials });
+    if (verdict.action !== "more") decision = verdict;
+    else if (trials.length >= judge.maxTrials) {
+      decision = {
+        action: "discard",
+        reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,
+        mechanismConfirmed: false,
+      };
+    } else if (!(await another())) return;
+  }
   // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
   ledger.decide(exp.id, decision);
   crashPoint("after-decision");
@@ -380,9 +418,21 @@ async function evaluateExperiment(
   });
 }
 
+/** "± sd" of a few values, for reasons people read. */
+function spread(values: number[]): string {
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, values.length - 1));
+  return `${formatMetric(mean)} ± ${formatMetric(sd)}`;
+}
+
+/**
+ * Runs one trial of experiment n. `seedIndex` is the number of trials already finished: trial
+ * k of every experiment gets seed run.seed + k, so candidates and baseline share their seeds.
+ */
 async function runTrial(
   deps: LoopDeps,
-  exp: ExperimentRecord,
+  n: number,
+  seedIndex: number,
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
 ): Promise<TrialResult> {
@@ -397,8 +447,10 @@ async function runTrial(
       "The repository may be corrupt; start a new run.",
     );
   }
+  const exp = ledger.getExperiment(run.id, n);
+  if (!exp) throw new AutolabError("NO_EXPERIMENT", `experiment #${n} is not in the notebook.`);
   const attempt = exp.trials.length + 1;
-  const seed = run.seed;
+  const seed = run.seed + seedIndex;
   const logDir = join(deps.logDir, String(exp.n), String(attempt));
   await mkdir(logDir, { recursive: true });
   const env = {

@@ -52,6 +52,8 @@ export function decideConstraints(program: JudgeInput["program"], t: TrialResult
  */
 export const greedyJudge: Judge = {
   name: "greedy",
+  baselineTrials: 1,
+  maxTrials: 1,
   decide({ program, trials, best }: JudgeInput): Decision {
     const t = trials[trials.length - 1];
     if (!t) return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
