@@ -2,17 +2,15 @@ import { AutolabError } from "../core/errors.ts";
 import type { Agent, AgentConfig, Program } from "../core/types.ts";
 import { AGENT_BACKENDS } from "../program/schema.ts";
 import { createBuiltinAgent } from "./builtin/builtin-agent.ts";
+import "./cli/register.ts";
+import "./llm/register.ts";
+import { agentFactory, registeredBackends } from "./registry.ts";
 
 /**
- * Backends other than builtin register here (CLI presets, llm). Kept as a table so a backend's
- * module is only loaded when it is used.
+ * Backends other than builtin register themselves in registry.ts (CLI presets, llm); each
+ * register.ts is imported above and loads its backend's module only when it is used.
  */
-export type AgentFactory = (config: AgentConfig, program: Program) => Promise<Agent>;
-const factories = new Map<string, AgentFactory>();
-
-export function registerAgent(backend: string, factory: AgentFactory): void {
-  factories.set(backend, factory);
-}
+export { type AgentFactory, registerAgent } from "./registry.ts";
 
 /** The agent config for this invocation: program.md's, or a different backend named by --agent. */
 export function agentConfigFor(program: Program, flag: string | undefined): AgentConfig {
@@ -22,7 +20,7 @@ export function agentConfigFor(program: Program, flag: string | undefined): Agen
 
 export async function createAgent(config: AgentConfig, program: Program, seed: number): Promise<Agent> {
   if (config.backend === "builtin") return createBuiltinAgent({ seed });
-  const factory = factories.get(config.backend);
+  const factory = agentFactory(config.backend);
   if (factory) return factory(config, program);
   const known = (AGENT_BACKENDS as readonly string[]).includes(config.backend);
   throw new AutolabError(
@@ -30,6 +28,6 @@ export async function createAgent(config: AgentConfig, program: Program, seed: n
     known
       ? `the agent backend "${config.backend}" is not available in this version of autolab.`
       : `unknown agent "${config.backend}".`,
-    `Available: ${["builtin", ...factories.keys()].join(", ")}. Set \`agent:\` in program.md or pass --agent.`,
+    `Available: ${["builtin", ...registeredBackends()].join(", ")}. Set \`agent:\` in program.md or pass --agent.`,
   );
 }
