@@ -6,6 +6,7 @@ import type { Agent, Proposal, ProposalContext } from "../core/types.ts";
 export interface ScriptedStep {
   hypothesis: string;
   mechanism?: string;
+  expected?: string;
   /** path (relative to the program's directory) → new content, a transform of the old, or null to delete. */
   edits: Record<string, string | ((old: string) => string) | null>;
   /** Simulated thinking time. */
@@ -31,7 +32,11 @@ export function createScriptedAgent(steps: ScriptedStep[], name = "scripted"): A
         else if (typeof edit === "string") await writeFile(abs, edit);
         else await writeFile(abs, edit(await readFile(abs, "utf8").catch(() => "")));
       }
-      return { hypothesis: step.hypothesis, ...(step.mechanism ? { mechanism: step.mechanism } : {}) };
+      return {
+        hypothesis: step.hypothesis,
+        ...(step.mechanism ? { mechanism: step.mechanism } : {}),
+        ...(step.expected ? { expected: step.expected } : {}),
+      };
     },
   };
   return agent;

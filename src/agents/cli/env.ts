@@ -1,0 +1,79 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { AutolabError } from "../../core/errors.ts";
+import type { AgentConfig } from "../../core/types.ts";
+import type { CliPreset } from "./preset.ts";
+
+/** Variable names that look like credentials: never passed to an agent CLI unless its preset asks for them. */
+const CREDENTIAL =
+  /(_API_KEY|_APIKEY|_TOKEN|_SECRET|_SECRET_KEY|_SECRET_ACCESS_KEY|_ACCESS_KEY_ID|_PASSWORD)$/i;
+
+export function isCredentialVar(name: string): boolean {
+  return CREDENTIAL.test(name);
+}
+
+/** Placeholder key for local endpoints (vLLM, Ollama, a proxy) that ignore it but whose clients insist on one. */
+export const PLACEHOLDER_KEY = "autolab-no-key";
+
+/**
+ * The API key for the CLI: from `api_key_env` when set (missing → AutolabError before the run
+ * starts), a placeholder when only `base_url` is set, otherwise undefined (the CLI uses the host
+ * credentials its preset lets through).
+ */
+export function resolveApiKey(config: AgentConfig, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (config.apiKeyEnv) {
+    const v = env[config.apiKeyEnv];
+    if (!v) {
+      throw new AutolabError(
+        "AGENT_API_KEY_MISSING",
+        `program.md agent.api_key_env names ${config.apiKeyEnv}, but that environment variable is not set.`,
+        `Export it (export ${config.apiKeyEnv}=…) before \`autolab run\`, or remove api_key_env.`,
+      );
+    }
+    return v;
+  }
+  return config.baseUrl ? PLACEHOLDER_KEY : undefined;
+}
+
+/**
+ * The environment of one agent CLI run: the host's, minus credentials (a local or proxy
+ * `base_url` never sees the host's real keys; without one, only the keys the preset names pass),
+ * with HOME and the XDG directories pointed at `home` when the preset isolates it, then the
+ * preset's variables, then program.md's `agent.env` (which wins).
+ */
+export function agentEnv(
+  preset: CliPreset,
+  config: AgentConfig,
+  home: string | undefined,
+  presetEnv: Record<string, string>,
+  host: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const keep =
+    config.baseUrl || preset.hostKeys === "none"
+      ? () => false
+      : preset.hostKeys === "all"
+        ? () => true
+        : (name: string) => (preset.hostKeys as readonly string[]).includes(name);
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(host)) {
+    if (v === undefined) continue;
+    if (isCredentialVar(k) && !keep(k)) continue;
+    env[k] = v;
+  }
+  // A test runner's or the harness's own markers are not the agent's business.
+  delete env.AUTOLAB_CRASH_AT;
+  if (home) {
+    env.HOME = home;
+    env.USERPROFILE = home;
+    for (const [k, dir] of [
+      ["XDG_CONFIG_HOME", ".config"],
+      ["XDG_DATA_HOME", ".local/share"],
+      ["XDG_STATE_HOME", ".local/state"],
+      ["XDG_CACHE_HOME", ".cache"],
+    ] as const) {
+      env[k] = join(home, dir);
+      mkdirSync(env[k], { recursive: true });
+    }
+  }
+  return { ...env, ...presetEnv, ...config.env };
+}

@@ -1,0 +1,82 @@
+import { isAbsolute, join } from "node:path";
+import type { ProposalContext } from "../../core/types.ts";
+
+/** The summary every researcher ends with, as a JSON schema (for `--json-schema` and submit tools). */
+export const SUMMARY_JSON_SCHEMA = {
+  type: "object",
+  properties: {
+    hypothesis: { type: "string", description: "The one idea this change tests, in one sentence." },
+    mechanism: { type: "string", description: "Why it should work." },
+    expected: { type: "string", description: "The expected effect on the objective metric." },
+  },
+  required: ["hypothesis", "mechanism", "expected"],
+  additionalProperties: false,
+} as const;
+
+export interface PromptOptions {
+  /** A tool the CLI offers for the summary (e.g. pi's submit_summary); the JSON block is asked for anyway. */
+  summaryTool?: string;
+}
+
+/** Absolute paths of the program's editable files inside the worktree. */
+export function editablePaths(ctx: ProposalContext): string[] {
+  return ctx.program.files.editable.map((p) => abs(ctx.worktree, p));
+}
+
+/** Absolute paths of the program's protected files and directories inside the worktree. */
+export function protectedPaths(ctx: ProposalContext): string[] {
+  return ctx.program.files.protected.map((p) => abs(ctx.worktree, p));
+}
+
+function abs(root: string, p: string): string {
+  return isAbsolute(p) ? p : join(root, p);
+}
+
+/**
+ * The researcher prompt: what to do, where, what not to touch, the notebook (the only view of
+ * past experiments an agent gets: built by core/views.ts, holdouts never in it), and the summary
+ * to end with. Paths are absolute: some CLIs (Claude Code) only edit absolute paths.
+ */
+export function buildPrompt(ctx: ProposalContext, opts: PromptOptions = {}): string {
+  const { program } = ctx;
+  const metric = program.objective.metric;
+  const direction = program.objective.direction === "minimize" ? "lower is better" : "higher is better";
+  const editable = editablePaths(ctx);
+  const prot = protectedPaths(ctx);
+  const lines = [
+    "You are the researcher of an autonomous research lab (autolab).",
+    `The objective is ${metric} (${direction}). The harness runs every experiment under a fixed budget and scores it with a protected evaluator; a change is kept only if it beats the current best.`,
+    "",
+    "## Your task",
+    "",
+    "Make ONE focused change to test ONE hypothesis about how to improve " +
+      `${metric}. Read the editable files first, then edit them in place.`,
+    "",
+    "Editable files (change only these):",
+    ...editable.map((p) => `- ${p}`),
+    "",
+    "Do not touch anything else:",
+    ...(prot.length ? [`- protected (the evaluation; a change to it is rejected): ${prot.join(", ")}`] : []),
+    "- no new files, no deleted files, no changes outside the editable files above: such a candidate is rejected unseen;",
+    "- do not run the experiment, install packages, or commit: the harness does all of that after you finish.",
+    "",
+    "## The lab notebook",
+    "",
+    ctx.contextText.trim(),
+    "",
+    "## When you are done",
+    "",
+    ...(opts.summaryTool
+      ? [
+          `Call the \`${opts.summaryTool}\` tool with your summary, then also end your final answer with it as below.`,
+        ]
+      : []),
+    "End your final answer with this JSON block (and nothing after it):",
+    "",
+    "```json",
+    `{"hypothesis": "the one idea this change tests", "mechanism": "why it should work", "expected": "expected effect on ${metric}"}`,
+    "```",
+    "",
+  ];
+  return lines.join("\n");
+}
