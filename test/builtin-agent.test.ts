@@ -53,6 +53,7 @@ function program(dir: string, search: Record<string, Knob> = SEARCH): Program {
     files: { editable: ["train.py", "train.ts"], protected: ["prepare.py"] },
     metrics: { holdout: [] },
     constraints: [],
+    acceptance: "greedy",
     agent: { backend: "builtin", args: [], env: {} },
     search,
     directions: "",

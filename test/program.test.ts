@@ -88,6 +88,7 @@ describe("parseProgram: valid programs", () => {
       files: { editable: ["train.ts"], protected: ["prepare.ts", "evaluate.ts"] },
       metrics: { holdout: ["test_bpb"], progress: "train_loss" },
       constraints: ["peak_rss_mb <= 4096"],
+      acceptance: "noise",
       agent: { backend: "builtin", args: [], env: {} },
       search: {
         LEARNING_RATE: { low: 1e-4, high: 0.1, log: true, int: false },

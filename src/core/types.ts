@@ -64,6 +64,8 @@ export interface Program {
   };
   /** Expressions over metrics and costs, e.g. "peak_rss_mb <= 4096". */
   constraints: string[];
+  /** The acceptance rule: noise-aware (default) or autoresearch's greedy keep-if-better. */
+  acceptance: "noise" | "greedy";
   agent: AgentConfig;
   search: Record<string, Knob>;
   /** The markdown body: research directions for agents. */

@@ -127,6 +127,7 @@ export function parseProgram(text: string, path: string): Program {
       ...(fm.metrics.progress !== undefined && { progress: fm.metrics.progress }),
     },
     constraints: fm.constraints,
+    acceptance: fm.acceptance,
     agent: toAgentConfig(fm.agent),
     search: fm.search,
     directions: split.body,

@@ -184,6 +184,7 @@ const topShape = {
   files: z.strictObject(filesShape),
   metrics: z.strictObject(metricsShape).default({ holdout: [] }),
   constraints: z.array(constraint).default([]),
+  acceptance: z.enum(["noise", "greedy"]).default("noise"),
   agent: agent.default({ backend: "builtin", args: [], env: {} }),
   search: z.record(knobName, knob).default({}),
 };
@@ -239,6 +240,8 @@ export const EXAMPLES: Record<string, string> = {
   "metrics.holdout": "holdout: [test_bpb]",
   "metrics.progress": "progress: train_loss",
   constraints: 'constraints: ["peak_rss_mb <= 4096", "wall_s < 60"]',
+  acceptance:
+    "acceptance: noise   # default: keep only improvements credible against the baseline's noise; greedy = autoresearch's keep-if-better",
   agent:
     "agent: builtin   # or claude, codex, gemini, opencode, pi, qwen, aider, llm, command\n# or: agent: { backend: claude, model: claude-sonnet-4-5, timeout: 15m }",
   "agent.backend": `backend: claude   # one of ${AGENT_BACKENDS.join(", ")}`,
