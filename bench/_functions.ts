@@ -1,0 +1,121 @@
+/**
+ * Standard black-box test functions with known optima, for the trust and optimizer
+ * benchmarks. Every function is minimized and defined on its own knob space; `unit` maps a
+ * point of the unit cube into that space (log knobs in log space), so a simulation can
+ * propose in the cube and the optimizer benchmark can search the real knobs.
+ */
+import type { Knob } from "../src/core/types.ts";
+
+export type Point = Record<string, number>;
+
+export interface TestFunction {
+  name: string;
+  space: Record<string, Knob>;
+  f: (p: Point) => number;
+  /** The noise-free minimum. */
+  optimum: number;
+}
+
+const knob = (low: number, high: number, extra: Partial<Knob> = {}): Knob => ({
+  low,
+  high,
+  log: false,
+  int: false,
+  ...extra,
+});
+
+/** Branin–Hoo on [-5, 10] × [0, 15]; minimum 0.397887 at three points. */
+export const branin: TestFunction = {
+  name: "branin",
+  space: { X1: knob(-5, 10), X2: knob(0, 15) },
+  optimum: 0.397887,
+  f: (p) => {
+    const x1 = p.X1 as number;
+    const x2 = p.X2 as number;
+    const b = 5.1 / (4 * Math.PI ** 2);
+    const c = 5 / Math.PI;
+    const t = 1 / (8 * Math.PI);
+    return (x2 - b * x1 * x1 + c * x1 - 6) ** 2 + 10 * (1 - t) * Math.cos(x1) + 10;
+  },
+};
+
+const H3_A = [
+  [3, 10, 30],
+  [0.1, 10, 35],
+  [3, 10, 30],
+  [0.1, 10, 35],
+];
+const H3_P = [
+  [0.3689, 0.117, 0.2673],
+  [0.4699, 0.4387, 0.747],
+  [0.1091, 0.8732, 0.5547],
+  [0.03815, 0.5743, 0.8828],
+];
+const H_ALPHA = [1, 1.2, 3, 3.2];
+
+/** Hartmann-3 on [0, 1]³; minimum −3.86278. */
+export const hartmann3: TestFunction = {
+  name: "hartmann3",
+  space: { X1: knob(0, 1), X2: knob(0, 1), X3: knob(0, 1) },
+  optimum: -3.86278,
+  f: (p) => {
+    const x = [p.X1 as number, p.X2 as number, p.X3 as number];
+    let s = 0;
+    for (let i = 0; i < 4; i++) {
+      let inner = 0;
+      for (let j = 0; j < 3; j++) {
+        inner +=
+          ((H3_A[i] as number[])[j] as number) *
+          ((x[j] as number) - ((H3_P[i] as number[])[j] as number)) ** 2;
+      }
+      s -= (H_ALPHA[i] as number) * Math.exp(-inner);
+    }
+    return s;
+  },
+};
+
+/** Rosenbrock in 2-D on [-2, 2]², on a log scale: log(1 + f); minimum 0 at (1, 1). */
+export const logRosenbrock: TestFunction = {
+  name: "log-rosenbrock",
+  space: { X1: knob(-2, 2), X2: knob(-2, 2) },
+  optimum: 0,
+  f: (p) => {
+    const x = p.X1 as number;
+    const y = p.X2 as number;
+    return Math.log1p(100 * (y - x * x) ** 2 + (1 - x) ** 2);
+  },
+};
+
+/**
+ * A hyperparameter-like quadratic in log space (learning rate, width, dropout), the shape
+ * test/tpe.test.ts uses: minimum 0 at LR 3e-3, HIDDEN 96, DROPOUT 0.1.
+ */
+export const logQuadratic: TestFunction = {
+  name: "log-quadratic",
+  space: {
+    LR: knob(1e-5, 1, { log: true }),
+    HIDDEN: knob(8, 1024, { log: true, int: true }),
+    DROPOUT: knob(0, 0.5),
+  },
+  optimum: 0,
+  f: (p) => {
+    const lr = Math.log10(p.LR as number) - Math.log10(3e-3);
+    const hidden = (Math.log2(p.HIDDEN as number) - Math.log2(96)) / 2;
+    const dropout = ((p.DROPOUT as number) - 0.1) * 4;
+    return lr * lr + hidden * hidden + dropout * dropout;
+  },
+};
+
+/** Maps a point of the unit cube into the function's knob space (log knobs in log space). */
+export function fromUnit(space: Record<string, Knob>, u: readonly number[]): Point {
+  const p: Point = {};
+  Object.entries(space).forEach(([name, k], i) => {
+    const t = Math.min(1, Math.max(0, u[i] ?? 0));
+    let v = k.log
+      ? Math.exp(Math.log(k.low) + t * (Math.log(k.high) - Math.log(k.low)))
+      : k.low + t * (k.high - k.low);
+    if (k.int) v = Math.round(v);
+    p[name] = v;
+  });
+  return p;
+}

@@ -1,0 +1,218 @@
+/**
+ * Keep-or-revert on noisy objectives with known truth: greedy (autoresearch's rule) against
+ * the noise judge (the default), at equal total trials.
+ *
+ * Each scenario is a standard test function plus Gaussian trial noise; a seed fixes the start
+ * point and the proposal stream. Candidates come from local random search around the best
+ * (a Gaussian step of 0.1 in the unit cube, 10% uniform) or, with --proposer=tpe, from the
+ * built-in TPE fed with the judged values, as the built-in agent is. bench/_keep-loop.ts
+ * consults the judge exactly as the loop does ("more" → another trial, up to maxTrials).
+ *
+ * Figures per scenario: share of kept changes that are truly worse than the best they replaced
+ * (pooled over seeds), reported-minus-true gap of the final best, its true regret (true value −
+ * optimum), and the paired difference of true regret noise − greedy (negative = noise better).
+ *
+ *   npm run bench -- noise [--seeds=200] [--trials=200] [--tpe-seeds=30] [--sweep] [--share=0]
+ */
+
+import type { Judge } from "../src/core/judge.ts";
+import { greedyJudge } from "../src/trust/greedy-judge.ts";
+import { createNoiseJudge, type NoiseJudgeOptions } from "../src/trust/noise-judge.ts";
+import { branin, hartmann3, logQuadratic, logRosenbrock, type TestFunction } from "./_functions.ts";
+import { type KeepLoopResult, type Proposer, runKeepLoop } from "./_keep-loop.ts";
+import { type Estimate, estimate, flags, numberFlag, ratio, round, show } from "./_stats.ts";
+
+/** σ per function: of the order of the late improvements a local step makes (printed as typ/σ). */
+const SCENARIOS: { fn: TestFunction; sigma: number }[] = [
+  { fn: branin, sigma: 1 },
+  { fn: hartmann3, sigma: 0.3 },
+  { fn: logRosenbrock, sigma: 0.3 },
+  { fn: logQuadratic, sigma: 0.3 },
+];
+
+interface JudgeFigures {
+  falseShare: Estimate;
+  gap: Estimate;
+  regret: Estimate;
+  keepsPerSeed: number;
+  experimentsPerSeed: number;
+  regrets: number[];
+  /** Median true improvement of truly-better keeps, in σ. */
+  typicalImprovement: number;
+}
+
+function runJudge(
+  judge: Judge,
+  fn: TestFunction,
+  sigma: number,
+  seeds: number,
+  trials: number,
+  proposer: Proposer,
+  share: number,
+): JudgeFigures {
+  const results: KeepLoopResult[] = [];
+  for (let s = 0; s < seeds; s++) {
+    results.push(runKeepLoop({ fn, sigma, judge, totalTrials: trials, seed: s, proposer, seedShare: share }));
+  }
+  const gains = results
+    .flatMap((r) => r.keeps.map((k) => k.trueOld - k.trueNew))
+    .filter((g) => g > 0)
+    .sort((a, b) => a - b);
+  const regrets = results.map((r) => r.finalTrue - fn.optimum);
+  return {
+    falseShare: ratio(
+      results.map((r) => r.falseKeeps),
+      results.map((r) => r.keeps.length),
+    ),
+    gap: estimate(results.map((r) => r.finalReported - r.finalTrue)),
+    regret: estimate(regrets),
+    keepsPerSeed: results.reduce((a, r) => a + r.keeps.length, 0) / seeds,
+    experimentsPerSeed: results.reduce((a, r) => a + r.experiments, 0) / seeds,
+    regrets,
+    typicalImprovement: (gains[Math.floor(gains.length / 2)] ?? Number.NaN) / sigma,
+  };
+}
+
+interface ScenarioFigures {
+  function: string;
+  proposer: Proposer;
+  sigma: number;
+  seeds: number;
+  greedy: JudgeFigures;
+  noise: JudgeFigures;
+  /** Paired over seeds: noise's true regret minus greedy's (negative: noise found better). */
+  regretDiff: Estimate;
+  /** |gap noise| / |gap greedy|. */
+  gapRatio: number;
+}
+
+function scenario(
+  fn: TestFunction,
+  sigma: number,
+  seeds: number,
+  trials: number,
+  proposer: Proposer,
+  share: number,
+  options: NoiseJudgeOptions,
+): ScenarioFigures {
+  const greedy = runJudge(greedyJudge, fn, sigma, seeds, trials, proposer, share);
+  const noise = runJudge(createNoiseJudge(options), fn, sigma, seeds, trials, proposer, share);
+  return {
+    function: fn.name,
+    proposer,
+    sigma,
+    seeds,
+    greedy,
+    noise,
+    regretDiff: estimate(noise.regrets.map((x, i) => x - (greedy.regrets[i] as number))),
+    gapRatio: Math.abs(noise.gap.mean) / Math.abs(greedy.gap.mean),
+  };
+}
+
+function print(s: ScenarioFigures): void {
+  const line = (name: string, j: JudgeFigures) =>
+    `  ${name.padEnd(6)} truly-worse keeps ${show(j.falseShare, 3, 100)}%  gap ${show(j.gap)}  regret ${show(j.regret)}  keeps/seed ${round(j.keepsPerSeed, 3)}  experiments/seed ${round(j.experimentsPerSeed, 3)}`;
+  console.log(
+    `${s.function} (σ ${s.sigma}, ${s.proposer} proposals, ${s.seeds} seeds; typical true gain of a good keep ${round(s.greedy.typicalImprovement, 2)}σ)`,
+  );
+  console.log(line("greedy", s.greedy));
+  console.log(line("noise", s.noise));
+  console.log(
+    `  noise − greedy true regret ${show(s.regretDiff)} (negative: noise better); |gap| ratio ${round(s.gapRatio, 2)}`,
+  );
+}
+
+export async function main(args: string[]): Promise<Record<string, unknown>> {
+  const f = flags(args);
+  const seeds = numberFlag(f, "seeds", 200);
+  const tpeSeeds = numberFlag(f, "tpe-seeds", 30);
+  const trials = numberFlag(f, "trials", 200);
+  const share = numberFlag(f, "share", 0);
+  const t0 = performance.now();
+  console.log(
+    `keep-or-revert at ${trials} total trials per run (baseline included); noise independent between trials${share ? ` except a seed share of ${share}` : ""}`,
+  );
+  const all: ScenarioFigures[] = [];
+  for (const { fn, sigma } of SCENARIOS) {
+    const s = scenario(fn, sigma, seeds, trials, "local", share, {});
+    print(s);
+    all.push(s);
+  }
+  if (tpeSeeds > 0) {
+    for (const { fn, sigma } of SCENARIOS) {
+      const s = scenario(fn, sigma, tpeSeeds, trials, "tpe", share, {});
+      print(s);
+      all.push(s);
+    }
+  }
+
+  const sweep: Record<string, unknown>[] = [];
+  if (f.sweep) {
+    console.log("trade-off of the keep threshold (local proposals, pooled over the scenarios):");
+    for (const alpha of [0.01, 0.025, 0.05, 0.1, 0.2]) {
+      const rows = SCENARIOS.map(({ fn, sigma }) =>
+        scenario(fn, sigma, seeds, trials, "local", share, { alpha, keepZ: 0 }),
+      );
+      const fs = rows.map((r) => r.noise.falseShare.mean);
+      const diff = rows.map((r) => r.regretDiff.mean / r.sigma);
+      const row = {
+        alpha,
+        false_share_pct: fs.map((x) => round(100 * x, 3)),
+        gap_ratio: rows.map((r) => round(r.gapRatio, 2)),
+        regret_diff_sigma: diff.map((x) => round(x, 2)),
+      };
+      console.log(
+        `  alpha ${alpha}: truly-worse keeps ${row.false_share_pct.join(" / ")}%; |gap| ratio ${row.gap_ratio.join(" / ")}; regret noise − greedy ${row.regret_diff_sigma.join(" / ")} σ`,
+      );
+      sweep.push(row);
+    }
+  }
+
+  const local = all.filter((s) => s.proposer === "local");
+  const pooled = (pick: (s: ScenarioFigures) => JudgeFigures) =>
+    local.reduce((a, s) => a + pick(s).falseShare.mean, 0) / local.length;
+  const summary = {
+    benchmark: "noise",
+    trials,
+    seeds,
+    tpe_seeds: tpeSeeds,
+    seed_share: share,
+    false_share_noise_pct: round(100 * pooled((s) => s.noise), 3),
+    false_share_greedy_pct: round(100 * pooled((s) => s.greedy), 3),
+    max_false_share_noise_pct: round(100 * Math.max(...all.map((s) => s.noise.falseShare.mean)), 3),
+    max_gap_ratio: round(Math.max(...all.map((s) => s.gapRatio)), 2),
+    scenarios_noise_regret_not_worse: all.filter((s) => s.regretDiff.mean <= 0).length,
+    scenarios_noise_regret_significantly_worse: all.filter((s) => s.regretDiff.mean - s.regretDiff.ci > 0)
+      .length,
+    scenarios: all.map((s) => ({
+      function: s.function,
+      proposer: s.proposer,
+      sigma: s.sigma,
+      seeds: s.seeds,
+      typical_gain_sigma: round(s.greedy.typicalImprovement, 2),
+      false_share_pct: {
+        greedy: round(100 * s.greedy.falseShare.mean, 3),
+        noise: round(100 * s.noise.falseShare.mean, 3),
+      },
+      false_share_ci_pct: {
+        greedy: round(100 * s.greedy.falseShare.ci, 2),
+        noise: round(100 * s.noise.falseShare.ci, 2),
+      },
+      gap: { greedy: round(s.greedy.gap.mean), noise: round(s.noise.gap.mean) },
+      gap_ratio: round(s.gapRatio, 2),
+      regret: { greedy: round(s.greedy.regret.mean), noise: round(s.noise.regret.mean) },
+      regret_diff: round(s.regretDiff.mean),
+      regret_diff_ci: round(s.regretDiff.ci, 2),
+      experiments_per_seed: {
+        greedy: round(s.greedy.experimentsPerSeed, 3),
+        noise: round(s.noise.experimentsPerSeed, 3),
+      },
+    })),
+    ...(sweep.length ? { sweep } : {}),
+    seconds: round((performance.now() - t0) / 1000, 3),
+  };
+  console.log(
+    `summary: truly-worse keeps noise ${summary.false_share_noise_pct}% vs greedy ${summary.false_share_greedy_pct}% (target ≤ 5%); worst |gap| ratio ${summary.max_gap_ratio} (target ≤ 0.25); true regret not worse than greedy in ${summary.scenarios_noise_regret_not_worse} of ${all.length} scenarios, significantly worse in ${summary.scenarios_noise_regret_significantly_worse}`,
+  );
+  return summary;
+}

@@ -1,0 +1,191 @@
+import { describe, expect, it } from "vitest";
+import { hartmann3 } from "../bench/_functions.ts";
+import { runKeepLoop, simProgram, simTrial } from "../bench/_keep-loop.ts";
+import type { JudgeInput } from "../src/core/judge.ts";
+import type { Program, TrialResult } from "../src/core/types.ts";
+import { createJudge } from "../src/trust/acceptance.ts";
+import { greedyJudge } from "../src/trust/greedy-judge.ts";
+import { createNoiseJudge, describeNoise, estimateNoise, keepThreshold } from "../src/trust/noise-judge.ts";
+
+const program = simProgram("val_bpb");
+const trials = (...xs: number[]): TrialResult[] => xs.map((x, k) => simTrial(x, 42 + k, "val_bpb"));
+const BASELINE = [2.95, 2.97, 2.93]; // mean 2.95, sd 0.02
+const input = (xs: number[], over: Partial<JudgeInput> = {}): JudgeInput => ({
+  program,
+  trials: trials(...xs),
+  best: { n: 0, metric: 2.95, values: BASELINE },
+  baseline: BASELINE,
+  ...over,
+});
+
+describe("createNoiseJudge", () => {
+  const judge = createNoiseJudge();
+
+  it("defaults: 3 baseline trials, up to 4 per candidate", () => {
+    expect(judge.name).toBe("noise");
+    expect(judge.baselineTrials).toBe(3);
+    expect(judge.maxTrials).toBe(4);
+  });
+
+  it("discards a clear loss after one trial", () => {
+    const d = judge.decide(input([3.2]));
+    expect(d.action).toBe("discard");
+    expect(d.reason).toMatch(/^clear loss: val_bpb 3\.2 ± 0\.02 \(1 trial\) vs best 2\.95/);
+    expect(d.action === "discard" && d.metric).toBe(3.2);
+  });
+
+  it("asks for another trial when the first result is inside the noise band, even a better one", () => {
+    for (const x of [2.96, 2.94, 2.9, 2.8]) {
+      const d = judge.decide(input([x]));
+      expect(d.action, `first trial ${x}`).toBe("more");
+      expect(d.reason).toMatch(/running trial 2 of up to 4/);
+    }
+  });
+
+  it("keeps a credible improvement with a noise-corrected metric and a readable reason", () => {
+    const d = judge.decide(input([2.8, 2.82]));
+    expect(d.action).toBe("keep");
+    if (d.action !== "keep") return;
+    // Mean 2.81, pulled back toward the best by 1.5 standard errors.
+    expect(d.metric).toBeGreaterThan(2.81);
+    expect(d.metric).toBeLessThan(2.95);
+    expect(d.reason).toMatch(
+      /^improved: val_bpb 2\.81 ± 0\.01\d* \(2 trials\) vs best 2\.95 ± 0\.01\d* \(3 trials, #0\); margin \d+\.\dσ ≥ \d\.\dσ/,
+    );
+    expect(d.mechanismConfirmed).toBe(true);
+  });
+
+  it("discards a second trial that is not better, and gives up at maxTrials", () => {
+    expect(judge.decide(input([2.94, 2.97])).action).toBe("discard");
+    const last = judge.decide(input([2.94, 2.94, 2.945, 2.94]));
+    expect(last.action).toBe("discard");
+    expect(last.reason).toMatch(/^not credibly better: .* after 4 trials/);
+  });
+
+  it("works for maximize objectives", () => {
+    const max: Program = simProgram("acc", "maximize");
+    const base = [0.8, 0.81, 0.79];
+    const mk = (xs: number[]) => ({
+      program: max,
+      trials: xs.map((x, k) => simTrial(x, k, "acc")),
+      best: { n: 0, metric: 0.8, values: base },
+      baseline: base,
+    });
+    expect(judge.decide(mk([0.9, 0.91])).action).toBe("keep");
+    expect(judge.decide(mk([0.6])).action).toBe("discard");
+    const kept = judge.decide(mk([0.9, 0.91]));
+    expect(kept.action === "keep" && (kept.metric as number) < 0.905).toBe(true);
+  });
+
+  it("pools the best's repeats into the noise and compares with the best's mean of trials", () => {
+    const best = { n: 5, metric: 2.86, values: [2.84, 2.86, 2.85] };
+    // 2.83 vs the best's mean 2.85: too small against σ 0.02 after 2 trials.
+    expect(judge.decide(input([2.83, 2.83], { best })).action).toBe("more");
+    expect(judge.decide(input([2.7, 2.71], { best })).action).toBe("keep");
+    // A keep never reports a value worse than the best's.
+    const d = judge.decide(input([2.7, 2.71], { best }));
+    expect(d.action === "keep" && (d.metric as number) <= 2.86).toBe(true);
+  });
+
+  it("a failed trial decides at once, whichever trial it is; constraints apply to every trial", () => {
+    const crash: TrialResult = {
+      ...simTrial(0, 1, "val_bpb"),
+      status: "crash",
+      reason: "exit code 1",
+      metrics: {},
+    };
+    expect(judge.decide({ ...input([2.9]), trials: [crash] }).action).toBe("crash");
+    const second = judge.decide({ ...input([2.9]), trials: [...trials(2.9), crash] });
+    expect(second.action).toBe("crash");
+    expect(second.reason).toBe("trial 2 of 2: exit code 1");
+    const constrained: Program = { ...program, constraints: ["peak_rss_mb <= 100"] };
+    const heavy = { ...simTrial(2.7, 2, "val_bpb"), peakRssMb: 500 };
+    const d = judge.decide({ ...input([]), program: constrained, trials: [...trials(2.7), heavy] });
+    expect(d.action).toBe("reject");
+    expect(d.reason).toMatch(/trial 2 of 2: constraint: peak_rss_mb 500 > 100/);
+  });
+
+  it("identical baseline repeats use the floor, so dust is not significant but real gains are", () => {
+    const same = [3, 3, 3];
+    const mk = (xs: number[]) => input(xs, { best: { n: 0, metric: 3, values: same }, baseline: same });
+    const dust = judge.decide(mk([3 - 1e-9, 3 - 1e-9]));
+    expect(dust.action).not.toBe("keep");
+    const real = judge.decide(mk([2.9, 2.9]));
+    expect(real.action).toBe("keep");
+    expect(real.reason).toMatch(/repeats identical: σ is the floor/);
+  });
+
+  it("with a single baseline trial, repeats the candidate to get a noise estimate", () => {
+    const j = createNoiseJudge({ baselineTrials: 1 });
+    const d = j.decide(input([2.5], { best: { n: 0, metric: 2.95, values: [2.95] }, baseline: [2.95] }));
+    expect(d.action).toBe("more");
+    expect(d.reason).toMatch(/no noise estimate yet/);
+  });
+
+  it("explains when the baseline is too noisy to ever accept anything", () => {
+    const noisy = [1, 3, 5];
+    const d = judge.decide(
+      input([2.9, 3.1, 3, 3.05], { best: { n: 0, metric: 3, values: noisy }, baseline: noisy }),
+    );
+    expect(d.action).toBe("discard");
+    expect(d.reason).toMatch(/too noisy: val_bpb — σ 2 from .*practically nothing can be kept/);
+    const r = describeNoise({ metricName: "val_bpb", baseline: noisy });
+    expect(r.tooNoisy).toBe(true);
+    expect(describeNoise({ metricName: "val_bpb", baseline: BASELINE }).tooNoisy).toBe(false);
+  });
+
+  it("is deterministic and pure", () => {
+    const a = judge.decide(input([2.8, 2.82]));
+    const b = judge.decide(input([2.8, 2.82]));
+    expect(a).toEqual(b);
+  });
+});
+
+describe("noise helpers", () => {
+  it("estimateNoise pools groups around their own means and applies the floor", () => {
+    const e = estimateNoise([[1, 3], [10, 12], [5]], 1);
+    expect(e.sigma).toBeCloseTo(Math.SQRT2, 10);
+    expect(e.df).toBe(2);
+    const zero = estimateNoise([[4, 4, 4]], 4, { relativeSigmaFloor: 0.01 });
+    expect(zero.sigma).toBeCloseTo(0.04, 12);
+    expect(zero.floored).toBe(true);
+  });
+
+  it("keepThreshold is wider with few degrees of freedom and never below keepZ", () => {
+    expect(keepThreshold(2)).toBeGreaterThan(keepThreshold(20));
+    expect(keepThreshold(1000)).toBeCloseTo(1.65, 1);
+    expect(keepThreshold(1000, { keepZ: 3 })).toBe(3);
+  });
+});
+
+describe("noise judge against greedy on a noisy objective (small version of bench/noise.ts)", () => {
+  it("keeps far fewer truly worse changes and reports a far smaller gap, at equal trials", () => {
+    const run = (judge: typeof greedyJudge) => {
+      let keeps = 0;
+      let falseKeeps = 0;
+      let gap = 0;
+      for (let seed = 0; seed < 40; seed++) {
+        const r = runKeepLoop({ fn: hartmann3, sigma: 0.3, judge, totalTrials: 120, seed });
+        keeps += r.keeps.length;
+        falseKeeps += r.falseKeeps;
+        gap += r.finalReported - r.finalTrue;
+        expect(r.trialsUsed).toBeLessThanOrEqual(120);
+      }
+      return { share: falseKeeps / keeps, gap: gap / 40 };
+    };
+    const greedy = run(greedyJudge);
+    const noise = run(createNoiseJudge());
+    expect(greedy.share).toBeGreaterThan(0.15);
+    expect(noise.share).toBeLessThan(greedy.share / 3);
+    expect(Math.abs(noise.gap)).toBeLessThan(Math.abs(greedy.gap) / 4);
+  });
+});
+
+describe("createJudge", () => {
+  it("maps acceptance names to judges and refuses unknown ones with a hint", () => {
+    expect(createJudge().name).toBe("noise");
+    expect(createJudge("greedy")).toBe(greedyJudge);
+    expect(createJudge("noise", { maxTrials: 6 }).maxTrials).toBe(6);
+    expect(() => createJudge("lucky")).toThrow(/unknown acceptance rule "lucky"/);
+  });
+});
