@@ -254,3 +254,84 @@ describe("a failing researcher", () => {
     expect(git(dir, "rev-parse", "autolab/t")).toBe(exps[1]?.commit);
   });
 });
+
+describe("trustworthy progress in the loop", () => {
+  const ledgerOf = async (dir: string) => {
+    const { SqliteLedger } = await import("../src/ledger/sqlite-ledger.ts");
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const exps = ledger.listExperiments(ledger.getRun("t")?.id ?? -1);
+    ledger.close();
+    return exps;
+  };
+
+  it("noise-aware acceptance: repeats the baseline, re-runs results inside the noise, keeps only credible gains", async () => {
+    const dir = project({ acceptance: "noise", noise: 0.05 });
+    const { experiments } = await run(dir, [
+      { hypothesis: "X 5 → 4.99 (inside the noise)", edits: setX(4.99) },
+      { hypothesis: "X 5 → 3 (a real gain)", edits: setX(3) },
+      { hypothesis: "X 3 → 9 (a clear loss)", edits: setX(9) },
+    ]);
+    const [base, tiny, real, loss] = experiments;
+    // The baseline ran three times with seeds 0, 1, 2: that is the noise sample.
+    expect(base?.trials.map((t) => t.seed)).toEqual([0, 1, 2]);
+    expect(base?.decision?.reason).toMatch(/mean of 3 trials/);
+    // A result inside the noise is re-run, and not kept.
+    expect(tiny?.trials.length).toBeGreaterThan(1);
+    expect(tiny?.decision?.action).toBe("discard");
+    // A real gain is kept, and the value it carries is noise-corrected: its trials' mean shrunk
+    // toward the best it beat — never its luckiest trial (see docs/trust.md).
+    expect(real?.decision?.action).toBe("keep");
+    const values = (real?.trials ?? []).map((t) => t.result?.metrics.score as number);
+    expect(values.length).toBeGreaterThanOrEqual(2);
+    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    expect(real?.decision?.metric).toBeGreaterThanOrEqual(mean);
+    expect(real?.decision?.metric).toBeGreaterThan(Math.min(...values));
+    expect(real?.decision?.metric).toBeLessThan(base?.decision?.metric as number);
+    // A clear loss costs one trial.
+    expect(loss?.trials).toHaveLength(1);
+    expect(loss?.decision?.action).toBe("discard");
+  });
+
+  it("prunes a trial whose learning curve is confidently worse than the best's, and records it", async () => {
+    const dir = project({ steps: 20, budget: "4s" });
+    const { experiments } = await run(dir, [
+      { hypothesis: "X 5 → 3", edits: setX(3) },
+      { hypothesis: "X 3 → 9", edits: setX(9) },
+    ]);
+    const kept = experiments[1];
+    expect(kept?.decision?.action).toBe("keep");
+    expect(kept?.trials[0]?.result?.progress?.length).toBe(20);
+    const bad = experiments[2];
+    expect(bad?.trials[0]?.result?.status).toBe("pruned");
+    expect(bad?.decision?.action).toBe("discard");
+    expect(bad?.decision?.reason).toMatch(/^pruned: /);
+    // It stopped well before running its 2 s of steps to the end.
+    expect(bad?.trials[0]?.result?.progress?.length).toBeLessThan(20);
+  });
+
+  it("raises an overfitting alarm when the objective improves while the holdout worsens", async () => {
+    const dir = project({ acceptance: "noise", noise: 0.01, holdout: "inverse" });
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 3,
+      agent: createScriptedAgent([
+        { hypothesis: "X 5 → 3", edits: setX(3) },
+        { hypothesis: "X 3 → 1", edits: setX(1) },
+        { hypothesis: "X 1 → 0.5", edits: setX(0.5) },
+      ]),
+      onEvent: (e) => events.push(e),
+    });
+    const { statusOf } = await import("../src/app/status.ts");
+    const status = statusOf(outcome.run, outcome.experiments, outcome.lab.program);
+    outcome.lab.ledger.close();
+    const alarms = events.filter((e) => e.type === "alarm");
+    expect(alarms.map((a) => a.type === "alarm" && a.kind)).toEqual(["overfitting:holdout_score"]);
+    expect(status.alarms.map((a) => a.kind)).toContain("overfitting:holdout_score");
+    expect(status.noise?.sigma).toBeGreaterThan(0);
+    // The agent's context never mentions it (holdouts are not shown to agents).
+    const exps = await ledgerOf(dir);
+    expect(buildContext(outcome.lab.program, outcome.run, exps)).not.toMatch(/holdout/);
+  });
+});

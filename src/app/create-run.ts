@@ -9,9 +9,11 @@ import type { Agent } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { defaultGraceMs, loadProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
-import { greedyJudge } from "../trust/greedy-judge.ts";
+import { createJudge } from "../trust/acceptance.ts";
+import { createPruner } from "../trust/pruner.ts";
 import { git } from "../workspace/git.ts";
 import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
+import { alarmsOf } from "./alarms.ts";
 import { type Lab, openLab, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 
@@ -152,7 +154,9 @@ export async function openRunSession(
         workspace,
         executor: new LocalExecutor(),
         agent,
-        judge: greedyJudge,
+        judge: createJudge(program.acceptance),
+        makePruner: (best) => createPruner(best, { direction: program.objective.direction }),
+        checkAlarms: (exps) => alarmsOf(program, exps),
         logDir: join(lab.stateDir, "logs", run.tag),
         // In the worktree's private git dir: a recreated worktree runs setup again.
         setupStamp: join(workspace.gitDir, "autolab-setup-done"),

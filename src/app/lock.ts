@@ -42,3 +42,13 @@ export function acquireLock(path: string, what: string): () => void {
   }
   throw new AutolabError("RUN_LOCKED", `could not lock ${path}.`);
 }
+
+/** The pid of the live process holding the lock at `path`, if any (viewers use it to tell running from interrupted). */
+export function lockHolder(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, "utf8").trim());
+    return pid && alive(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,5 +1,7 @@
 import { countDecisions, type ExperimentRecord, type RunRecord } from "../core/ledger.ts";
+import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
+import { alarmsOf, noiseOf } from "./alarms.ts";
 
 /** `autolab status --json`. Field by field in docs/cli.md; add fields, never rename them. */
 export interface StatusJson {
@@ -26,9 +28,15 @@ export interface StatusJson {
   trialSeconds: number;
   startedAt: string;
   lastActivity: string | null;
+  /** The acceptance rule in force (from program.md), when the program could be read. */
+  acceptance: "noise" | "greedy" | null;
+  /** Run-to-run noise of the objective, from the baseline's repeated trials. */
+  noise: { sigma: number; reason: string } | null;
+  /** Things to look at: overfitting canaries, a baseline too noisy to accept anything. */
+  alarms: Alarm[];
 }
 
-export function statusOf(run: RunRecord, exps: ExperimentRecord[]): StatusJson {
+export function statusOf(run: RunRecord, exps: ExperimentRecord[], program?: Program): StatusJson {
   const baseline = exps.find((e) => e.n === 0);
   const best = bestOf(exps);
   const bm = baseline ? objectiveOf(baseline, run.metric) : undefined;
@@ -70,6 +78,9 @@ export function statusOf(run: RunRecord, exps: ExperimentRecord[]): StatusJson {
     trialSeconds: Math.round(trialSeconds * 100) / 100,
     startedAt: run.startedAt,
     lastActivity: last,
+    acceptance: program?.acceptance ?? null,
+    noise: noiseLine(program, exps),
+    alarms: program ? alarmsOf(program, exps) : [],
   };
 }
 
@@ -106,4 +117,9 @@ export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
     );
   }
   return `${rows.join("\n")}\n`;
+}
+
+function noiseLine(program: Program | undefined, exps: ExperimentRecord[]): StatusJson["noise"] {
+  const n = program ? noiseOf(program, exps) : undefined;
+  return n && Number.isFinite(n.sigma) ? { sigma: n.sigma, reason: n.reason } : null;
 }

@@ -4,7 +4,9 @@ import { parseDuration } from "../program/index.ts";
 import { handleError } from "./errors.ts";
 import { initCommand } from "./init-command.ts";
 import { mcpCommand } from "./mcp-command.ts";
+import { reportCommand } from "./report-command.ts";
 import { demoCommand, runCommand } from "./run-commands.ts";
+import { serveCommand } from "./serve-command.ts";
 import {
   contextCommand,
   exportCommand,
@@ -13,6 +15,7 @@ import {
   showCommand,
   statusCommand,
 } from "./views.ts";
+import { watchCommand } from "./watch-command.ts";
 
 // Commands autolab runs (setup, trials, evaluate, agent CLIs) find the Node that runs autolab
 // first on PATH: programs written in TypeScript need Node 24's type stripping, and the system
@@ -140,6 +143,33 @@ cli
   .option(...programOpt)
   .option("-t, --tag <tag>", "run tag (default: resume the newest run, or start one)")
   .action(mcpCommand);
+
+cli
+  .command("serve")
+  .description("the live dashboard and a read-only JSON API + event stream of the lab (docs/dashboard.md)")
+  .option(...programOpt)
+  .option("--port <port>", "port (0: any free one)", positiveInt, 8420)
+  .option("--host <host>", "address to bind; anything but loopback needs --token", "127.0.0.1")
+  .option("--token <token>", "every request must carry it (default: $AUTOLAB_TOKEN)")
+  .action(serveCommand);
+
+cli
+  .command("report")
+  .description("report.md with the progress chart (progress.svg, progress.png) and the kept changes")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("-o, --out <dir>", "output directory (default: .autolab/reports/<tag>)")
+  .option("--holdout", "include holdout metrics (never show these to an agent)")
+  .action(reportCommand);
+
+cli
+  .command("watch")
+  .description("a live view of the lab in the terminal (Ctrl-C quits)")
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("-n, --last <n>", "experiments listed", positiveInt, 10)
+  .option("--interval <duration>", "how often to look at the notebook", duration, 500)
+  .action(watchCommand);
 
 try {
   await cli.parseAsync(process.argv);

@@ -104,7 +104,7 @@ export async function demoCommand(flags: {
 
 function printSummary(outcome: RunOutcome, demo: boolean): void {
   const { run, experiments, lab } = outcome;
-  const s = statusOf(run, experiments);
+  const s = statusOf(run, experiments, lab.program);
   const out: string[] = [""];
   out.push(`Run ${run.tag} stopped: ${outcome.stoppedBecause}.`);
   const c = s.counts;

@@ -1,10 +1,12 @@
 import { writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { experimentJson, holdoutOf } from "../app/experiment-json.ts";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { resultsTsv, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, lastResult, objectiveOf, redactHoldouts } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
@@ -30,22 +32,22 @@ function withRun<T>(
   }
 }
 
-/** Holdout metric names come from the run's program.md; without it, hide nothing we cannot name. */
-function holdoutOf(run: RunRecord): string[] {
-  try {
-    return loadProgram(run.programPath).metrics.holdout;
-  } catch {
-    return [];
-  }
-}
-
 function print(text: string): void {
   process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
+/** The run's program.md as it is now, if it still parses (views must work without it). */
+function programOf(run: RunRecord): Program | undefined {
+  try {
+    return loadProgram(run.programPath);
+  } catch {
+    return undefined;
+  }
+}
+
 export function statusCommand(flags: ViewFlags): void {
   withRun(flags, (run, exps) => {
-    const s = statusOf(run, exps);
+    const s = statusOf(run, exps, programOf(run));
     if (flags.json) return print(JSON.stringify(s, null, 2));
     const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
     lines.push(
@@ -65,41 +67,12 @@ export function statusCommand(flags: ViewFlags): void {
     lines.push(
       `Experiments: ${c.total} total — ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending (run \`autolab run\` to resume)` : ""}`,
     );
+    if (s.noise) lines.push(`Noise: ${s.noise.reason}`);
+    if (s.acceptance) lines.push(`Acceptance: ${s.acceptance}`);
+    for (const a of s.alarms) lines.push(`ALARM ${a.kind}: ${a.reason}`);
     lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
     print(lines.join("\n"));
   });
-}
-
-function experimentJson(e: ExperimentRecord, holdout: string[], showHoldout: boolean, metric: string) {
-  return {
-    id: e.n,
-    agent: e.agent,
-    hypothesis: e.hypothesis,
-    mechanism: e.mechanism ?? null,
-    params: e.params ?? null,
-    commit: e.commit,
-    parent: e.parentCommit,
-    ref: e.ref,
-    diff: e.diff,
-    decision: e.decision?.action ?? "pending",
-    reason: e.decision?.reason ?? null,
-    mechanismConfirmed: e.decision?.mechanismConfirmed ?? null,
-    metric: objectiveOf(e, metric) ?? null,
-    metrics: visibleMetrics(e, holdout, showHoldout),
-    trials: e.trials.map((t) => ({
-      attempt: t.attempt,
-      seed: t.seed,
-      status: t.result?.status ?? "running",
-      reason: t.result?.reason ?? null,
-      wallS: t.result?.wallS ?? null,
-      cpuS: t.result?.cpuS ?? null,
-      peakRssMb: t.result?.peakRssMb ?? null,
-      selfReported: t.result?.selfReported ?? null,
-      logDir: t.result?.logDir ?? null,
-    })),
-    createdAt: e.createdAt,
-    decidedAt: e.decision?.decidedAt ?? null,
-  };
 }
 
 export function logCommand(flags: ViewFlags): void {

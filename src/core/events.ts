@@ -46,6 +46,7 @@ export type LoopEvent =
       best: { n: number; metric: number };
     }
   | { type: "warning"; message: string }
+  | { type: "alarm"; kind: string; reason: string; n: number }
   | { type: "run_finished"; reason: string; best: { n: number; metric: number } | undefined };
 
 export type LoopEventListener = (event: LoopEvent) => void;

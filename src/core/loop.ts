@@ -11,12 +11,14 @@ import type { Judge } from "./judge.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import type {
   Agent,
+  Alarm,
   Decision,
   DecisionAction,
   Executor,
   Program,
   Proposal,
   ProposalContext,
+  TrialPruner,
   TrialResult,
 } from "./types.ts";
 import { bestOf, buildContext, lastResult, objectiveOf, toView } from "./views.ts";
@@ -34,6 +36,10 @@ export interface LoopDeps {
   logDir: string;
   /** File whose existence records that `setup` ran in this run's worktree. */
   setupStamp: string;
+  /** Learning-curve pruning against the best's curve (absent: trials always run to the end). */
+  makePruner?: (bestCurve: Array<[number, number]>) => TrialPruner;
+  /** Alarms over the notebook (e.g. the holdout canary), checked after every kept change. */
+  checkAlarms?: (exps: ExperimentRecord[]) => Alarm[];
 }
 
 export interface LoopOptions {
@@ -401,9 +407,17 @@ async function evaluateExperiment(
     } else if (!(await another())) return;
   }
   // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
+  const alarmsBefore = decision.action === "keep" && deps.checkAlarms ? deps.checkAlarms(exps) : [];
   ledger.decide(exp.id, decision);
   crashPoint("after-decision");
   if (decision.action === "keep") await ws.advance(exp.commit, bestCommit);
+  if (decision.action === "keep" && deps.checkAlarms) {
+    for (const alarm of deps.checkAlarms(ledger.listExperiments(run.id))) {
+      if (alarmsBefore.some((a) => a.kind === alarm.kind)) continue;
+      ledger.addNote(run.id, exp.id, `ALARM ${alarm.kind}: ${alarm.reason}`);
+      emit({ type: "alarm", kind: alarm.kind, reason: alarm.reason, n: exp.n });
+    }
+  }
   const newBest =
     decision.action === "keep" && decision.metric !== undefined
       ? { n: exp.n, metric: decision.metric }
@@ -477,6 +491,18 @@ async function runTrial(
     startedAt: Date.now(),
     hypothesis: exp.hypothesis,
   });
+  // Learning-curve pruning: compare this trial's progress with the best's at the same point.
+  const progressName = program.metrics.progress;
+  const curve: Array<[number, number]> = [];
+  const startedAt = Date.now();
+  const bestExp = bestOf(ledger.listExperiments(run.id));
+  const bestCurve = bestExp?.trials.find((t) => t.result?.status === "ok" && t.result.progress?.length)
+    ?.result?.progress;
+  const pruner: TrialPruner | undefined =
+    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n
+      ? deps.makePruner(bestCurve)
+      : undefined;
+  const prune = new AbortController();
   const result = await executor.runTrial({
     cwd: ws.projectDir,
     command: program.run.command,
@@ -490,10 +516,19 @@ async function runTrial(
     objective: program.objective.metric,
     beforeEvaluate: () => ws.verifyProtected(),
     onMetric: (name, value) => {
-      if (name === program.metrics.progress) emit({ type: "progress", n: exp.n, name, value });
+      if (name !== progressName) return;
+      const x = (Date.now() - startedAt) / program.run.budgetMs;
+      curve.push([x, value]);
+      emit({ type: "progress", n: exp.n, name, value });
+      if (pruner && !prune.signal.aborted) {
+        const verdict = pruner.observe(x, value);
+        if (verdict.prune) prune.abort(verdict.reason);
+      }
     },
+    ...(pruner ? { prune: prune.signal } : {}),
     ...(signal ? { signal } : {}),
   });
+  if (curve.length) result.progress = curve;
   ledger.finishTrial(trialId, result, logDir);
   crashPoint("after-trial-result");
   if (result.status === "tampered") await ws.restoreProtected();

@@ -80,6 +80,7 @@ export type TrialStatus =
   | "missing_metric" // the objective metric never appeared
   | "nonfinite_metric" // the objective metric was NaN or infinite
   | "tampered" // a protected file changed while the trial ran
+  | "pruned" // stopped early: its learning curve was confidently worse than the best's
   | "interrupted"; // the harness died or was stopped while the trial ran
 
 export interface TrialSpec {
@@ -101,6 +102,8 @@ export interface TrialSpec {
   /** Called for every metric line as it appears on the command's stdout. */
   onMetric?: (name: string, value: number) => void;
   signal?: AbortSignal;
+  /** Aborted by the harness's pruner (reason: why); the trial ends as "pruned", not "interrupted". */
+  prune?: AbortSignal;
 }
 
 export interface TrialResult {
@@ -122,6 +125,8 @@ export interface TrialResult {
   stderrPath: string;
   /** Last lines of stdout+stderr, for the notebook and the agent. */
   logTail: string;
+  /** The progress metric's learning curve: [elapsed fraction of the budget, value]. */
+  progress?: Array<[number, number]>;
 }
 
 /** Where trials run. */
@@ -198,4 +203,16 @@ export interface Agent {
    * with the baseline so later proposals know where the search started.
    */
   paramsOf?(worktree: string, program: Program): Promise<Record<string, number>>;
+}
+
+/** Stops a trial early when its learning curve is confidently worse than the best's. */
+export interface TrialPruner {
+  /** x: elapsed fraction of the budget; value: the progress metric. */
+  observe(x: number, value: number): { prune: boolean; reason: string };
+}
+
+/** Something a person should look at: an overfitting canary, a proxy that stopped predicting, … */
+export interface Alarm {
+  kind: string;
+  reason: string;
 }

@@ -88,4 +88,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE runs ADD COLUMN contract TEXT;
   `,
+  // 3: the progress metric's learning curve of each trial (for pruning against the best's)
+  `
+  ALTER TABLE trial_results ADD COLUMN progress TEXT;
+  `,
 ];

@@ -142,8 +142,8 @@ export class SqliteLedger implements Ledger {
     this.db
       .prepare(
         `INSERT INTO trial_results (trial_id, status, reason, exit_code, signal, wall_s, cpu_s, peak_rss_mb,
-          metrics, self_reported, stdout_path, stderr_path, log_dir, log_tail, finished_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          metrics, self_reported, stdout_path, stderr_path, log_dir, log_tail, finished_at, progress)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         trialId,
@@ -161,6 +161,7 @@ export class SqliteLedger implements Ledger {
         logDir,
         r.logTail,
         now(),
+        r.progress?.length ? JSON.stringify(r.progress) : null,
       );
   }
 
@@ -215,7 +216,7 @@ export class SqliteLedger implements Ledger {
     const trialRows = this.db
       .prepare(
         `SELECT s.*, r.status, r.reason, r.exit_code, r.signal, r.wall_s, r.cpu_s, r.peak_rss_mb, r.metrics,
-           r.self_reported, r.stdout_path, r.stderr_path, r.log_dir, r.log_tail, r.finished_at
+           r.self_reported, r.stdout_path, r.stderr_path, r.log_dir, r.log_tail, r.finished_at, r.progress
          FROM trial_starts s LEFT JOIN trial_results r ON r.trial_id = s.id
          WHERE s.experiment_id IN (${ids.map(() => "?").join(",")}) ORDER BY s.experiment_id, s.attempt`,
       )
@@ -307,6 +308,7 @@ function toTrial(t: Row): TrialRecord {
       logTail: t.log_tail as string,
       logDir: t.log_dir as string,
       finishedAt: t.finished_at as string,
+      ...(t.progress ? { progress: JSON.parse(t.progress as string) } : {}),
     };
   }
   return rec;

@@ -116,7 +116,7 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
   server.registerTool("status", { description: "The run at a glance as JSON: baseline, best, counts." }, () =>
     guarded(async () => {
       const s = await open();
-      return JSON.stringify(statusOf(s.run, s.lab.ledger.listExperiments(s.run.id)), null, 2);
+      return JSON.stringify(statusOf(s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program), null, 2);
     }),
   );
 

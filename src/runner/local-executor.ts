@@ -123,6 +123,9 @@ export class LocalExecutor implements Executor {
       AUTOLAB_SEED: String(spec.seed),
       AUTOLAB_BUDGET_S: String(spec.budgetMs / 1000),
     };
+    // The pruner stops the command the way Ctrl-C does; its result then says "pruned".
+    const commandSignal =
+      spec.signal && spec.prune ? AbortSignal.any([spec.signal, spec.prune]) : (spec.signal ?? spec.prune);
     const cmd = await this.#run({
       command: spec.command,
       cwd: spec.cwd,
@@ -130,7 +133,7 @@ export class LocalExecutor implements Executor {
       stdoutPath,
       stderrPath,
       killAfterMs: spec.budgetMs + spec.graceMs,
-      ...(spec.signal ? { signal: spec.signal } : {}),
+      ...(commandSignal ? { signal: commandSignal } : {}),
       ...(spec.onMetric ? { onMetric: spec.onMetric } : {}),
     });
     if (typeof cmd === "string") return done("crash", cmd, { ...base, ...notRun() });
@@ -138,6 +141,9 @@ export class LocalExecutor implements Executor {
 
     const metrics = new Map(cmd.metrics);
     const fields = () => ({ ...base, ...measured(cmd), metrics: Object.fromEntries(metrics) });
+    if (cmd.interrupted && spec.prune?.aborted && !spec.signal?.aborted) {
+      return done("pruned", String(spec.prune.reason ?? "pruned"), fields());
+    }
     if (cmd.interrupted) return done("interrupted", interruptReason(spec.signal), fields());
     if (cmd.timedOut) {
       const how =

@@ -32,6 +32,12 @@ export function decideFailure(program: JudgeInput["program"], t: TrialResult): D
     case "nonfinite_metric":
     case "crash":
       return { action: "crash", reason: t.reason ?? t.status, mechanismConfirmed: null };
+    case "pruned":
+      return {
+        action: "discard",
+        reason: `pruned: ${t.reason ?? "its learning curve was worse than the best's"}`,
+        mechanismConfirmed: false,
+      };
     case "interrupted":
       return { action: "crash", reason: "interrupted", mechanismConfirmed: null };
   }

@@ -49,6 +49,8 @@ export interface ToyOptions {
   width?: number;
   /** program.md `agent:` (default: not set, i.e. builtin). */
   agent?: string;
+  /** program.md `acceptance:` (default greedy: one trial per experiment keeps these tests about mechanics). */
+  acceptance?: "greedy" | "noise";
   /**
    * "loss" (default): a smooth function of the knobs. "decreasing": the i-th invocation scores
    * 100 - i, so every candidate beats the best and is kept (for tests that need a keep).
@@ -108,6 +110,7 @@ export function programMd(o: ToyOptions): string {
     ...(o.evaluate ? ["  protected: [evaluate.mjs]"] : []),
     ...(o.evaluate ? ["metrics:", "  holdout: [secret_holdout]", "  progress: train_loss"] : []),
     ...(o.agent ? [`agent: ${o.agent}`] : []),
+    `acceptance: ${o.acceptance ?? "greedy"}`,
     "search:",
     "  LR: { low: 0.0001, high: 1, log: true }",
     "  WIDTH: { low: 2, high: 256, int: true, log: true }",

@@ -1,0 +1,89 @@
+import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import { objectiveOf } from "../core/views.ts";
+import { loadProgram } from "../program/index.ts";
+import { visibleMetrics } from "./status.ts";
+
+/**
+ * The JSON shape of one experiment, shared by `autolab log/show --json`, `export --format
+ * jsonl` and the HTTP API (docs/cli.md). Fields are added over time, never renamed.
+ */
+export interface ExperimentJson {
+  id: number;
+  agent: string;
+  hypothesis: string;
+  mechanism: string | null;
+  params: Record<string, number> | null;
+  commit: string;
+  parent: string;
+  ref: string;
+  diff: { files: number; insertions: number; deletions: number };
+  decision: "keep" | "discard" | "crash" | "reject" | "pending";
+  reason: string | null;
+  mechanismConfirmed: boolean | null;
+  metric: number | null;
+  metrics: Record<string, number>;
+  trials: {
+    attempt: number;
+    seed: number;
+    status: string;
+    reason: string | null;
+    wallS: number | null;
+    cpuS: number | null;
+    peakRssMb: number | null;
+    selfReported: boolean | null;
+    logDir: string | null;
+  }[];
+  createdAt: string;
+  decidedAt: string | null;
+}
+
+export function experimentJson(
+  e: ExperimentRecord,
+  holdout: string[],
+  showHoldout: boolean,
+  metric: string,
+): ExperimentJson {
+  return {
+    id: e.n,
+    agent: e.agent,
+    hypothesis: e.hypothesis,
+    mechanism: e.mechanism ?? null,
+    params: e.params ?? null,
+    commit: e.commit,
+    parent: e.parentCommit,
+    ref: e.ref,
+    diff: e.diff,
+    decision: e.decision?.action ?? "pending",
+    reason: e.decision?.reason ?? null,
+    mechanismConfirmed: e.decision?.mechanismConfirmed ?? null,
+    metric: objectiveOf(e, metric) ?? null,
+    metrics: visibleMetrics(e, holdout, showHoldout),
+    trials: e.trials.map((t) => ({
+      attempt: t.attempt,
+      seed: t.seed,
+      status: t.result?.status ?? "running",
+      reason: t.result?.reason ?? null,
+      wallS: t.result?.wallS ?? null,
+      cpuS: t.result?.cpuS ?? null,
+      peakRssMb: t.result?.peakRssMb ?? null,
+      selfReported: t.result?.selfReported ?? null,
+      logDir: t.result?.logDir ?? null,
+    })),
+    createdAt: e.createdAt,
+    decidedAt: e.decision?.decidedAt ?? null,
+  };
+}
+
+/**
+ * Holdout metric names of a run: the contract it started with, else its program.md now.
+ * When neither can be read, nothing can be named, so nothing is hidden.
+ */
+export function holdoutOf(run: RunRecord): string[] {
+  const recorded = run.contract?.["metrics.holdout"];
+  if (Array.isArray(recorded)) return recorded.filter((h): h is string => typeof h === "string");
+  try {
+    return loadProgram(run.programPath).metrics.holdout;
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,150 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Resvg } from "@resvg/resvg-js";
+import { renderProgressChart } from "../chart/progress-chart.ts";
+import { formatChange, formatMetric } from "../core/format.ts";
+import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import { lastResult, objectiveOf } from "../core/views.ts";
+import { holdoutOf } from "./experiment-json.ts";
+import { firstLine, progressSeries } from "./progress-series.ts";
+import { statusOf } from "./status.ts";
+
+export interface ReportOptions {
+  /** Holdout metrics as extra columns of the kept-changes table (for people only). */
+  holdout?: boolean;
+  /** Chart size in CSS pixels; the PNG is drawn at twice that. */
+  width?: number;
+  height?: number;
+}
+
+export interface ReportFiles {
+  markdown: string;
+  svg: string;
+  png: string;
+}
+
+/**
+ * `autolab report`: report.md with the progress chart (progress.svg, and progress.png drawn
+ * from the same SVG by resvg, no browser), the summary numbers and the table of kept changes.
+ */
+export function writeReport(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  outDir: string,
+  opts: ReportOptions = {},
+): ReportFiles {
+  mkdirSync(outDir, { recursive: true });
+  const svg = renderProgressChart(progressSeries(run, exps), {
+    width: opts.width ?? 960,
+    height: opts.height ?? 460,
+    titles: true,
+    title: `${run.programName} · run ${run.tag} · ${run.metric} (${run.direction === "minimize" ? "lower" : "higher"} is better)`,
+  });
+  const files = {
+    markdown: join(outDir, "report.md"),
+    svg: join(outDir, "progress.svg"),
+    png: join(outDir, "progress.png"),
+  };
+  writeFileSync(files.svg, svg);
+  writeFileSync(files.png, svgToPng(svg, 2));
+  writeFileSync(files.markdown, reportMarkdown(run, exps, opts));
+  return files;
+}
+
+/** Rasterizes an SVG with resvg at `scale` (system fonts; text needs at least one installed font). */
+export function svgToPng(svg: string, scale = 1): Buffer {
+  const resvg = new Resvg(svg, {
+    fitTo: { mode: "zoom", value: scale },
+    font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" },
+    background: "#ffffff",
+  });
+  return resvg.render().asPng();
+}
+
+export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: ReportOptions = {}): string {
+  const s = statusOf(run, exps);
+  const c = s.counts;
+  const holdout = opts.holdout ? holdoutOf(run) : [];
+  const lines: string[] = [];
+  lines.push(`# ${run.programName}: run ${run.tag}`, "");
+  lines.push(
+    `Objective: ${run.direction} \`${run.metric}\`. Branch \`${run.branch}\`, started ${run.startedAt}` +
+      (s.lastActivity ? `, last activity ${s.lastActivity}.` : "."),
+  );
+  if (s.selfReported) {
+    lines.push(
+      "",
+      "> **Self-reported:** the objective came from the editable command (no protected `evaluate` step); the code under test printed its own score.",
+    );
+  }
+  lines.push(
+    "",
+    "![progress](progress.png)",
+    "",
+    "Chart: [progress.svg](progress.svg) · [progress.png](progress.png)",
+  );
+  lines.push("", "## Summary", "", "| | |", "|---|---|");
+  lines.push(`| baseline | ${formatMetric(s.baseline?.metric ?? undefined)} |`);
+  if (s.best) {
+    const change =
+      s.baseline?.metric != null && s.best.metric != null
+        ? formatChange(s.baseline.metric, s.best.metric)
+        : "";
+    lines.push(
+      `| best | ${formatMetric(s.best.metric ?? undefined)} (#${s.best.id}, \`${s.best.commit.slice(0, 8)}\`)${change ? ` ${change}` : ""} |`,
+    );
+  } else lines.push("| best | — |");
+  if (s.improvement)
+    lines.push(
+      `| improvement | ${formatMetric(s.improvement.absolute)} (${(s.improvement.relative * 100).toFixed(2)}%) |`,
+    );
+  lines.push(`| experiments | ${c.total} (incl. baseline) |`);
+  lines.push(`| kept | ${c.kept} (incl. baseline) |`);
+  lines.push(`| discarded | ${c.discarded} |`);
+  lines.push(`| crashed | ${c.crashed} |`);
+  lines.push(`| rejected | ${c.rejected} |`);
+  if (c.pending) lines.push(`| pending | ${c.pending} |`);
+  lines.push(`| trial time | ${formatDuration(s.trialSeconds)} |`);
+
+  const kept = exps.filter((e) => e.decision?.action === "keep");
+  lines.push("", "## Kept changes", "");
+  if (kept.length <= 1) {
+    lines.push(kept.length ? "None yet beyond the baseline." : "Nothing kept yet (not even a baseline).");
+  } else {
+    const extra = holdout.map((h) => ` ${escapeCell(h)} (holdout) |`).join("");
+    lines.push(`| # | ${escapeCell(run.metric)} | change | commit | hypothesis |${extra}`);
+    lines.push(`|---:|---:|---:|---|---|${holdout.map(() => "---:|").join("")}`);
+    let prev: number | undefined;
+    for (const e of kept) {
+      const m = objectiveOf(e, run.metric);
+      const change = prev !== undefined && m !== undefined ? formatChange(prev, m) : "";
+      const hm = holdout.map((h) => ` ${formatMetric(lastResult(e)?.metrics[h])} |`).join("");
+      lines.push(
+        `| ${e.n} | ${formatMetric(m)} | ${change} | \`${e.commit.slice(0, 8)}\` | ${escapeCell(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
+      );
+      if (m !== undefined) prev = m;
+    }
+  }
+
+  const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
+  if (failed.length) {
+    lines.push("", "## Crashes and rejections", "");
+    for (const e of failed.slice(-20))
+      lines.push(
+        `- #${e.n} ${e.decision?.action}: ${escapeCell(firstLine(e.decision?.reason ?? "", 200))} — ${escapeCell(firstLine(e.hypothesis, 120))}`,
+      );
+    if (failed.length > 20) lines.push(`- … and ${failed.length - 20} earlier (see \`autolab failures\`)`);
+  }
+  lines.push("", `_Generated by \`autolab report\` on ${new Date().toISOString()}._`, "");
+  return lines.join("\n");
+}
+
+function escapeCell(s: string): string {
+  return s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+}
+
+function formatDuration(seconds: number): string {
+  if (seconds < 120) return `${seconds.toFixed(1)} s`;
+  if (seconds < 7200) return `${(seconds / 60).toFixed(1)} min`;
+  return `${(seconds / 3600).toFixed(2)} h`;
+}

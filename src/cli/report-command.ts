@@ -1,0 +1,29 @@
+import { join, relative } from "node:path";
+import { openLedger, selectRun } from "../app/lab.ts";
+import { writeReport } from "../app/report.ts";
+
+export interface ReportFlags {
+  program?: string;
+  tag?: string;
+  out?: string;
+  holdout?: boolean;
+}
+
+/** `autolab report`: report.md, progress.svg and progress.png for a run. */
+export function reportCommand(flags: ReportFlags): void {
+  const { ledger, stateDir } = openLedger(flags.program);
+  try {
+    const run = selectRun(ledger, flags.tag);
+    const out = flags.out ?? join(stateDir, "reports", run.tag);
+    const files = writeReport(run, ledger.listExperiments(run.id), out, { holdout: flags.holdout ?? false });
+    const show = (p: string) => {
+      const r = relative(process.cwd(), p);
+      return r.startsWith("..") ? p : r;
+    };
+    process.stdout.write(
+      `Report of run ${run.tag}:\n  ${show(files.markdown)}\n  ${show(files.svg)}\n  ${show(files.png)}\n`,
+    );
+  } finally {
+    ledger.close();
+  }
+}

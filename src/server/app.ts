@@ -1,0 +1,392 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { stripTypeScriptTypes } from "node:module";
+import { dirname } from "node:path";
+import { Hono } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { HTTPException } from "hono/http-exception";
+import { streamSSE } from "hono/streaming";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { alarmsOf } from "../app/alarms.ts";
+import { experimentJson } from "../app/experiment-json.ts";
+import { LabReader } from "../app/lab-reader.ts";
+import { progressSeries } from "../app/progress-series.ts";
+import { statusOf } from "../app/status.ts";
+import { AutolabError, isAutolabError } from "../core/errors.ts";
+import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { Program } from "../core/types.ts";
+import { lastResult, redactHoldouts } from "../core/views.ts";
+import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import { loadProgram } from "../program/index.ts";
+import { EventHub } from "./event-hub.ts";
+import { applyExperimentQuery, parseExperimentQuery } from "./experiment-query.ts";
+
+export interface AppDeps {
+  /** The notebook (`.autolab/lab.db`); opened here and closed by `close()`. */
+  ledgerPath?: string;
+  /** Or a notebook already open (the caller closes it). */
+  ledger?: SqliteLedger;
+  /** `.autolab/` of the notebook, for lock files (running vs interrupted); default: the notebook's directory. */
+  stateDir?: string;
+  /** Every request must carry this token (header, `?token=` or the cookie set from it). */
+  token?: string;
+  /** Refuse requests whose Host is not a loopback name (DNS rebinding) — for a loopback bind without a token. */
+  loopbackOnly?: boolean;
+  /** How often the SSE stream looks for new rows. Default 500 ms. */
+  pollMs?: number;
+  /** Heartbeat comment on idle SSE streams. Default 15 s. */
+  heartbeatMs?: number;
+  /** Read the newest run's experiments right away, so the first page view does not wait for it. */
+  warm?: boolean;
+}
+
+/** An alarm raised by the trust layer (overfitting canary, a baseline too noisy to accept anything). */
+export interface Alarm {
+  type: string;
+  reason: string;
+  at: string;
+  n?: number;
+}
+
+export type LabApp = Hono & { close(): void };
+
+/** The run's program.md as it is now (acceptance, holdouts for alarms); undefined if it no longer parses. */
+function programFor(run: RunRecord): Program | undefined {
+  try {
+    return loadProgram(run.programPath);
+  } catch {
+    return undefined;
+  }
+}
+
+const STATUS_OF_CODE: Record<string, ContentfulStatusCode> = {
+  RUN_NOT_FOUND: 404,
+  EXPERIMENT_NOT_FOUND: 404,
+  NO_NOTEBOOK: 404,
+  BAD_QUERY: 400,
+  BAD_ID: 400,
+};
+
+const ASSETS = new URL("./assets/", import.meta.url);
+
+/**
+ * The lab over HTTP, read-only: a JSON API, a server-sent event stream of the loop's events
+ * and the dashboard. Built without a port, so tests call `app.request()`; only serve.ts
+ * listens. Shapes are documented in docs/dashboard.md.
+ */
+export function createApp(deps: AppDeps): LabApp {
+  const ownLedger = !deps.ledger;
+  const ledger = deps.ledger ?? openNotebook(deps.ledgerPath);
+  const stateDir = deps.stateDir ?? (deps.ledgerPath ? dirname(deps.ledgerPath) : undefined);
+  const lab = new LabReader(ledger, stateDir ? { stateDir } : {});
+  const hub = new EventHub(ledger, deps.pollMs ?? 500);
+  const heartbeatMs = deps.heartbeatMs ?? 15_000;
+  const assets = loadAssets();
+  const app = new Hono();
+  if (deps.warm) {
+    setImmediate(() => {
+      try {
+        lab.experiments(lab.run());
+      } catch {
+        // An empty notebook: nothing to read yet.
+      }
+    });
+  }
+
+  app.onError((err, c) => {
+    if (err instanceof HTTPException) return err.getResponse();
+    if (isAutolabError(err)) {
+      return c.json(
+        { error: { code: err.code, message: err.message, hint: err.hint ?? null } },
+        STATUS_OF_CODE[err.code] ?? 500,
+      );
+    }
+    process.stderr.write(`autolab serve: ${(err as Error)?.stack ?? String(err)}\n`);
+    return c.json(
+      { error: { code: "INTERNAL", message: String((err as Error)?.message ?? err), hint: null } },
+      500,
+    );
+  });
+
+  if (deps.loopbackOnly) {
+    app.use(async (c, next) => {
+      const host = new URL(c.req.url).hostname;
+      if (!isLoopbackName(host)) {
+        return c.text(
+          `refused: this lab answers loopback names only, not Host "${host}" (serve with --token to allow other hosts)`,
+          403,
+        );
+      }
+      await next();
+    });
+  }
+
+  if (deps.token) {
+    const want = digest(deps.token);
+    app.use(async (c, next) => {
+      const header =
+        c.req.header("authorization")?.replace(/^Bearer\s+/i, "") ?? c.req.header("x-autolab-token");
+      const query = c.req.query("token");
+      const given = header ?? query ?? getCookie(c, "autolab_token");
+      if (!given || !timingSafeEqual(digest(given), want)) {
+        return c.json(
+          {
+            error: {
+              code: "UNAUTHORIZED",
+              message: "this lab needs its token.",
+              hint: "Open the dashboard as http://HOST:PORT/?token=TOKEN, or send `Authorization: Bearer TOKEN`.",
+            },
+          },
+          401,
+        );
+      }
+      // A token given in the URL becomes a cookie, so assets and the event stream carry it too.
+      if (query) setCookie(c, "autolab_token", query, { httpOnly: true, sameSite: "Strict", path: "/" });
+      await next();
+    });
+  }
+
+  app.use(async (c, next) => {
+    // The notebook's version as this request saw it: a client compares it with the event
+    // stream's "ready" to know whether it missed rows between its snapshot and its subscription.
+    const version = c.req.path.startsWith("/api/") ? lab.version() : undefined;
+    await next();
+    if (version) c.header("X-Autolab-Version", version);
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("Referrer-Policy", "no-referrer");
+    c.header("Cache-Control", "no-cache");
+  });
+
+  // --- dashboard ---------------------------------------------------------------------------
+  app.get("/", (c) => {
+    c.header(
+      "Content-Security-Policy",
+      "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'",
+    );
+    // The runs ride along with the page, so the dashboard asks for everything else at once.
+    let runs: ReturnType<LabReader["runs"]> = [];
+    try {
+      runs = lab.runs();
+    } catch {
+      // The page still loads; its API calls will say what is wrong.
+    }
+    const boot = JSON.stringify({ runs }).replace(/</g, "\\u003c");
+    // The chart's data is the biggest answer: the browser fetches it while it loads the scripts.
+    const tag = c.req.query("run") || runs.at(-1)?.tag;
+    const preload = tag
+      ? `<link rel="preload" as="fetch" crossorigin="anonymous" href="/api/chart?run=${encodeURIComponent(tag)}">\n`
+      : "";
+    return c.html(
+      assets.html.replace(
+        "</head>",
+        `${preload}<script id="boot" type="application/json">${boot}</script>\n</head>`,
+      ),
+    );
+  });
+  app.get("/assets/:name", (c) => {
+    const a = assets.files[c.req.param("name")];
+    if (!a) throw new HTTPException(404, { message: "no such asset" });
+    return c.body(a.body, 200, { "Content-Type": a.type });
+  });
+
+  // --- API -----------------------------------------------------------------------------------
+  app.get("/api/runs", (c) => c.json(lab.runs()));
+
+  app.get("/api/status", (c) => {
+    const run = lab.run(c.req.query("run"));
+    const exps = lab.experiments(run);
+    return c.json({ ...statusOf(run, exps, programFor(run)), running: lab.openTrials(run, exps) });
+  });
+
+  app.get("/api/chart", (c) => {
+    const run = lab.run(c.req.query("run"));
+    return c.json(progressSeries(run, lab.experiments(run)));
+  });
+
+  app.get("/api/experiments", (c) => {
+    const run = lab.run(c.req.query("run"));
+    const query = parseExperimentQuery(c.req.query());
+    const res = applyExperimentQuery(lab.experiments(run), run.metric, query);
+    const holdout = lab.holdout(run);
+    const show = wantsHoldout(c.req.query("holdout"));
+    return c.json({
+      run: run.tag,
+      total: res.total,
+      offset: res.offset,
+      limit: res.limit,
+      experiments: res.page.map((e) => experimentJson(e, holdout, show, run.metric)),
+    });
+  });
+
+  app.get("/api/experiments/:n", async (c) => {
+    const run = lab.run(c.req.query("run"));
+    const id = c.req.param("n").replace(/^#/, "");
+    const n = Number(id);
+    if (!/^\d+$/.test(id))
+      throw new AutolabError(
+        "BAD_ID",
+        `"${id}" is not an experiment number.`,
+        "Use a number from /api/experiments.",
+      );
+    const exps = lab.experiments(run);
+    const e = exps.find((x) => x.n === n);
+    if (!e)
+      throw new AutolabError(
+        "EXPERIMENT_NOT_FOUND",
+        `run ${run.tag} has no experiment #${n}.`,
+        "See /api/experiments.",
+      );
+    const holdout = lab.holdout(run);
+    const show = wantsHoldout(c.req.query("holdout"));
+    const best = exps.reduce<ExperimentRecord | undefined>(
+      (b, x) => (x.decision?.action === "keep" ? x : b),
+      undefined,
+    );
+    return c.json({
+      run: run.tag,
+      ...experimentJson(e, holdout, show, run.metric),
+      expected: e.expected ?? null,
+      usage: e.usage ?? null,
+      costs: costsOf(e),
+      isBest: best?.n === e.n,
+      logTail: redactHoldouts(
+        lastResult(e)?.logTail ?? e.trials.at(-1)?.result?.logTail ?? "",
+        show ? [] : holdout,
+      ),
+      diffText: await lab.diff(run, e),
+    });
+  });
+
+  // Alarms arrive with the trust work (suspicious gains, noise, tampering); a lab has none yet.
+  app.get("/api/alarms", (c) => {
+    const tag = c.req.query("run");
+    if (!tag && lab.runs().length === 0) return c.json([]);
+    const run = lab.run(tag);
+    const exps = lab.experiments(run);
+    const program = programFor(run);
+    const at = exps.reduce(
+      (t, e) => (e.decision && e.decision.decidedAt > t ? e.decision.decidedAt : t),
+      run.startedAt,
+    );
+    const alarms: Alarm[] = program
+      ? alarmsOf(program, exps).map((a) => ({ type: a.kind, reason: a.reason, at }))
+      : [];
+    return c.json(alarms);
+  });
+
+  // Roles, credit and slots arrive with the organization (src/org); until then a lab has none.
+  app.get("/api/org", (c) => c.json({ roles: [], slots: [] }));
+
+  app.get("/api/events", (c) => {
+    const only = c.req.query("run");
+    return streamSSE(c, async (stream) => {
+      let id = 0;
+      const queue: string[] = [];
+      let wake: (() => void) | undefined;
+      const unsubscribe = hub.subscribe((e) => {
+        if (only && e.run !== only) return;
+        queue.push(JSON.stringify(e));
+        wake?.();
+      });
+      let closed = false;
+      stream.onAbort(() => {
+        closed = true;
+        unsubscribe();
+        wake?.();
+      });
+      // "ready": the subscription is live. Every row written after `version` arrives as an
+      // event; a client whose snapshot has another version reloads it (events for rows already
+      // in a snapshot are harmless).
+      await stream.writeSSE({
+        event: "ready",
+        data: JSON.stringify({ pollMs: deps.pollMs ?? 500, version: lab.version() }),
+      });
+      while (!closed) {
+        while (queue.length) await stream.writeSSE({ data: queue.shift() as string, id: String(++id) });
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          const t = setTimeout(resolve, heartbeatMs);
+          t.unref();
+        });
+        wake = undefined;
+        if (!queue.length && !closed) await stream.write(": ping\n\n");
+      }
+      unsubscribe();
+    });
+  });
+
+  app.notFound((c) =>
+    c.json({ error: { code: "NOT_FOUND", message: `no route ${c.req.path}`, hint: null } }, 404),
+  );
+
+  return Object.assign(app, {
+    close: () => {
+      hub.close();
+      if (ownLedger) ledger.close();
+    },
+  });
+}
+
+function openNotebook(path: string | undefined): SqliteLedger {
+  if (!path) throw new Error("createApp needs ledgerPath or ledger");
+  return new SqliteLedger(path);
+}
+
+function wantsHoldout(v: string | undefined): boolean {
+  return v === "1" || v === "true";
+}
+
+function costsOf(e: ExperimentRecord) {
+  let wallS = 0;
+  let cpuS = 0;
+  let peakRssMb = 0;
+  for (const t of e.trials) {
+    wallS += t.result?.wallS ?? 0;
+    cpuS += t.result?.cpuS ?? 0;
+    peakRssMb = Math.max(peakRssMb, t.result?.peakRssMb ?? 0);
+  }
+  return { trials: e.trials.length, wallS: round(wallS), cpuS: round(cpuS), peakRssMb: round(peakRssMb) };
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s).digest();
+}
+
+export function isLoopbackName(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+interface Asset {
+  body: string;
+  type: string;
+}
+
+/** The dashboard's files, read once; the chart renderer is the report's own module with its types stripped. */
+function loadAssets(): { html: string; files: Record<string, Asset> } {
+  const read = (name: string) => readFileSync(new URL(name, ASSETS), "utf8");
+  const chartSource = readFileSync(new URL("../chart/progress-chart.ts", import.meta.url), "utf8");
+  return {
+    html: read("index.html"),
+    files: {
+      "app.js": { body: read("app.js"), type: "text/javascript; charset=utf-8" },
+      "style.css": { body: read("style.css"), type: "text/css; charset=utf-8" },
+      "progress-chart.js": { body: stripTypes(chartSource), type: "text/javascript; charset=utf-8" },
+    },
+  };
+}
+
+/** Node's own type stripping (the one that runs autolab), without its one-time "experimental" warning. */
+function stripTypes(source: string): string {
+  const emit = process.emitWarning;
+  process.emitWarning = () => {};
+  try {
+    return stripTypeScriptTypes(source);
+  } finally {
+    process.emitWarning = emit;
+  }
+}

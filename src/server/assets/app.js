@@ -1,0 +1,654 @@
+// The autolab dashboard: plain ES modules, no build step, nothing from outside this server.
+// Data comes from the JSON API; live changes from /api/events (SSE). The progress chart is the
+// same renderer the report uses (src/chart/progress-chart.ts, served with its types stripped).
+import { chartLayout, pointPosition, renderProgressChart } from "/assets/progress-chart.js";
+
+const DECISIONS = ["keep", "discard", "crash", "reject", "pending"];
+const PAGE = 50;
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  run: new URLSearchParams(location.search).get("run") ?? "",
+  runs: [],
+  status: null,
+  series: null,
+  byN: new Map(),
+  table: { decisions: new Set(), q: "", sort: "-n", offset: 0 },
+  connected: false,
+  loaded: false,
+  /** The notebook version (X-Autolab-Version) the current snapshot was read at. */
+  version: null,
+  /** The version the event stream started from, until the snapshot is compared with it. */
+  readyVersion: null,
+  loading: false,
+  /** Every point's position in the drawn chart (for the pointer), and the chart's width. */
+  hits: null,
+  svgWidth: 0,
+};
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+async function api(path, params = {}) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") url.searchParams.set(k, v);
+  const res = await fetch(url, { headers: { accept: "application/json" } });
+  const version = res.headers.get("x-autolab-version");
+  // One version for the whole snapshot, or "mixed" when the notebook changed while it loaded.
+  if (version) state.version = state.version === null || state.version === version ? version : "mixed";
+  const body = await res.json();
+  if (!res.ok) {
+    const err = new Error(body?.error?.message ?? res.statusText);
+    err.code = body?.error?.code;
+    err.hint = body?.error?.hint;
+    throw err;
+  }
+  return body;
+}
+
+function esc(s) {
+  return String(s ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function fmt(x) {
+  if (x === null || x === undefined) return "—";
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  if (a !== 0 && (a < 1e-4 || a >= 1e7)) return x.toExponential(4);
+  return String(Number(x.toPrecision(6)));
+}
+
+function change(from, to) {
+  if (from === null || to === null || from === undefined || to === undefined || from === 0) return "";
+  const pct = ((to - from) / Math.abs(from)) * 100;
+  return `${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%`;
+}
+
+function ago(iso) {
+  if (!iso) return "—";
+  const s = (Date.now() - Date.parse(iso)) / 1000;
+  if (s < 60) return `${Math.max(0, Math.round(s))}s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${(s / 3600).toFixed(1)} h ago`;
+  return new Date(iso).toLocaleString();
+}
+
+function duration(seconds) {
+  if (seconds < 120) return `${seconds.toFixed(1)} s`;
+  if (seconds < 7200) return `${(seconds / 60).toFixed(1)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function firstLine(s) {
+  return String(s ?? "").split("\n")[0];
+}
+
+function badge(decision) {
+  return `<span class="badge ${esc(decision)}">${esc(decision)}</span>`;
+}
+
+function debounce(fn, ms) {
+  let t;
+  return (...a) => {
+    clearTimeout(t);
+    t = setTimeout(() => fn(...a), ms);
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// loading
+
+async function loadRuns(runs) {
+  state.runs = runs ?? (await api("/api/runs"));
+  const select = $("run-select");
+  select.innerHTML = state.runs
+    .slice()
+    .reverse()
+    .map((r) => `<option value="${esc(r.tag)}">${esc(r.tag)} · ${esc(r.program)} (${r.experiments})</option>`)
+    .join("");
+  if (!state.run && state.runs.length) state.run = state.runs[state.runs.length - 1].tag;
+  select.value = state.run;
+  select.disabled = state.runs.length < 2;
+}
+
+/**
+ * Loads everything at once (the page brought the list of runs), noting the notebook version
+ * the answers saw, for the event stream's "ready" to compare.
+ */
+async function loadAll(boot) {
+  state.loaded = true;
+  state.loading = true;
+  state.version = null;
+  try {
+    await loadRuns(boot?.runs);
+    if (!state.runs.length) return showEmpty();
+    await Promise.all([loadStatus(), loadChart(), loadTable(), loadOrg(), loadAlarms()]).catch(showError);
+    if (currentExperiment() !== null) await loadExperiment(currentExperiment()).catch(showError);
+  } catch (err) {
+    showError(err);
+  } finally {
+    state.loading = false;
+    reconcile();
+  }
+}
+
+/**
+ * The snapshot and the event stream meet: rows written after the stream's "ready" arrive as
+ * events; rows written between the snapshot and "ready" would be missed, so when the two saw
+ * different notebook versions the snapshot is read again.
+ */
+function reconcile() {
+  if (state.loading || state.readyVersion === null) return;
+  const stale = state.version !== state.readyVersion;
+  state.readyVersion = null;
+  if (stale) loadAll();
+}
+
+async function loadStatus() {
+  state.status = await api("/api/status", { run: state.run });
+  renderStatus();
+}
+
+async function loadChart() {
+  const series = await api("/api/chart", { run: state.run });
+  state.series = series;
+  state.byN = new Map(series.points.map((p) => [p.n, p]));
+  drawChart();
+}
+
+async function loadTable() {
+  const t = state.table;
+  const res = await api("/api/experiments", {
+    run: state.run,
+    decision: [...t.decisions].join(","),
+    q: t.q,
+    sort: t.sort,
+    limit: PAGE,
+    offset: t.offset,
+  });
+  renderTable(res);
+}
+
+async function loadOrg() {
+  const org = await api("/api/org");
+  const body = $("org-body");
+  if (!org.roles.length && !org.slots.length) {
+    body.innerHTML = `<p class="empty">One researcher, one slot. Roles (with their credit) and slot utilization appear here when the lab runs an organization.</p>`;
+    return;
+  }
+  const roles = org.roles
+    .map(
+      (r) => `<tr><td>${esc(r.name)}</td><td>${esc(r.agent ?? "")}</td><td>${esc(r.credit ?? "")}</td></tr>`,
+    )
+    .join("");
+  const slots = org.slots
+    .map(
+      (s) =>
+        `<tr><td>${esc(s.name)}</td><td>${esc(s.state ?? "")}</td><td>${s.utilization === undefined ? "" : `${Math.round(s.utilization * 100)}%`}</td></tr>`,
+    )
+    .join("");
+  body.innerHTML = `<table class="small"><thead><tr><th>role</th><th>agent</th><th>credit</th></tr></thead><tbody>${roles}</tbody></table>
+    <table class="small"><thead><tr><th>slot</th><th>state</th><th>utilization</th></tr></thead><tbody>${slots}</tbody></table>`;
+}
+
+async function loadAlarms() {
+  const alarms = await api("/api/alarms", { run: state.run });
+  $("alarms-body").innerHTML = alarms.length
+    ? `<ul class="alarms">${alarms
+        .map(
+          (a) =>
+            `<li><span class="badge crash">${esc(a.type)}</span> ${esc(a.reason)} <span class="muted">${esc(ago(a.at))}${a.n !== undefined ? ` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
+        )
+        .join("")}</ul>`
+    : `<p class="empty">No alarms. Suspicious gains, noise and tampering are reported here.</p>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// rendering: overview
+
+function renderStatus() {
+  const s = state.status;
+  if (!s) return;
+  $("headline").textContent =
+    `${s.program} · ${s.direction} ${s.metric}${s.selfReported ? " · self-reported" : ""}`;
+  const c = s.counts;
+  const cards = [
+    ["baseline", fmt(s.baseline?.metric), s.baseline ? `#0` : "not measured"],
+    [
+      "best",
+      fmt(s.best?.metric),
+      s.best
+        ? `<a href="#/e/${s.best.id}">#${s.best.id}</a> ${esc(change(s.baseline?.metric, s.best.metric))}`
+        : "none yet",
+    ],
+    [
+      "experiments",
+      String(c.total),
+      `<span class="k">${c.kept} kept</span> · ${c.discarded} discarded · <span class="c">${c.crashed} crashed</span> · ${c.rejected} rejected${c.pending ? ` · ${c.pending} pending` : ""}`,
+    ],
+    ["trial time", duration(s.trialSeconds), `last activity ${esc(ago(s.lastActivity))}`],
+  ];
+  $("summary").innerHTML = cards
+    .map(
+      ([label, value, sub]) =>
+        `<div class="card"><div class="label">${label}</div><div class="value">${esc(value)}</div><div class="sub">${sub}</div></div>`,
+    )
+    .join("");
+  renderRunning();
+}
+
+function renderRunning() {
+  const el = $("running");
+  const open = state.status?.running ?? [];
+  if (!open.length) {
+    el.hidden = true;
+    return;
+  }
+  el.hidden = false;
+  el.innerHTML = open
+    .map((t) => {
+      if (t.state === "interrupted")
+        return `<div class="trial interrupted">#${t.n} trial ${t.attempt} was cut short (no harness is running) — <code>autolab run</code> runs it again. <a href="#/e/${t.n}">${esc(firstLine(t.hypothesis))}</a></div>`;
+      const elapsed = (Date.now() - Date.parse(t.startedAt)) / 1000;
+      const budget = t.budgetMs / 1000;
+      const pct = Math.min(100, (elapsed / budget) * 100);
+      return `<div class="trial"><span class="pulse"></span> running <a href="#/e/${t.n}">#${t.n}</a> trial ${t.attempt}
+        <span class="bar"><span style="width:${pct.toFixed(1)}%"></span></span> ${elapsed.toFixed(0)}s / ${budget}s
+        <span class="hyp">${esc(firstLine(t.hypothesis))}</span></div>`;
+    })
+    .join("");
+}
+
+let chartFrame = 0;
+function drawChart() {
+  if (chartFrame) return;
+  chartFrame = requestAnimationFrame(() => {
+    chartFrame = 0;
+    const el = $("chart");
+    if (!state.series) return;
+    const width = Math.max(480, Math.floor(el.clientWidth));
+    const options = { width, height: 440 };
+    el.innerHTML = renderProgressChart(state.series, options);
+    el.dataset.points = String(state.series.points.length);
+    // Hit-testing uses the renderer's own layout: crowded discards are dots of one path.
+    const layout = chartLayout(state.series, options);
+    state.hits = state.series.points.map((p) => ({ p, ...pointPosition(layout, p) }));
+    state.svgWidth = width;
+    // For tests and the benchmark: when the chart was last drawn (after the browser painted it).
+    requestAnimationFrame(() => {
+      window.autolabChartDrawnAt = performance.now();
+      document.body.dataset.chartDrawn = String(state.series.points.length);
+    });
+  });
+}
+
+function renderTable(res) {
+  const tbody = $("experiments").querySelector("tbody");
+  $("metric-col").textContent = state.status?.metric ?? "metric";
+  if (!res.experiments.length) {
+    tbody.innerHTML = `<tr class="empty-row"><td colspan="7">${res.total === 0 && !state.table.q && !state.table.decisions.size ? "No experiments yet." : "No experiment matches."}</td></tr>`;
+  } else {
+    tbody.innerHTML = res.experiments
+      .map((e) => {
+        const wall = e.trials.at(-1)?.wallS;
+        return `<tr data-n="${e.id}" class="row ${esc(e.decision)}">
+          <td class="num">${e.id}</td>
+          <td>${badge(e.decision)}</td>
+          <td class="num">${fmt(e.metric)}</td>
+          <td class="num">${wall === null || wall === undefined ? "—" : `${wall.toFixed(1)}s`}</td>
+          <td><code>${esc(e.commit.slice(0, 8))}</code></td>
+          <td class="hyp" title="${esc(e.hypothesis)}">${esc(e.id === 0 ? "baseline" : firstLine(e.hypothesis))}</td>
+          <td class="reason" title="${esc(e.reason ?? "")}">${esc(e.reason ?? "")}</td>
+        </tr>`;
+      })
+      .join("");
+  }
+  const from = res.total ? res.offset + 1 : 0;
+  $("page-info").textContent = `${from}–${res.offset + res.experiments.length} of ${res.total}`;
+  $("prev").disabled = res.offset === 0;
+  $("next").disabled = res.offset + res.experiments.length >= res.total;
+  for (const th of $("experiments").querySelectorAll("th[data-sort]")) {
+    const key = th.dataset.sort;
+    th.classList.toggle("sorted", state.table.sort.replace(/^-/, "") === key);
+    th.dataset.dir = state.table.sort === key ? "asc" : state.table.sort === `-${key}` ? "desc" : "";
+  }
+}
+
+function renderDecisionChips() {
+  $("decision-filters").innerHTML = DECISIONS.map(
+    (d) =>
+      `<button type="button" class="chip ${d}${state.table.decisions.has(d) ? " on" : ""}" data-decision="${d}" aria-pressed="${state.table.decisions.has(d)}">${d}</button>`,
+  ).join("");
+}
+
+function showEmpty() {
+  $("headline").textContent = "";
+  $("summary").innerHTML =
+    `<div class="card wide"><div class="label">empty notebook</div><div class="sub">No runs yet. Start one with <code>autolab run</code>; it appears here as it goes.</div></div>`;
+  state.series = { metric: "metric", direction: "minimize", points: [] };
+  state.byN = new Map();
+  drawChart();
+  renderTable({ experiments: [], total: 0, offset: 0 });
+  loadOrg().catch(() => {});
+  $("alarms-body").innerHTML = `<p class="empty">No alarms.</p>`;
+}
+
+function showError(err) {
+  $("summary").innerHTML =
+    `<div class="card wide error"><div class="label">error</div><div class="sub">${esc(err.message)}${err.hint ? `<br>${esc(err.hint)}` : ""}</div></div>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// rendering: one experiment
+
+function currentExperiment() {
+  const m = /^#\/e\/(\d+)/.exec(location.hash);
+  return m ? Number(m[1]) : null;
+}
+
+async function loadExperiment(n) {
+  const e = await api(`/api/experiments/${n}`, { run: state.run });
+  const body = $("exp-body");
+  const metricName = state.status?.metric ?? "metric";
+  const params = e.params
+    ? `<dl class="params">${Object.entries(e.params)
+        .map(([k, v]) => `<dt>${esc(k)}</dt><dd>${fmt(v)}</dd>`)
+        .join("")}</dl>`
+    : "";
+  const metrics = Object.entries(e.metrics);
+  const usage = e.usage
+    ? Object.entries(e.usage)
+        .map(([k, v]) => `${esc(k)} ${fmt(v)}`)
+        .join(" · ")
+    : "";
+  const trials = e.trials
+    .map(
+      (t) =>
+        `<tr><td>${t.attempt}</td><td>${t.seed}</td><td>${badge(t.status === "ok" ? "keep" : t.status === "running" ? "pending" : "crash").replace(/>[a-z]+</, `>${esc(t.status)}<`)}</td><td class="num">${t.wallS === null ? "—" : `${t.wallS.toFixed(2)}s`}</td><td class="num">${t.cpuS === null ? "—" : `${t.cpuS.toFixed(2)}s`}</td><td class="num">${t.peakRssMb === null ? "—" : `${t.peakRssMb.toFixed(0)} MB`}</td><td>${esc(t.reason ?? "")}</td></tr>`,
+    )
+    .join("");
+  body.innerHTML = `
+    <h1>#${e.id} ${badge(e.decision)}${e.isBest ? ' <span class="badge best">current best</span>' : ""}</h1>
+    <p class="hypothesis">${esc(e.id === 0 ? "baseline" : e.hypothesis)}</p>
+    ${e.mechanism ? `<p><span class="muted">mechanism</span> ${esc(e.mechanism)}</p>` : ""}
+    ${e.expected ? `<p><span class="muted">expected</span> ${esc(e.expected)}</p>` : ""}
+    <div class="decision ${esc(e.decision)}"><strong>${esc(e.decision)}</strong> — ${esc(e.reason ?? "no decision yet")}${
+      e.mechanismConfirmed === true
+        ? " (mechanism confirmed)"
+        : e.mechanismConfirmed === false
+          ? " (mechanism refuted)"
+          : ""
+    }</div>
+    <div class="grid">
+      <section><h2>Metrics</h2>
+        <table class="small"><tbody>
+          <tr><th>${esc(metricName)} (objective)</th><td class="num">${fmt(e.metric)}</td></tr>
+          ${metrics
+            .filter(([k]) => k !== metricName)
+            .map(([k, v]) => `<tr><th>${esc(k)}</th><td class="num">${fmt(v)}</td></tr>`)
+            .join("")}
+        </tbody></table>
+      </section>
+      <section><h2>Cost</h2>
+        <table class="small"><tbody>
+          <tr><th>trials</th><td class="num">${e.costs.trials}</td></tr>
+          <tr><th>wall</th><td class="num">${e.costs.wallS.toFixed(2)}s</td></tr>
+          <tr><th>cpu</th><td class="num">${e.costs.cpuS.toFixed(2)}s</td></tr>
+          <tr><th>peak memory</th><td class="num">${e.costs.peakRssMb.toFixed(0)} MB</td></tr>
+          ${usage ? `<tr><th>agent</th><td>${usage}</td></tr>` : ""}
+        </tbody></table>
+      </section>
+      <section><h2>Change</h2>
+        <p><span class="muted">agent</span> ${esc(e.agent)}<br>
+        <span class="muted">commit</span> <code>${esc(e.commit.slice(0, 12))}</code> on <code>${esc(e.parent.slice(0, 12))}</code><br>
+        <span class="muted">ref</span> <code>${esc(e.ref)}</code><br>
+        <span class="muted">diff</span> ${e.diff.files} file(s), <span class="k">+${e.diff.insertions}</span> <span class="c">−${e.diff.deletions}</span></p>
+        ${params}
+      </section>
+    </div>
+    <h2>Trials</h2>
+    <table class="small trials"><thead><tr><th>#</th><th>seed</th><th>status</th><th>wall</th><th>cpu</th><th>peak</th><th>reason</th></tr></thead><tbody>${trials || `<tr><td colspan="7" class="empty">no trial started</td></tr>`}</tbody></table>
+    <h2>Diff</h2>
+    ${e.diffText ? `<pre class="diff">${colorDiff(e.diffText)}</pre>` : `<p class="empty">No change against its parent${e.id === 0 ? " (the baseline runs the code as it is)" : ""}.</p>`}
+    <h2>Log tail</h2>
+    ${e.logTail ? `<pre class="log">${esc(e.logTail)}</pre>` : `<p class="empty">No log yet.</p>`}
+  `;
+  // A log tail is read from its end.
+  const log = body.querySelector("pre.log");
+  if (log) log.scrollTop = log.scrollHeight;
+  const ns = state.series ? state.series.points.map((p) => p.n) : [];
+  const i = ns.indexOf(n);
+  const prev = i > 0 ? ns[i - 1] : null;
+  const next = i >= 0 && i < ns.length - 1 ? ns[i + 1] : null;
+  $("exp-prev").hidden = prev === null;
+  $("exp-next").hidden = next === null;
+  if (prev !== null) $("exp-prev").href = `#/e/${prev}`;
+  if (next !== null) $("exp-next").href = `#/e/${next}`;
+  document.title = `#${e.id} · autolab`;
+}
+
+function colorDiff(text) {
+  return text
+    .split("\n")
+    .map((l) => {
+      const cls =
+        l.startsWith("+++") || l.startsWith("---") || l.startsWith("diff ") || l.startsWith("index ")
+          ? "meta"
+          : l.startsWith("+")
+            ? "add"
+            : l.startsWith("-")
+              ? "del"
+              : l.startsWith("@@")
+                ? "hunk"
+                : "";
+      return cls ? `<span class="${cls}">${esc(l)}</span>` : esc(l);
+    })
+    .join("\n");
+}
+
+async function route() {
+  const n = currentExperiment();
+  $("overview").hidden = n !== null;
+  $("experiment").hidden = n === null;
+  if (n === null) {
+    document.title = state.status ? `${state.status.program} · autolab` : "autolab";
+    drawChart();
+    return;
+  }
+  window.scrollTo(0, 0);
+  $("exp-body").innerHTML = `<p class="muted">loading #${n}…</p>`;
+  await loadExperiment(n).catch((err) => {
+    $("exp-body").innerHTML = `<p class="error">${esc(err.message)}</p>`;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// live updates
+
+const refreshSoon = debounce(() => {
+  loadStatus().catch(() => {});
+  loadTable().catch(() => {});
+  const n = currentExperiment();
+  if (n !== null) loadExperiment(n).catch(() => {});
+}, 250);
+
+function onEvent(e) {
+  if (e.type === "run_started") {
+    loadRuns().catch(() => {});
+    return;
+  }
+  if (state.run && e.run !== state.run) return;
+  const series = state.series;
+  if (series && (e.type === "experiment_created" || e.type === "trial_finished" || e.type === "decision")) {
+    let p = state.byN.get(e.n);
+    if (!p) {
+      p = {
+        n: e.n,
+        metric: null,
+        action: "pending",
+        label: e.n === 0 ? "baseline" : firstLine(e.hypothesis ?? ""),
+      };
+      state.byN.set(e.n, p);
+      series.points.push(p);
+      series.points.sort((a, b) => a.n - b.n);
+    }
+    if (e.type === "trial_finished" && p.action === "pending" && e.metric !== undefined) p.metric = e.metric;
+    if (e.type === "decision") {
+      p.action = e.action;
+      p.metric = e.metric ?? (e.action === "crash" ? null : p.metric);
+    }
+    drawChart();
+  }
+  refreshSoon();
+}
+
+function connect() {
+  const es = new EventSource("/api/events");
+  const live = $("live");
+  es.addEventListener("ready", (m) => {
+    state.connected = true;
+    live.textContent = "● live";
+    live.className = "live on";
+    state.readyVersion = JSON.parse(m.data).version;
+    if (!state.loaded) loadAll();
+    else reconcile();
+  });
+  es.onmessage = (m) => onEvent(JSON.parse(m.data));
+  es.onerror = () => {
+    state.connected = false;
+    live.textContent = "○ reconnecting";
+    live.className = "live off";
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// wiring
+
+function wire() {
+  renderDecisionChips();
+  $("run-select").addEventListener("change", (ev) => {
+    state.run = ev.target.value;
+    const url = new URL(location.href);
+    url.searchParams.set("run", state.run);
+    history.replaceState(null, "", url);
+    state.table.offset = 0;
+    loadAll();
+  });
+  $("decision-filters").addEventListener("click", (ev) => {
+    const d = ev.target.closest("[data-decision]")?.dataset.decision;
+    if (!d) return;
+    if (state.table.decisions.has(d)) state.table.decisions.delete(d);
+    else state.table.decisions.add(d);
+    state.table.offset = 0;
+    renderDecisionChips();
+    loadTable().catch(showError);
+  });
+  $("search").addEventListener(
+    "input",
+    debounce((ev) => {
+      state.table.q = ev.target.value;
+      state.table.offset = 0;
+      loadTable().catch(showError);
+    }, 200),
+  );
+  $("experiments")
+    .querySelector("thead")
+    .addEventListener("click", (ev) => {
+      const key = ev.target.closest("th[data-sort]")?.dataset.sort;
+      if (!key) return;
+      const t = state.table;
+      t.sort = t.sort === `-${key}` ? key : t.sort === key ? `-${key}` : key === "n" ? "-n" : key;
+      t.offset = 0;
+      loadTable().catch(showError);
+    });
+  $("experiments")
+    .querySelector("tbody")
+    .addEventListener("click", (ev) => {
+      const n = ev.target.closest("tr[data-n]")?.dataset.n;
+      if (n !== undefined) location.hash = `#/e/${n}`;
+    });
+  $("prev").addEventListener("click", () => {
+    state.table.offset = Math.max(0, state.table.offset - PAGE);
+    loadTable().catch(showError);
+  });
+  $("next").addEventListener("click", () => {
+    state.table.offset += PAGE;
+    loadTable().catch(showError);
+  });
+
+  const chart = $("chart");
+  const tip = $("tooltip");
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  /** The experiment nearest the pointer, within 10 px. */
+  const nearest = (ev) => {
+    const svg = chart.querySelector("svg");
+    if (!svg || !state.hits) return null;
+    const box = svg.getBoundingClientRect();
+    const k = state.svgWidth / box.width;
+    const x = (ev.clientX - box.left) * k;
+    const y = (ev.clientY - box.top) * k;
+    let best = null;
+    let bestD = 100;
+    for (const h of state.hits) {
+      const d = (h.x - x) ** 2 + (h.y - y) ** 2;
+      if (d < bestD) {
+        bestD = d;
+        best = h;
+      }
+    }
+    return best;
+  };
+  let shown = null;
+  chart.addEventListener("mousemove", (ev) => {
+    const h = nearest(ev);
+    if (h?.p === shown) return;
+    shown = h?.p ?? null;
+    const svg = chart.querySelector("svg");
+    let ring = svg?.querySelector(".hover-ring");
+    if (!h || !svg) {
+      tip.hidden = true;
+      ring?.remove();
+      chart.style.cursor = "";
+      return;
+    }
+    if (!ring) {
+      ring = document.createElementNS(SVG_NS, "circle");
+      ring.setAttribute("class", "hover-ring");
+      ring.setAttribute("r", "7");
+      ring.setAttribute("fill", "none");
+      ring.setAttribute("stroke", "#111");
+      ring.setAttribute("stroke-width", "1.5");
+      svg.appendChild(ring);
+    }
+    ring.setAttribute("cx", String(h.x));
+    ring.setAttribute("cy", String(h.y));
+    chart.style.cursor = "pointer";
+    const p = h.p;
+    tip.innerHTML = `<strong>#${p.n}</strong> ${badge(p.action)} ${p.metric === null ? "" : `${esc(state.series.metric)} ${fmt(p.metric)}`}<br>${esc(p.label)}`;
+    tip.hidden = false;
+    const box = chart.getBoundingClientRect();
+    const k = box.width / state.svgWidth;
+    tip.style.left = `${Math.min(box.width - 320, Math.max(0, h.x * k - 150))}px`;
+    tip.style.top = `${h.y * k + chart.offsetTop + 16}px`;
+  });
+  chart.addEventListener("mouseleave", () => {
+    shown = null;
+    tip.hidden = true;
+    chart.querySelector(".hover-ring")?.remove();
+  });
+  chart.addEventListener("click", (ev) => {
+    const h = nearest(ev);
+    if (h) location.hash = `#/e/${h.p.n}`;
+  });
+
+  window.addEventListener("hashchange", route);
+  window.addEventListener("resize", debounce(drawChart, 150));
+  setInterval(() => {
+    if (state.status?.running?.length) renderRunning();
+  }, 1000);
+}
+
+wire();
+route();
+loadAll(JSON.parse(document.getElementById("boot")?.textContent || "null"));
+connect();

@@ -1,0 +1,66 @@
+import { type NotebookEvent, SqliteEventFeed } from "../ledger/sqlite-event-feed.ts";
+import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+
+export type EventListener = (event: NotebookEvent) => void;
+
+/**
+ * Fans the notebook's events out to every open SSE stream. One poller for all subscribers: it
+ * starts with the first subscriber (primed at the notebook as it is then, so a stream carries
+ * what happens after it opened) and stops with the last.
+ */
+export class EventHub {
+  private readonly ledger: SqliteLedger;
+  private readonly pollMs: number;
+  private readonly listeners = new Set<EventListener>();
+  private feed: SqliteEventFeed | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private failed = false;
+
+  constructor(ledger: SqliteLedger, pollMs: number) {
+    this.ledger = ledger;
+    this.pollMs = pollMs;
+  }
+
+  subscribe(fn: EventListener): () => void {
+    if (this.listeners.size === 0) this.start();
+    this.listeners.add(fn);
+    return () => {
+      this.listeners.delete(fn);
+      if (this.listeners.size === 0) this.stop();
+    };
+  }
+
+  /** Polls now, outside the timer's rhythm. */
+  pollNow(): void {
+    if (!this.feed) return;
+    let events: ReturnType<SqliteEventFeed["poll"]>;
+    try {
+      events = this.feed.poll();
+      this.failed = false;
+    } catch (err) {
+      // A busy or briefly locked notebook: try again next tick; say so once.
+      if (!this.failed) process.stderr.write(`autolab serve: reading the notebook failed: ${String(err)}\n`);
+      this.failed = true;
+      return;
+    }
+    for (const e of events) for (const fn of this.listeners) fn(e);
+  }
+
+  close(): void {
+    this.listeners.clear();
+    this.stop();
+  }
+
+  private start(): void {
+    this.feed = new SqliteEventFeed(this.ledger.db);
+    this.feed.prime();
+    this.timer = setInterval(() => this.pollNow(), this.pollMs);
+    this.timer.unref();
+  }
+
+  private stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.feed = undefined;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * The dashboard in a real browser: playwright-core driving Debian's chromium against fixture
+ * notebooks served by `startServer`. Skipped, with a message, where no chromium is installed
+ * (.ci/run installs it). The screenshots land in test-artifacts/ (gitignored).
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { type RunningServer, startServer } from "../src/server/serve.ts";
+import { CHROMIUM, launchChromium } from "./helpers/chromium.ts";
+import { cleanupTemp, createGitProject, tempDir } from "./helpers/git-project.ts";
+import {
+  appendExperiment,
+  buildNotebook,
+  type FixtureExperiment,
+  syntheticExperiments,
+} from "./helpers/notebook-fixture.ts";
+import { REPO_ROOT } from "./helpers/toy-project.ts";
+
+const ARTIFACTS = join(REPO_ROOT, "test-artifacts");
+
+if (!CHROMIUM) {
+  console.warn(
+    "dashboard browser test skipped: no chromium at /usr/bin/chromium (install it: apt-get install -y chromium, or set AUTOLAB_CHROMIUM)",
+  );
+}
+
+describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: no chromium found)"}`, () => {
+  let browser: Browser;
+  const servers: RunningServer[] = [];
+  const errors: string[] = [];
+
+  async function serve(ledgerPath: string): Promise<RunningServer> {
+    const s = await startServer({ ledgerPath, port: 0, host: "127.0.0.1", pollMs: 100 });
+    servers.push(s);
+    return s;
+  }
+
+  async function open(url: string, width = 1280): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width, height: 1000 } });
+    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(`console: ${m.text()}`);
+    });
+    await page.goto(url);
+    return page;
+  }
+
+  beforeAll(async () => {
+    browser = await launchChromium(CHROMIUM as string);
+    mkdirSync(ARTIFACTS, { recursive: true });
+  });
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+    await browser?.close();
+    cleanupTemp();
+  });
+
+  it("draws every experiment, lists them, opens one on click, and adds new ones live", async () => {
+    const repo = createGitProject({
+      "train.ts": "const LEARNING_RATE = 3e-4;\nconst HIDDEN = 32;\n",
+      "program.md": "",
+    });
+    repo.write({ "train.ts": "const LEARNING_RATE = 0.02;\nconst HIDDEN = 32;\n" });
+    const candidate = repo.commitAll("candidate");
+    const exps: FixtureExperiment[] = syntheticExperiments(40, 3);
+    exps[3] = {
+      action: "keep",
+      metric: 3.05,
+      hypothesis: "LEARNING_RATE 3e-4 → 0.02",
+      mechanism: "larger steps early",
+      parent: repo.head as string,
+      commit: candidate,
+    };
+    exps.push({ action: "running", hypothesis: "HIDDEN 32 → 48" });
+    const dir = tempDir();
+    const ledgerPath = buildNotebook(dir, [
+      { tag: "demo", programName: "tiny-lm", programPath: join(repo.root, "program.md"), experiments: exps },
+    ]);
+    const server = await serve(ledgerPath);
+    const page = await open(server.url);
+
+    await page.waitForSelector(`body[data-chart-drawn="${exps.length}"]`);
+    expect(await page.locator("#chart svg .pt").count()).toBe(exps.length);
+    expect(await page.locator("#chart svg .pt.keep").count()).toBe(
+      exps.filter((e) => e.action === "keep").length,
+    );
+    expect(await page.locator("#chart svg .pt.crash").count()).toBe(
+      exps.filter((e) => e.action === "crash").length,
+    );
+    await page.waitForSelector("#experiments tbody tr.row");
+    expect(await page.locator("#experiments tbody tr.row").count()).toBe(exps.length);
+    expect(await page.locator("#live").textContent()).toContain("live");
+    expect(await page.locator("#summary").textContent()).toContain(String(exps.length));
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
+
+    // Hover shows the hypothesis.
+    await page.hover('#chart .pt[data-n="3"]');
+    await expect.poll(() => page.locator("#tooltip").isVisible()).toBe(true);
+    expect(await page.locator("#tooltip").textContent()).toContain("LEARNING_RATE 3e-4 → 0.02");
+
+    // Clicking a point opens its page: decision, reason, diff, log tail.
+    await page.click('#chart .pt[data-n="3"]');
+    await page.waitForSelector("#exp-body h1");
+    expect(page.url()).toMatch(/#\/e\/3$/);
+    expect(await page.locator("#exp-body h1").textContent()).toContain("#3");
+    expect(await page.locator("#exp-body .decision").textContent()).toContain("keep");
+    expect(await page.locator("#exp-body pre.diff").textContent()).toContain("+const LEARNING_RATE = 0.02;");
+    expect(await page.locator("#exp-body pre.log").count()).toBe(1);
+    expect(await page.locator("#overview").isVisible()).toBe(false);
+    await page.screenshot({ path: join(ARTIFACTS, "experiment.png"), fullPage: true });
+
+    // Back to the overview; the table filters and sorts.
+    await page.click("text=← all experiments");
+    await page.click('#decision-filters [data-decision="crash"]');
+    await expect
+      .poll(() => page.locator("#experiments tbody tr.row").count())
+      .toBe(exps.filter((e) => e.action === "crash").length);
+    await page.click('#decision-filters [data-decision="crash"]');
+    await page.click('th[data-sort="metric"]');
+    await expect
+      .poll(() => page.locator("#experiments tbody tr.row").first().getAttribute("data-n"))
+      .toBe(String(bestIndex(exps)));
+    await page.fill("#search", "HIDDEN 32 → 48");
+    await expect.poll(() => page.locator("#experiments tbody tr.row").count()).toBe(1);
+    await page.fill("#search", "");
+
+    // A row appended by another process appears without a reload.
+    const writer = new SqliteLedger(ledgerPath);
+    const run = writer.getRun("demo");
+    if (!run) throw new Error("fixture run missing");
+    appendExperiment(writer, run, exps.length, { action: "discard", metric: 3.3, hypothesis: "live one" });
+    writer.close();
+    await page.waitForSelector(`body[data-chart-drawn="${exps.length + 1}"]`);
+    expect(await page.locator("#chart svg .pt").count()).toBe(exps.length + 1);
+    await expect.poll(() => page.locator("#experiments tbody tr.row").count()).toBe(exps.length + 1);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
+  it("renders an empty notebook and a lab full of crashes sensibly", async () => {
+    const empty = await serve(buildNotebook(tempDir(), []));
+    let page = await open(empty.url);
+    await page.waitForSelector('body[data-chart-drawn="0"]');
+    expect(await page.locator("#summary").textContent()).toContain("No runs yet");
+    expect(await page.locator("#chart").textContent()).toContain("no experiments yet");
+    expect(await page.locator("#experiments tbody").textContent()).toContain("No experiments yet");
+    expect(await page.locator("#alarms-body").textContent()).toContain("No alarms");
+    await page.close();
+
+    const crashes: FixtureExperiment[] = Array.from({ length: 6 }, (_, i) => ({
+      action: "crash",
+      hypothesis: `try ${i}`,
+      reason: "crash: SyntaxError",
+    }));
+    const crashed = await serve(buildNotebook(tempDir(), [{ experiments: crashes }]));
+    page = await open(crashed.url, 900);
+    await page.waitForSelector('body[data-chart-drawn="6"]');
+    expect(await page.locator("#chart .pt.crash").count()).toBe(6);
+    expect(await page.locator("#chart").textContent()).toContain("nothing measured yet");
+    expect(await page.locator("#summary").textContent()).toContain("none yet");
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard-crashes.png"), fullPage: true });
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+});
+
+function bestIndex(exps: FixtureExperiment[]): number {
+  let best = -1;
+  exps.forEach((e, i) => {
+    if (e.metric === undefined || e.action === "crash") return;
+    const b = exps[best]?.metric;
+    if (best < 0 || (b !== undefined && e.metric < b)) best = i;
+  });
+  return best;
+}

@@ -1,0 +1,240 @@
+/**
+ * `autolab report` (report.md + progress.svg + progress.png, no browser), the progress chart
+ * renderer it shares with the dashboard, `autolab export --format jsonl` and `autolab watch`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { progressSeries } from "../src/app/progress-series.ts";
+import { writeReport } from "../src/app/report.ts";
+import { renderProgressChart } from "../src/chart/progress-chart.ts";
+import { eventLine, watchScreen } from "../src/cli/watch-command.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { cleanupTemp, tempDir } from "./helpers/git-project.ts";
+import {
+  appendExperiment,
+  buildNotebook,
+  type FixtureExperiment,
+  syntheticExperiments,
+} from "./helpers/notebook-fixture.ts";
+import { runCli, spawnCli } from "./helpers/toy-project.ts";
+
+afterAll(cleanupTemp);
+
+const LAB: FixtureExperiment[] = [
+  { action: "keep", metric: 3.0 },
+  { action: "discard", metric: 3.1, hypothesis: "HIDDEN 32 → 64" },
+  {
+    action: "keep",
+    metric: 2.8,
+    hypothesis: "LEARNING_RATE 3e-4 → 0.02 | with a pipe",
+    metrics: { secret_holdout: 41 },
+  },
+  { action: "crash", hypothesis: "BATCH_SIZE 32 → 4096", reason: "crash: exit code 137" },
+  { action: "reject", metric: 2.5, hypothesis: "HIDDEN 64 → 4096" },
+  { action: "keep", metric: 2.7, hypothesis: "WARMDOWN_RATIO 0 → 0.3" },
+  { action: "running", hypothesis: "dropout 0.1" },
+];
+
+/** Experiments drawn: one element each, or a dot of a crowd's cloud path. */
+const points = (svg: string) =>
+  (svg.match(/class="pt /g)?.length ?? 0) +
+  [...svg.matchAll(/class="cloud" data-count="(\d+)"/g)].reduce((a, m) => a + Number(m[1]), 0);
+
+function open(dir: string) {
+  const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+  const run = ledger.latestRun();
+  if (!run) throw new Error("no run");
+  return { ledger, run, exps: ledger.listExperiments(run.id) };
+}
+
+describe("progress chart", () => {
+  it("draws one point per experiment, a best line, and labels on kept changes", () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: LAB, holdout: ["secret_holdout"] }]);
+    const { ledger, run, exps } = open(dir);
+    ledger.close();
+    const svg = renderProgressChart(progressSeries(run, exps));
+    expect(points(svg)).toBe(7);
+    expect(svg.match(/class="pt keep"/g)).toHaveLength(3);
+    expect(svg.match(/class="pt crash"/g)).toHaveLength(1);
+    expect(svg.match(/class="pt reject"/g)).toHaveLength(1);
+    expect(svg.match(/class="pt pending"/g)).toHaveLength(1);
+    expect(svg).toContain('class="best-line"');
+    expect(svg.match(/class="lbl"/g)).toHaveLength(3);
+    expect(svg).toContain(">#2 LEARNING_RATE 3e-4 → 0.02 | with …</text>");
+    expect(svg).not.toContain("secret_holdout");
+  });
+
+  it("stays readable when empty, all crashed, or huge", () => {
+    const empty = renderProgressChart({ metric: "loss", direction: "minimize", points: [] });
+    expect(points(empty)).toBe(0);
+    expect(empty).toContain("no experiments yet");
+    const crashed = renderProgressChart({
+      metric: "loss",
+      direction: "minimize",
+      points: Array.from({ length: 5 }, (_, n) => ({
+        n,
+        metric: null,
+        action: "crash" as const,
+        label: "x",
+      })),
+    });
+    expect(points(crashed)).toBe(5);
+    expect(crashed).toContain("nothing measured yet");
+    const big = syntheticExperiments(10_000);
+    const svg = renderProgressChart({
+      metric: "val_bpb",
+      direction: "minimize",
+      points: big.map((x, n) => ({
+        n,
+        metric: x.metric ?? null,
+        action: x.action as "keep",
+        label: x.hypothesis ?? "",
+      })),
+    });
+    expect(points(svg)).toBe(10_000);
+    expect(svg).toMatch(/class="cloud" data-count="\d{4}"/);
+    expect(svg.match(/class="lbl"/g)?.length).toBeLessThanOrEqual(12);
+    expect(svg).not.toMatch(/NaN|Infinity/);
+  });
+
+  it("puts an outlier on the edge instead of squashing the curve", () => {
+    const pts = Array.from({ length: 40 }, (_, n) => ({
+      n,
+      metric: n === 20 ? 1e9 : 3 - n * 0.01,
+      action: (n === 20 ? "discard" : "keep") as "discard" | "keep",
+      label: "",
+    }));
+    const svg = renderProgressChart({ metric: "loss", direction: "minimize", points: pts });
+    expect(svg.match(/data-clipped="1"/g)).toHaveLength(1);
+  });
+});
+
+describe("autolab report", () => {
+  it("writes report.md, progress.svg and progress.png from the notebook", () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: LAB, holdout: ["secret_holdout"] }]);
+    const { ledger, run, exps } = open(dir);
+    const out = join(dir, "report");
+    const files = writeReport(run, exps, out);
+    ledger.close();
+    for (const f of [files.markdown, files.svg, files.png]) expect(existsSync(f)).toBe(true);
+    expect(points(readFileSync(files.svg, "utf8"))).toBe(LAB.length);
+    const png = readFileSync(files.png);
+    expect([...png.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    expect(png.readUInt32BE(16)).toBe(1920); // width: 960 drawn at 2×
+    const md = readFileSync(files.markdown, "utf8");
+    expect(md).toContain("![progress](progress.png)");
+    expect(md).toContain("progress.svg");
+    expect(md).toMatch(/\| best \| 2\.7 \(#5/);
+    expect(md).toMatch(/\| experiments \| 7/);
+    expect(md).toMatch(/\| crashed \| 1 \|/);
+    // Kept changes: the baseline and two kept experiments, pipes escaped.
+    const kept = md.split("## Kept changes")[1]?.split("##")[0] ?? "";
+    expect(kept.match(/^\| \d+ \|/gm)).toHaveLength(3);
+    expect(kept).toContain("LEARNING_RATE 3e-4 → 0.02 \\| with a pipe");
+    expect(kept).toContain("-6.67%");
+    expect(md).not.toContain("secret_holdout");
+    expect(md).toContain("crash: exit code 137");
+  });
+
+  it("the CLI writes the report (default under .autolab/reports/<tag>), holdouts only with --holdout", async () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ tag: "nov22", experiments: LAB, holdout: ["secret_holdout"] }]);
+    const r = await runCli(["report"], { cwd: dir });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(join(".autolab", "reports", "nov22", "report.md"));
+    expect(existsSync(join(dir, ".autolab", "reports", "nov22", "progress.png"))).toBe(true);
+    const r2 = await runCli(["report", "--out", "out", "--holdout"], { cwd: dir });
+    expect(r2.code).toBe(0);
+    expect(readFileSync(join(dir, "out", "report.md"), "utf8")).toContain("secret_holdout (holdout)");
+  });
+
+  it("an empty run still gets a report", () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: [] }]);
+    const { ledger, run, exps } = open(dir);
+    const files = writeReport(run, exps, join(dir, "r"));
+    ledger.close();
+    expect(readFileSync(files.markdown, "utf8")).toContain("Nothing kept yet");
+    expect(points(readFileSync(files.svg, "utf8"))).toBe(0);
+  });
+});
+
+describe("autolab export --format jsonl", () => {
+  it("writes every experiment, pending ones included", async () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: LAB }]);
+    const r = await runCli(["export", "--format", "jsonl"], { cwd: dir });
+    expect(r.code).toBe(0);
+    const rows = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: number; decision: string });
+    expect(rows.map((x) => x.id)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(rows[6]?.decision).toBe("pending");
+  });
+});
+
+describe("autolab watch", () => {
+  it("a terminal screen: status, best, the running trial, the last experiments", () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: LAB }]);
+    const { ledger, run, exps } = open(dir);
+    ledger.close();
+    const startedAt = exps[6]?.trials[0]?.startedAt as string;
+    const screen = watchScreen(
+      run,
+      exps,
+      [{ n: 6, attempt: 1, hypothesis: "dropout 0.1", startedAt, budgetMs: 10_000, state: "running" }],
+      { last: 3, columns: 120, rows: 40, now: Date.parse(startedAt) + 5000 },
+    );
+    expect(screen).toContain("best 2.7 (#5, -10.00%)");
+    expect(screen).toMatch(/▶ #6 trial 1 ▕██████████░{10}▏ 5\.0s\/10s {2}dropout 0\.1/);
+    const table = screen.split("\n").filter((l) => /^\d+ {2}/.test(l));
+    expect(table.map((l) => l.split(/\s+/)[0])).toEqual(["6", "5", "4"]);
+    expect(watchScreen(undefined, [], [], { last: 5, columns: 80, rows: 24, now: 0 })).toMatch(
+      /Waiting for a run/,
+    );
+  });
+
+  it("plain output when not a terminal: status once, then a line per event; Ctrl-C exits 0", async () => {
+    const dir = tempDir();
+    const ledgerPath = buildNotebook(dir, [{ tag: "w", experiments: LAB.slice(0, 3) }]);
+    const cli = spawnCli(["watch", "--interval", "50ms"], { cwd: dir });
+    try {
+      await cli.waitFor(/Run w \(fixture-lab\)/);
+      await cli.waitFor(/best 2\.8 \(#2/);
+      const writer = new SqliteLedger(ledgerPath);
+      const run = writer.getRun("w");
+      if (!run) throw new Error("no run");
+      appendExperiment(writer, run, 3, { action: "discard", metric: 2.95, hypothesis: "HIDDEN 64 → 80" });
+      writer.close();
+      await cli.waitFor(/#3 discard 2\.95 \(not better: 2\.95\) · best 2\.8 \(#2\)/);
+      expect(cli.stdout()).toContain("#3 proposed: HIDDEN 64 → 80");
+      expect(cli.stdout().includes("\u001b")).toBe(false);
+    } finally {
+      cli.child.kill("SIGINT");
+    }
+    const done = await cli.done;
+    expect(done.code).toBe(0);
+    expect(done.stderr).toBe("");
+  });
+
+  it("event lines name what happened", () => {
+    expect(
+      eventLine({
+        type: "trial_finished",
+        run: "r",
+        at: "",
+        n: 3,
+        attempt: 1,
+        status: "timeout",
+        wallS: 12.04,
+        reason: "killed at budget",
+      }),
+    ).toBe("#3 trial 1: timeout in 12.0s — killed at budget");
+  });
+});

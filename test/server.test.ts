@@ -1,0 +1,574 @@
+/**
+ * The HTTP API and the event stream, without a port (hono's app.request), against fixture
+ * notebooks written through SqliteLedger: an empty lab, a lab with every kind of outcome, a
+ * lab full of crashes, a running lab with an open trial. One real-port smoke test at the end.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { LabReader } from "../src/app/lab-reader.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { createApp, type LabApp } from "../src/server/app.ts";
+import { startServer } from "../src/server/serve.ts";
+import { cleanupTemp, createGitProject, tempDir } from "./helpers/git-project.ts";
+import {
+  appendExperiment,
+  buildNotebook,
+  type FixtureExperiment,
+  writeRun,
+} from "./helpers/notebook-fixture.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON answers, checked field by field by the assertions
+type Json = any;
+
+const apps: LabApp[] = [];
+afterEach(() => {
+  for (const a of apps.splice(0)) a.close();
+});
+afterAll(cleanupTemp);
+
+function appFor(ledgerPath: string, extra: Partial<Parameters<typeof createApp>[0]> = {}): LabApp {
+  const app = createApp({ ledgerPath, ...extra });
+  apps.push(app);
+  return app;
+}
+
+async function get<T = unknown>(
+  app: LabApp,
+  path: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: T }> {
+  const res = await app.request(path, init);
+  const text = await res.text();
+  return {
+    status: res.status,
+    body: (text.startsWith("{") || text.startsWith("[") ? JSON.parse(text) : text) as T,
+  };
+}
+
+const MIXED: FixtureExperiment[] = [
+  { action: "keep", metric: 3.0, hypothesis: "baseline" },
+  { action: "discard", metric: 3.1, hypothesis: "HIDDEN 32 → 64", metrics: { secret_holdout: 42 } },
+  {
+    action: "keep",
+    metric: 2.8,
+    hypothesis: "LEARNING_RATE 3e-4 → 0.02",
+    mechanism: "faster steps",
+    metrics: { secret_holdout: 41 },
+    logTail: "loss 2.8\nsecret_holdout: 41\nval_bpb: 2.8\n",
+  },
+  { action: "crash", hypothesis: "BATCH_SIZE 32 → 4096", reason: "crash: exit code 137 (out of memory)" },
+  {
+    action: "reject",
+    metric: 2.5,
+    hypothesis: "HIDDEN 64 → 4096",
+    reason: "constraint violated: peak_rss_mb <= 4096",
+  },
+  { action: "discard", metric: 2.9, hypothesis: "dropout 0.1" },
+];
+
+describe("API on a lab with every outcome", () => {
+  const dir = tempDir();
+  const repo = createGitProject({ "train.ts": "const LEARNING_RATE = 3e-4;\n", "program.md": "" });
+  repo.write({ "train.ts": "const LEARNING_RATE = 0.02;\n" });
+  const second = repo.commitAll("candidate");
+  const exps = MIXED.map((x, n) => (n === 2 ? { ...x, parent: repo.head as string, commit: second } : x));
+  const ledgerPath = buildNotebook(dir, [
+    { tag: "old", experiments: [{ action: "keep", metric: 5 }] },
+    {
+      tag: "main",
+      programPath: join(repo.root, "program.md"),
+      holdout: ["secret_holdout"],
+      experiments: exps,
+    },
+  ]);
+
+  it("lists runs, newest last, with their sizes", async () => {
+    const { status, body } = await get<{ tag: string; experiments: number }[]>(
+      appFor(ledgerPath),
+      "/api/runs",
+    );
+    expect(status).toBe(200);
+    expect(body.map((r) => [r.tag, r.experiments])).toEqual([
+      ["old", 1],
+      ["main", 6],
+    ]);
+  });
+
+  it("status is statusOf of the newest run (or ?run=), plus open trials", async () => {
+    const app = appFor(ledgerPath);
+    const { body } = await get<Json>(app, "/api/status");
+    expect(body.tag).toBe("main");
+    expect(body.baseline).toEqual({ id: 0, metric: 3 });
+    expect(body.best.id).toBe(2);
+    expect(body.counts).toEqual({ total: 6, kept: 2, discarded: 2, crashed: 1, rejected: 1, pending: 0 });
+    expect(body.running).toEqual([]);
+    expect((await get<Json>(app, "/api/status?run=old")).body.tag).toBe("old");
+    const missing = await get<{ error: { code: string } }>(app, "/api/status?run=nope");
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe("RUN_NOT_FOUND");
+  });
+
+  it("chart: one point per experiment, crashes without a metric", async () => {
+    const { body } = await get<{
+      metric: string;
+      points: { n: number; action: string; metric: number | null }[];
+    }>(appFor(ledgerPath), "/api/chart");
+    expect(body.metric).toBe("val_bpb");
+    expect(body.points.map((p) => p.action)).toEqual([
+      "keep",
+      "discard",
+      "keep",
+      "crash",
+      "reject",
+      "discard",
+    ]);
+    expect(body.points[3]?.metric).toBeNull();
+  });
+
+  it("experiments: filter by decision, search, sort, page", async () => {
+    const app = appFor(ledgerPath);
+    type List = {
+      total: number;
+      offset: number;
+      limit: number;
+      experiments: { id: number; decision: string }[];
+    };
+    const all = (await get<List>(app, "/api/experiments")).body;
+    expect(all.total).toBe(6);
+    expect(all.experiments.map((e) => e.id)).toEqual([0, 1, 2, 3, 4, 5]);
+
+    const kept = (await get<List>(app, "/api/experiments?decision=keep,crash")).body;
+    expect(kept.experiments.map((e) => e.id)).toEqual([0, 2, 3]);
+
+    const text = (await get<List>(app, "/api/experiments?q=hidden")).body;
+    expect(text.experiments.map((e) => e.id)).toEqual([1, 4]);
+    expect(
+      (await get<List>(app, "/api/experiments?q=out%20of%20memory")).body.experiments.map((e) => e.id),
+    ).toEqual([3]);
+    expect((await get<List>(app, "/api/experiments?q=%235")).body.experiments.map((e) => e.id)).toEqual([5]);
+
+    // Metric ascending; the crash (no metric) sorts last either way.
+    const byMetric = (await get<List>(app, "/api/experiments?sort=metric")).body;
+    expect(byMetric.experiments.map((e) => e.id)).toEqual([4, 2, 5, 0, 1, 3]);
+    const byMetricDesc = (await get<List>(app, "/api/experiments?sort=-metric")).body;
+    expect(byMetricDesc.experiments.map((e) => e.id)).toEqual([1, 0, 5, 2, 4, 3]);
+
+    const page = (await get<List>(app, "/api/experiments?sort=-n&limit=2&offset=2")).body;
+    expect(page).toMatchObject({ total: 6, offset: 2, limit: 2 });
+    expect(page.experiments.map((e) => e.id)).toEqual([3, 2]);
+
+    const bad = await get<{ error: { code: string; hint: string } }>(app, "/api/experiments?sort=color");
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("BAD_QUERY");
+    expect((await get(app, "/api/experiments?decision=maybe")).status).toBe(400);
+    expect((await get(app, "/api/experiments?limit=-1")).status).toBe(400);
+  });
+
+  it("holdout metrics stay out of lists and details unless ?holdout=1", async () => {
+    const app = appFor(ledgerPath);
+    const list = await get<{ experiments: { metrics: Record<string, number> }[] }>(app, "/api/experiments");
+    expect(JSON.stringify(list.body)).not.toContain("secret_holdout");
+    const detail = await get<{ metrics: Record<string, number>; logTail: string }>(app, "/api/experiments/2");
+    expect(detail.body.metrics).toEqual({ val_bpb: 2.8 });
+    expect(detail.body.logTail).not.toContain("secret_holdout");
+    const shown = await get<{ metrics: Record<string, number>; logTail: string }>(
+      app,
+      "/api/experiments/2?holdout=1",
+    );
+    expect(shown.body.metrics.secret_holdout).toBe(41);
+    expect(shown.body.logTail).toContain("secret_holdout: 41");
+  });
+
+  it("an experiment's detail: hypothesis, mechanism, decision, costs, the diff from git", async () => {
+    const { status, body } = await get<Json>(appFor(ledgerPath), "/api/experiments/2");
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      run: "main",
+      id: 2,
+      hypothesis: "LEARNING_RATE 3e-4 → 0.02",
+      mechanism: "faster steps",
+      decision: "keep",
+      metric: 2.8,
+      isBest: true,
+      costs: { trials: 1 },
+    });
+    expect(body.costs.wallS).toBeGreaterThan(0);
+    expect(body.diffText).toContain("-const LEARNING_RATE = 3e-4;");
+    expect(body.diffText).toContain("+const LEARNING_RATE = 0.02;");
+  });
+
+  it("a diff that git cannot produce says so instead of failing", async () => {
+    const { status, body } = await get<{ diffText: string }>(appFor(ledgerPath), "/api/experiments/1");
+    expect(status).toBe(200);
+    expect(body.diffText).toMatch(/diff unavailable/);
+  });
+
+  it("unknown experiments, bad ids and routes are JSON errors", async () => {
+    const app = appFor(ledgerPath);
+    expect((await get<{ error: { code: string } }>(app, "/api/experiments/99")).body.error.code).toBe(
+      "EXPERIMENT_NOT_FOUND",
+    );
+    expect((await get(app, "/api/experiments/abc")).status).toBe(400);
+    expect((await get(app, "/api/nothing")).status).toBe(404);
+  });
+
+  it("alarms, roles and slots are empty lists until the trust and org work lands", async () => {
+    const app = appFor(ledgerPath);
+    expect((await get(app, "/api/alarms")).body).toEqual([]);
+    expect((await get(app, "/api/org")).body).toEqual({ roles: [], slots: [] });
+  });
+
+  it("serves the dashboard and its assets from this server only", async () => {
+    const app = appFor(ledgerPath);
+    const page = await app.request("/");
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<figure id="chart"');
+    expect(html).not.toMatch(/https?:\/\//);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const chart = await app.request("/assets/progress-chart.js");
+    expect(chart.headers.get("content-type")).toContain("javascript");
+    const js = await chart.text();
+    expect(js).toContain("export function renderProgressChart");
+    expect(js).not.toMatch(/: ChartSeries|interface ChartPoint/);
+    expect((await app.request("/assets/app.js")).status).toBe(200);
+    expect((await app.request("/assets/style.css")).status).toBe(200);
+    expect((await app.request("/assets/nope.js")).status).toBe(404);
+  });
+
+  it("is read-only: no route accepts a write", async () => {
+    const app = appFor(ledgerPath);
+    for (const path of ["/api/experiments", "/api/experiments/1", "/api/runs"]) {
+      expect((await app.request(path, { method: "POST", body: "{}" })).status).toBe(404);
+    }
+  });
+});
+
+describe("API on unusual labs", () => {
+  it("an empty notebook: no runs, and every view says so", async () => {
+    const app = appFor(buildNotebook(tempDir(), []));
+    expect((await get(app, "/api/runs")).body).toEqual([]);
+    const status = await get<{ error: { code: string; hint: string } }>(app, "/api/status");
+    expect(status.status).toBe(404);
+    expect(status.body.error.code).toBe("RUN_NOT_FOUND");
+    expect(status.body.error.hint).toMatch(/autolab run/);
+    expect((await get(app, "/api/alarms")).body).toEqual([]);
+    expect((await app.request("/")).status).toBe(200);
+  });
+
+  it("a run with no experiments yet", async () => {
+    const app = appFor(buildNotebook(tempDir(), [{ experiments: [] }]));
+    const s = await get<Json>(app, "/api/status");
+    expect(s.body).toMatchObject({ baseline: null, best: null, counts: { total: 0 }, running: [] });
+    expect((await get<{ points: unknown[] }>(app, "/api/chart")).body.points).toEqual([]);
+    expect((await get<{ total: number }>(app, "/api/experiments")).body.total).toBe(0);
+  });
+
+  it("a lab full of crashes: no baseline, no best, every point without a metric", async () => {
+    const crashes: FixtureExperiment[] = Array.from({ length: 8 }, (_, i) => ({
+      action: "crash",
+      hypothesis: `attempt ${i}`,
+      reason: "crash: ModuleNotFoundError",
+    }));
+    const app = appFor(buildNotebook(tempDir(), [{ experiments: crashes }]));
+    const s = await get<Json>(app, "/api/status");
+    expect(s.body.baseline).toEqual({ id: 0, metric: null });
+    expect(s.body.best).toBeNull();
+    expect(s.body.improvement).toBeNull();
+    expect(s.body.counts.crashed).toBe(8);
+    const chart = await get<{ points: { metric: number | null; action: string }[] }>(app, "/api/chart");
+    expect(chart.body.points).toHaveLength(8);
+    expect(chart.body.points.every((p) => p.metric === null && p.action === "crash")).toBe(true);
+    const e = await get<Json>(app, "/api/experiments/3");
+    expect(e.body.reason).toBe("crash: ModuleNotFoundError");
+    expect(e.body.trials[0].status).toBe("crash");
+  });
+
+  it("a running lab: the open trial is running while a harness holds the lock, else interrupted", async () => {
+    const dir = tempDir();
+    const ledgerPath = buildNotebook(dir, [
+      {
+        tag: "live",
+        experiments: [
+          { action: "keep", metric: 3 },
+          { action: "discard", metric: 3.2 },
+          { action: "running", hypothesis: "HIDDEN 32 → 48" },
+        ],
+      },
+    ]);
+    const app = appFor(ledgerPath);
+    type S = { counts: { pending: number }; running: { n: number; state: string; hypothesis: string }[] };
+    let s = (await get<S>(app, "/api/status")).body;
+    expect(s.counts.pending).toBe(1);
+    expect(s.running).toMatchObject([{ n: 2, state: "interrupted", hypothesis: "HIDDEN 32 → 48" }]);
+
+    writeFileSync(join(dir, ".autolab", "run-live.lock"), String(process.pid));
+    const app2 = appFor(ledgerPath);
+    s = (await get<S>(app2, "/api/status")).body;
+    expect(s.running).toMatchObject([{ n: 2, state: "running" }]);
+    const e = (await get<{ decision: string; trials: { status: string }[] }>(app2, "/api/experiments/2"))
+      .body;
+    expect(e.decision).toBe("pending");
+    expect(e.trials[0]?.status).toBe("running");
+  });
+});
+
+describe("access", () => {
+  const ledgerPath = buildNotebook(tempDir(), [{ experiments: MIXED }]);
+
+  it("with a token, every request must carry it (header, ?token=, or the cookie set from it)", async () => {
+    const app = appFor(ledgerPath, { token: "s3cret" });
+    const denied = await get<{ error: { code: string; hint: string } }>(app, "/api/runs");
+    expect(denied.status).toBe(401);
+    expect(denied.body.error.hint).toMatch(/token=/);
+    expect((await app.request("/")).status).toBe(401);
+    expect((await app.request("/api/runs", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+    expect((await app.request("/api/runs", { headers: { authorization: "Bearer s3cret" } })).status).toBe(
+      200,
+    );
+    expect((await app.request("/api/runs", { headers: { "x-autolab-token": "s3cret" } })).status).toBe(200);
+    const viaQuery = await app.request("/?token=s3cret");
+    expect(viaQuery.status).toBe(200);
+    const cookie = viaQuery.headers.get("set-cookie") ?? "";
+    expect(cookie).toMatch(/autolab_token=s3cret/);
+    expect(cookie).toMatch(/HttpOnly/i);
+    const withCookie = await app.request("/assets/app.js", { headers: { cookie: "autolab_token=s3cret" } });
+    expect(withCookie.status).toBe(200);
+  });
+
+  it("without a token on loopback, requests for other host names are refused (DNS rebinding)", async () => {
+    const app = appFor(ledgerPath, { loopbackOnly: true });
+    expect((await app.request("http://localhost/api/runs")).status).toBe(200);
+    expect((await app.request("http://127.0.0.1:8420/api/runs")).status).toBe(200);
+    expect((await app.request("http://[::1]:8420/api/runs")).status).toBe(200);
+    const evil = await app.request("http://attacker.example/api/runs");
+    expect(evil.status).toBe(403);
+    expect(await evil.text()).toMatch(/--token/);
+  });
+});
+
+/** Reads SSE messages from a response body. */
+function sseReader(res: Response) {
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  return {
+    async next(timeoutMs = 10_000): Promise<{ event: string; data: Json }> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const cut = buf.indexOf("\n\n");
+        if (cut >= 0) {
+          const block = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          if (block.startsWith(":")) continue;
+          let event = "message";
+          const data: string[] = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) event = line.slice(6).trim();
+            if (line.startsWith("data:")) data.push(line.slice(5).trim());
+          }
+          return { event, data: JSON.parse(data.join("\n")) };
+        }
+        if (Date.now() > deadline) throw new Error(`no SSE message within ${timeoutMs} ms; have: ${buf}`);
+        const chunk = await Promise.race([
+          reader.read(),
+          new Promise<never>((_, rej) => setTimeout(() => rej(new Error("SSE read timed out")), timeoutMs)),
+        ]);
+        if (chunk.done) throw new Error("SSE stream ended");
+        buf += decoder.decode(chunk.value, { stream: true });
+      }
+    },
+    cancel: () => reader.cancel(),
+  };
+}
+
+describe("event stream", () => {
+  it("rows another connection appends arrive as loop events, in order", async () => {
+    const dir = tempDir();
+    const ledgerPath = buildNotebook(dir, [{ tag: "live", experiments: [{ action: "keep", metric: 3 }] }]);
+    const app = appFor(ledgerPath, { pollMs: 20 });
+    const res = await app.request("/api/events");
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const sse = sseReader(res);
+    expect((await sse.next()).event).toBe("ready");
+
+    // The writer is another connection, as `autolab run` in another process would be.
+    const writer = new SqliteLedger(ledgerPath);
+    try {
+      const run = writer.getRun("live");
+      if (!run) throw new Error("fixture run missing");
+      appendExperiment(writer, run, 1, {
+        action: "keep",
+        metric: 2.5,
+        hypothesis: "LEARNING_RATE 0.001 → 0.01",
+      });
+      const types: string[] = [];
+      const events: Json[] = [];
+      while (types.length < 4) {
+        const m = await sse.next();
+        types.push(m.data.type);
+        events.push(m.data);
+      }
+      expect(types).toEqual(["experiment_created", "trial_started", "trial_finished", "decision"]);
+      expect(events[0]).toMatchObject({ run: "live", n: 1, hypothesis: "LEARNING_RATE 0.001 → 0.01" });
+      expect(events[2]).toMatchObject({ n: 1, status: "ok", metric: 2.5 });
+      expect(events[3]).toMatchObject({ n: 1, action: "keep", metric: 2.5, best: { n: 1, metric: 2.5 } });
+
+      // A new run appears too; ?run= filters are honoured by a second stream.
+      const only = sseReader(await app.request("/api/events?run=other"));
+      expect((await only.next()).event).toBe("ready");
+      const other = writer.createRun({ ...run, tag: "other", branch: "autolab/other" });
+      appendExperiment(writer, other, 0, { action: "crash" });
+      appendExperiment(writer, run, 2, { action: "discard", metric: 2.9 });
+      expect((await only.next()).data).toMatchObject({ type: "run_started", run: "other", tag: "other" });
+      expect((await only.next()).data).toMatchObject({ type: "experiment_created", run: "other", n: 0 });
+      const seen: Json[] = [];
+      while (!seen.some((e) => e.type === "decision" && e.run === "live")) seen.push((await sse.next()).data);
+      expect(seen[0]).toMatchObject({ type: "run_started", tag: "other" });
+      expect(seen.filter((e) => e.type === "decision").map((e) => [e.run, e.action])).toEqual([
+        ["other", "crash"],
+        ["live", "discard"],
+      ]);
+      await only.cancel();
+    } finally {
+      writer.close();
+      await sse.cancel();
+    }
+  });
+});
+
+describe("listening", () => {
+  it("serves the dashboard and the API on a real port (smoke)", async () => {
+    const ledgerPath = buildNotebook(tempDir(), [{ experiments: MIXED }]);
+    const server = await startServer({ ledgerPath, port: 0, host: "127.0.0.1" });
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+      const runs = (await (await fetch(`${server.url}api/runs`)).json()) as unknown[];
+      expect(runs).toHaveLength(1);
+      const page = await fetch(server.url);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("autolab");
+      const events = await fetch(`${server.url}api/events`);
+      const sse = sseReader(events);
+      expect((await sse.next()).event).toBe("ready");
+      await sse.cancel();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("refuses a non-loopback address without a token, with a fix", async () => {
+    const ledgerPath = buildNotebook(tempDir(), []);
+    await expect(startServer({ ledgerPath, port: 0, host: "0.0.0.0" })).rejects.toMatchObject({
+      code: "TOKEN_REQUIRED",
+      hint: expect.stringMatching(/--token/),
+    });
+  });
+
+  it("says so when the port is taken", async () => {
+    const ledgerPath = buildNotebook(tempDir(), []);
+    const a = await startServer({ ledgerPath, port: 0, host: "127.0.0.1" });
+    try {
+      await expect(startServer({ ledgerPath, port: a.port, host: "127.0.0.1" })).rejects.toMatchObject({
+        code: "PORT_IN_USE",
+      });
+    } finally {
+      await a.close();
+    }
+  });
+});
+
+describe("LabReader", () => {
+  it("keeps its cached experiments equal to the notebook while another connection writes", () => {
+    const dir = tempDir();
+    const ledgerPath = buildNotebook(dir, [{ tag: "r", experiments: MIXED.slice(0, 3) }]);
+    const readerLedger = new SqliteLedger(ledgerPath);
+    const writer = new SqliteLedger(ledgerPath);
+    try {
+      const reader = new LabReader(readerLedger);
+      const run = reader.run("r");
+      const same = () => expect(reader.experiments(run)).toEqual(readerLedger.listExperiments(run.id));
+      same();
+      const cached = reader.experiments(run);
+      expect(reader.experiments(run)).toBe(cached); // unchanged notebook: the same list
+      // An experiment arrives row by row: created, trial started, result, decision.
+      const e = writer.addExperiment({
+        runId: run.id,
+        n: 3,
+        agent: "builtin",
+        parentCommit: "p",
+        commit: "c",
+        ref: "refs/autolab/r/3",
+        hypothesis: "step by step",
+        diff: { files: 1, insertions: 1, deletions: 1 },
+      });
+      same();
+      const t = writer.startTrial({
+        experimentId: e.id,
+        attempt: 1,
+        seed: 0,
+        command: "x",
+        commit: "c",
+        budgetMs: 1000,
+        env: {},
+      });
+      same();
+      writer.finishTrial(
+        t,
+        {
+          status: "ok",
+          exitCode: 0,
+          signal: null,
+          wallS: 1,
+          cpuS: 1,
+          peakRssMb: 1,
+          metrics: { val_bpb: 2.5 },
+          selfReported: false,
+          seed: 0,
+          command: "x",
+          stdoutPath: "",
+          stderrPath: "",
+          logTail: "",
+        },
+        "/logs",
+      );
+      same();
+      writer.decide(e.id, { action: "keep", reason: "improved", metric: 2.5 });
+      same();
+      // A second trial of an already decided experiment is noticed too.
+      const old = writer.getExperiment(run.id, 1);
+      writer.startTrial({
+        experimentId: old?.id as number,
+        attempt: 2,
+        seed: 1,
+        command: "x",
+        commit: "c",
+        budgetMs: 1000,
+        env: {},
+      });
+      same();
+      for (let n = 4; n < 10; n++) appendExperiment(writer, run, n, { action: "discard", metric: 3 + n });
+      same();
+    } finally {
+      writer.close();
+      readerLedger.close();
+    }
+  });
+});
+
+describe("writeRun fixture", () => {
+  it("bulk-writes a large lab in one transaction", () => {
+    const ledger = new SqliteLedger(join(tempDir(), "lab.db"));
+    try {
+      const run = writeRun(
+        ledger,
+        { experiments: Array.from({ length: 300 }, (_, i) => ({ action: "discard", metric: i }) as const) },
+        { bulk: true },
+      );
+      expect(ledger.listExperiments(run.id)).toHaveLength(300);
+    } finally {
+      ledger.close();
+    }
+  });
+});
