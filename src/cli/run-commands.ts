@@ -1,6 +1,7 @@
 import { createRun, type RunOutcome } from "../app/create-run.ts";
 import { runDemo } from "../app/demo.ts";
 import { statusOf } from "../app/status.ts";
+import type { LoopEvent } from "../core/events.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import { handleError } from "./errors.ts";
 import { createProgress } from "./progress.ts";
@@ -44,23 +45,17 @@ function interruptible(): { signal: AbortSignal; dispose: () => void } {
   };
 }
 
-export async function runCommand(flags: RunFlags): Promise<void> {
+/** Runs a loop with live progress, prints the summary, and maps the outcome to an exit code. */
+async function runWithProgress(
+  start: (signal: AbortSignal, onEvent: (e: LoopEvent) => void) => Promise<RunOutcome>,
+  demo: boolean,
+): Promise<void> {
   const { signal, dispose } = interruptible();
   const progress = createProgress({});
   try {
-    const outcome = await createRun({
-      ...(flags.program ? { program: flags.program } : {}),
-      ...(flags.tag ? { tag: flags.tag } : {}),
-      ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
-      ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
-      ...(flags.agent ? { agent: flags.agent } : {}),
-      ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
-      ...(flags.allowDirty ? { allowDirty: true } : {}),
-      signal,
-      onEvent: progress.onEvent,
-    });
+    const outcome = await start(signal, progress.onEvent);
     progress.stop();
-    printSummary(outcome, false);
+    printSummary(outcome, demo);
     outcome.lab.ledger.close();
     if (signal.aborted) process.exitCode = 130;
   } catch (err) {
@@ -71,35 +66,44 @@ export async function runCommand(flags: RunFlags): Promise<void> {
   }
 }
 
-export async function demoCommand(flags: {
+export function runCommand(flags: RunFlags): Promise<void> {
+  return runWithProgress(
+    (signal, onEvent) =>
+      createRun({
+        ...(flags.program ? { program: flags.program } : {}),
+        ...(flags.tag ? { tag: flags.tag } : {}),
+        ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
+        ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
+        ...(flags.agent ? { agent: flags.agent } : {}),
+        ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
+        ...(flags.allowDirty ? { allowDirty: true } : {}),
+        signal,
+        onEvent,
+      }),
+    false,
+  );
+}
+
+export function demoCommand(flags: {
   maxExperiments?: number;
   budget?: number;
   dir?: string;
 }): Promise<void> {
-  const { signal, dispose } = interruptible();
-  const progress = createProgress({});
   process.stdout.write(
     `autolab demo: a character-level language model (examples/tiny-lm) trained on Moby Dick, ` +
       `${flags.maxExperiments ?? 10} experiments by the built-in optimizer.\n`,
   );
-  try {
-    const outcome = await runDemo({
-      ...(flags.dir ? { dir: flags.dir } : {}),
-      ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
-      ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
-      signal,
-      onEvent: progress.onEvent,
-    });
-    progress.stop();
-    printSummary(outcome, true);
-    outcome.lab.ledger.close();
-    if (signal.aborted) process.exitCode = 130;
-  } catch (err) {
-    progress.stop();
-    process.exitCode = handleError(err);
-  } finally {
-    dispose();
-  }
+  return runWithProgress(
+    (signal, onEvent) =>
+      runDemo({
+        ...(flags.dir ? { dir: flags.dir } : {}),
+        ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
+        ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
+        signal,
+        onEvent,
+      }),
+    true,
+  );
 }
 
 function printSummary(outcome: RunOutcome, demo: boolean): void {
