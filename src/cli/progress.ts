@@ -82,8 +82,10 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         if (current && current.n === e.n) current.progress = `${e.name}=${formatMetric(e.value)}`;
         break;
       case "trial_finished":
-        if (e.status !== "ok")
+        // A pruned trial is explained by its decision line.
+        if (e.status !== "ok" && e.status !== "pruned") {
           print(`#${e.n} trial ${e.attempt}: ${e.status}${e.reason ? ` — ${e.reason}` : ""}`);
+        }
         break;
       case "decision": {
         if (!Number.isNaN(e.best.metric)) best = e.best;

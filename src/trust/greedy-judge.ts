@@ -32,12 +32,14 @@ export function decideFailure(program: JudgeInput["program"], t: TrialResult): D
     case "nonfinite_metric":
     case "crash":
       return { action: "crash", reason: t.reason ?? t.status, mechanismConfirmed: null };
-    case "pruned":
+    case "pruned": {
+      const why = t.reason ?? "its learning curve was worse than the best's";
       return {
         action: "discard",
-        reason: `pruned: ${t.reason ?? "its learning curve was worse than the best's"}`,
+        reason: why.startsWith("pruned") ? why : `pruned: ${why}`,
         mechanismConfirmed: false,
       };
+    }
     case "interrupted":
       return { action: "crash", reason: "interrupted", mechanismConfirmed: null };
   }
