@@ -67,7 +67,7 @@ export function statusCommand(flags: ViewFlags): void {
     lines.push(
       `Experiments: ${c.total} total — ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending (run \`autolab run\` to resume)` : ""}`,
     );
-    if (s.noise) lines.push(`Noise: ${s.noise.reason}`);
+    if (s.noise) lines.push(`Noise: ${s.noise.reason.replace(/^noise: /, "")}`);
     if (s.acceptance) lines.push(`Acceptance: ${s.acceptance}`);
     for (const a of s.alarms) lines.push(`ALARM ${a.kind}: ${a.reason}`);
     lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
