@@ -12,6 +12,9 @@ export interface ExperimentJson {
   agent: string;
   hypothesis: string;
   mechanism: string | null;
+  expected: string | null;
+  /** What the proposal cost the researcher: inputTokens, outputTokens, costUsd, wallS (when known). */
+  usage: Record<string, number> | null;
   params: Record<string, number> | null;
   commit: string;
   parent: string;
@@ -48,6 +51,8 @@ export function experimentJson(
     agent: e.agent,
     hypothesis: e.hypothesis,
     mechanism: e.mechanism ?? null,
+    expected: e.expected ?? null,
+    usage: e.usage ?? null,
     params: e.params ?? null,
     commit: e.commit,
     parent: e.parentCommit,

@@ -161,6 +161,17 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
     );
   lines.push(`Commit:     ${e.commit} (parent ${e.parentCommit.slice(0, 8)}), ref ${e.ref}`);
   lines.push(`Diff:       ${e.diff.files} file(s), +${e.diff.insertions} −${e.diff.deletions}`);
+  if (e.expected) lines.push(`Expected:   ${e.expected}`);
+  if (e.usage && Object.keys(e.usage).length) {
+    const u = e.usage;
+    const parts = [
+      u.inputTokens !== undefined ? `${u.inputTokens} input tokens` : "",
+      u.outputTokens !== undefined ? `${u.outputTokens} output tokens` : "",
+      u.costUsd !== undefined ? `$${u.costUsd.toFixed(4)}` : "",
+      u.wallS !== undefined ? `${u.wallS.toFixed(1)}s thinking` : "",
+    ].filter(Boolean);
+    if (parts.length) lines.push(`Researcher: ${parts.join(", ")}`);
+  }
   if (e.decision) {
     const mc = e.decision.mechanismConfirmed;
     lines.push(
