@@ -166,7 +166,8 @@ export function loadProgram(path: string): Program {
   return parseProgram(text, shown);
 }
 
-function toAgentConfig(a: Frontmatter["agent"]): AgentConfig {
+/** The validated `agent:` map (snake_case) → AgentConfig. Also used for role files. */
+export function toAgentConfig(a: Frontmatter["agent"]): AgentConfig {
   const full = a as Partial<Record<string, unknown>> & {
     backend: string;
     args: string[];

@@ -7,8 +7,10 @@
 import type { z } from "zod";
 import { type ProgramIssue, valueAt } from "./checks.ts";
 import type { FieldPath } from "./locate.ts";
-import { describe, EXAMPLES, KNOWN_KEYS } from "./schema.ts";
+import { describe, EXAMPLES, KNOWN_KEYS, type Vocabulary } from "./schema.ts";
 import { closest } from "./suggest.ts";
+
+const PROGRAM_VOCABULARY: Vocabulary = { knownKeys: KNOWN_KEYS, examples: EXAMPLES };
 
 const EXPECTED: Record<string, string> = {
   string: "text",
@@ -31,10 +33,10 @@ function generalize(path: FieldPath): string[] {
 }
 
 /** The example of the longest prefix of `path` that has one. */
-export function exampleFor(path: FieldPath): string | undefined {
+export function exampleFor(path: FieldPath, examples: Record<string, string> = EXAMPLES): string | undefined {
   const segs = generalize(path);
   for (let n = segs.length; n >= 0; n--) {
-    const ex = EXAMPLES[segs.slice(0, n).join(".")];
+    const ex = examples[segs.slice(0, n).join(".")];
     if (ex !== undefined && (n > 0 || segs.length === 0)) return ex;
   }
   return undefined;
@@ -50,26 +52,26 @@ function fold(s: string): string {
   return s.toLowerCase().replace(/[_-]/g, "");
 }
 
-function unknownKey(section: FieldPath, key: string): ProgramIssue {
+function unknownKey(section: FieldPath, key: string, vocab: Vocabulary): ProgramIssue {
   const path = [...section, key];
   const pattern = generalize(section).join(".");
-  const known = KNOWN_KEYS[pattern] ?? [];
+  const known = vocab.knownKeys[pattern] ?? [];
   const here = closest(key, known);
   if (here !== undefined) {
     return {
       path,
       message: `unknown key "${key}" — did you mean "${here}"?`,
-      example: exampleFor([...section, here]),
+      example: exampleFor([...section, here], vocab.examples),
     };
   }
   // A known key in the wrong section: `budget:` at the top instead of under `run:`.
-  for (const [other, keys] of Object.entries(KNOWN_KEYS)) {
+  for (const [other, keys] of Object.entries(vocab.knownKeys)) {
     if (other === pattern || other.includes("*")) continue;
     const match = keys.find((k) => fold(k) === fold(key));
     if (match === undefined) continue;
     const where = other === "" ? "at the top level" : `under ${other}:`;
     const full = other === "" ? match : `${other}.${match}`;
-    const ex = exampleFor(full.split("."));
+    const ex = exampleFor(full.split("."), vocab.examples);
     return {
       path,
       message: `unknown key "${key}" here — it belongs ${where} (${full})`,
@@ -102,13 +104,18 @@ function invalidType(issue: z.core.$ZodIssueInvalidType, path: FieldPath, raw: u
   return example === undefined ? { path, message } : { path, message, example };
 }
 
-export function fromZod(issues: readonly z.core.$ZodIssue[], raw: unknown): ProgramIssue[] {
+/** `vocab` names the keys and examples of the kind of file being checked (program.md by default). */
+export function fromZod(
+  issues: readonly z.core.$ZodIssue[],
+  raw: unknown,
+  vocab: Vocabulary = PROGRAM_VOCABULARY,
+): ProgramIssue[] {
   const out: ProgramIssue[] = [];
   for (const issue of issues) {
     const path = issue.path.filter((s) => typeof s !== "symbol") as (string | number)[];
     switch (issue.code) {
       case "unrecognized_keys":
-        for (const key of issue.keys) out.push(unknownKey(path, key));
+        for (const key of issue.keys) out.push(unknownKey(path, key, vocab));
         break;
       case "invalid_type":
         out.push(invalidType(issue, path, raw));

@@ -171,6 +171,10 @@ const agentShape = {
 
 /** `agent: claude` is shorthand for `agent: { backend: claude }` (expanded in parse.ts). */
 const agent = z.strictObject(agentShape);
+/** The `agent:` map, shared with role files (src/org/roles.ts). */
+export const agentSchema = agent;
+/** The keys of an `agent:` map, for "did you mean" in other files that embed one. */
+export const AGENT_KEYS: readonly string[] = Object.keys(agentShape);
 
 const knobName = z.string().regex(KNOB_NAME, {
   error: (iss) =>
@@ -191,6 +195,12 @@ const topShape = {
 
 export const frontmatterSchema = z.strictObject(topShape);
 export type Frontmatter = z.output<typeof frontmatterSchema>;
+
+/** Known keys and examples of one kind of file (program.md, a role file), for the reporter. */
+export interface Vocabulary {
+  knownKeys: Record<string, readonly string[]>;
+  examples: Record<string, string>;
+}
 
 /**
  * Known keys per section, by generalized path ("search.*" is any knob). Used for
