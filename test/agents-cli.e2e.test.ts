@@ -65,6 +65,10 @@ async function runOnce(dir: string) {
 describe.each([
   { backend: "pi", baseUrl: () => `${fake.url}/v1`, replies: ["read", "edit", "submit"] },
   { backend: "claude", baseUrl: () => fake.url, replies: ["read", "edit", "submit"] },
+  // Codex gets its summary from --output-schema (the final message), not from a tool.
+  { backend: "codex", baseUrl: () => `${fake.url}/v1`, replies: ["read", "edit", "final"] },
+  // OpenCode asks for a session title too (a request without tools, left out below).
+  { backend: "opencode", baseUrl: () => `${fake.url}/v1`, replies: ["read", "edit", "final"] },
 ])("autolab run -n 1 with agent $backend", ({ backend, baseUrl, replies }) => {
   it("edits, experiments, decides and records the proposal in the notebook", async () => {
     const { toy: t, worktree } = toy(`{ backend: ${backend}, base_url: "${baseUrl()}", model: fake-model }`);
@@ -86,7 +90,7 @@ describe.each([
     expect(events.some((e) => e.type === "trial_finished" && e.n === 1 && e.status === "ok")).toBe(true);
 
     // The model saw the researcher prompt (notebook, absolute paths) and never the holdout.
-    const calls = fake.modelRequests();
+    const calls = fake.modelRequests().filter((r) => r.tools.length > 0);
     expect(calls.map((r) => r.reply)).toEqual(replies);
     const first = JSON.stringify(calls[0]?.body);
     expect(first).toContain("Lab notebook: toy");
@@ -119,6 +123,22 @@ describe("an agent that edits the protected evaluator", () => {
     expect(exp?.trials).toHaveLength(0);
     // The attempt is on record; the worktree is back at the best.
     expect(t.git(["show", `${exp?.commit}:evaluate.mjs`])).toContain('"score: 0"');
+    expect(readFileSync(join(worktree, "evaluate.mjs"), "utf8")).toContain("score: ${loss}");
+  });
+
+  it("with codex (its sandbox allows the whole worktree): the candidate is rejected (scope) and the file restored", async () => {
+    const { toy: t, worktree } = toy(`{ backend: codex, base_url: "${fake.url}/v1", model: fake-model }`);
+    fake.script = script(worktree, {
+      editFile: {
+        file: join(worktree, "evaluate.mjs"),
+        oldText: "console.log(`score: ${loss}`);",
+        newText: 'console.log("score: 0");',
+      },
+    });
+    const { experiments } = await runOnce(t.dir);
+    const exp = experiments[1];
+    expect(exp?.decision?.action).toBe("reject");
+    expect(exp?.decision?.reason).toMatch(/scope: changed protected file evaluate\.mjs/);
     expect(readFileSync(join(worktree, "evaluate.mjs"), "utf8")).toContain("score: ${loss}");
   });
 

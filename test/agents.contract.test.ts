@@ -112,7 +112,9 @@ agentContract(
 
 describe("CLI agent backends", () => {
   it("are registered by their preset file names", async () => {
-    expect(CLI_BACKENDS).toEqual(expect.arrayContaining(["claude", "command", "pi"]));
+    expect(CLI_BACKENDS).toEqual(
+      expect.arrayContaining(["aider", "claude", "codex", "command", "gemini", "opencode", "pi", "qwen"]),
+    );
     for (const b of CLI_BACKENDS) expect((await loadPreset(b)).backend).toBe(b);
   });
 

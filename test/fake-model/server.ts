@@ -41,7 +41,7 @@ export interface FakeScript {
   garbage?: boolean;
   /** Misbehaviour: never answer a request that offers tools (the connection stays open). */
   hang?: boolean;
-  /** Misbehaviour: answer requests that offer tools with HTTP 500. */
+  /** Misbehaviour: answer requests that offer tools with HTTP 500 (and `retry-after-ms: 0`). */
   error?: boolean;
 }
 
@@ -168,7 +168,9 @@ export async function startFakeModel(script?: FakeScript): Promise<FakeModel> {
     }
     if (tools.length > 0 && s?.error) {
       rec.reply = "error";
-      res.writeHead(500, { "content-type": "application/json" });
+      // "Retry at once": clients that honour it (OpenCode's session retry, the AI SDK) use up
+      // their retries in a moment instead of backing off for a minute.
+      res.writeHead(500, { "content-type": "application/json", "retry-after-ms": "0", "retry-after": "0" });
       res.end(
         JSON.stringify({
           type: "error",
