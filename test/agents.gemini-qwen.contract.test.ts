@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { agentContract } from "./contracts/agent-contract.ts";
@@ -24,6 +25,14 @@ const GEMINI_NO_RETRIES = join(
   "gemini-no-retries.json",
 );
 
+/** Whether some directory above `file` is writable by others (then Gemini ignores the settings file). */
+function underOtherWritableDir(file: string): boolean {
+  for (let d = dirname(file); ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o002) !== 0) return true;
+    if (dirname(d) === d) return false;
+  }
+}
+
 /** Gemini's policy file denies edits but of the editable files; its file tools stay in the workspace. */
 agentContract(
   "gemini",
@@ -36,7 +45,15 @@ agentContract(
     readsOutside: "blocked",
     reportsUsage: true,
     usesModel: true,
-    skip: { timeout: `Gemini CLI ${SLOW_START}` },
+    skip: {
+      timeout: `Gemini CLI ${SLOW_START}`,
+      ...(underOtherWritableDir(GEMINI_NO_RETRIES)
+        ? {
+            error:
+              "this checkout lies under a directory others can write to (e.g. /tmp), where Gemini ignores the no-retries settings file and retries for minutes; the parser's unit test covers the outcome",
+          }
+        : {}),
+    },
   },
 );
 
