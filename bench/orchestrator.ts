@@ -17,24 +17,12 @@
  *
  *   npm run bench -- orchestrator [--tuning=300] [--heldout=2000] [--budget=150]
  */
+import { createRng, type Rng } from "../src/agents/builtin/rng.ts";
 import { createOrchestrator, type OrchestratorOptions } from "../src/org/orchestrator.ts";
 import { type Estimate, estimate, flags, numberFlag, round, show } from "./_stats.ts";
 
-/** mulberry32 (the same generator as the orchestrator's; seeded per task). */
-function rng(seed: number): { next(): number; normal(): number } {
-  let state = seed >>> 0;
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    normal: () => Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()),
-  };
-}
+/** The built-in optimizer's seeded generator (mulberry32, Box–Muller normals); seeded per task. */
+const rng = createRng;
 
 interface SimRole {
   p: number;
@@ -78,7 +66,7 @@ function simulate(task: Task, policy: Policy, budget: number, seed: number): num
     const name = orch.next();
     const i = ROLE_NAMES.indexOf(name);
     const role = task.roles[i] as SimRole;
-    const s = streams[i] as ReturnType<typeof rng>;
+    const s = streams[i] as Rng;
     const compute = role.c * Math.exp(0.3 * s.normal());
     const success = s.next() < role.p;
     const size = -Math.log(1 - s.next()) * role.m * Math.exp(-(successes[i] as number) / role.h);
