@@ -43,6 +43,10 @@ export interface NewExperiment {
   params?: Record<string, number>;
   diff: DiffStats;
   usage?: Record<string, number>;
+  /** The org role that proposed it (absent without an org). */
+  role?: string;
+  /** Set on a merge candidate: the experiment whose change was rebased onto a newer best. */
+  rebaseOf?: number;
 }
 
 export interface TrialRecord {
@@ -54,6 +58,8 @@ export interface TrialRecord {
   budgetMs: number;
   /** Environment the harness gave the trial (AUTOLAB_SEED, AUTOLAB_BUDGET_S, AUTOLAB_TRIAL_TOKEN). */
   env: Record<string, string>;
+  /** The slot (0-based) the trial ran on; absent in notebooks from before slots. */
+  slot?: number;
   startedAt: string;
   /** Absent while the trial runs, or forever if the harness died during it (then: interrupted). */
   result?: TrialResult & { finishedAt: string; logDir: string };
@@ -74,6 +80,16 @@ export interface NewTrial {
   commit: string;
   budgetMs: number;
   env: Record<string, string>;
+  slot?: number;
+}
+
+/** One start of the harness on a run: how many slots it ran (slot utilization is per session). */
+export interface SessionRecord {
+  id: number;
+  runId: number;
+  slots: number;
+  pid: number;
+  startedAt: string;
 }
 
 export interface Ledger {
@@ -88,6 +104,9 @@ export interface Ledger {
   getExperiment(runId: number, n: number): ExperimentRecord | undefined;
   listExperiments(runId: number): ExperimentRecord[];
   addNote(runId: number, experimentId: number | null, text: string): void;
+  startSession(runId: number, slots: number): SessionRecord;
+  /** Sessions of a run, oldest first. */
+  listSessions(runId: number): SessionRecord[];
   close(): void;
 }
 

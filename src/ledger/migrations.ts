@@ -92,4 +92,19 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE trial_results ADD COLUMN progress TEXT;
   `,
+  // 4: organizations and slots: the role that proposed an experiment, the experiment a rebased
+  // candidate came from, the slot a trial ran on, and harness sessions (for slot utilization)
+  `
+  ALTER TABLE experiments ADD COLUMN role TEXT;
+  ALTER TABLE experiments ADD COLUMN rebase_of INTEGER;
+  ALTER TABLE trial_starts ADD COLUMN slot INTEGER;
+  CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    slots INTEGER NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at TEXT NOT NULL
+  );
+  CREATE INDEX sessions_run ON sessions(run_id, id);
+  `,
 ];

@@ -8,6 +8,7 @@ import type {
   NewExperiment,
   NewTrial,
   RunRecord,
+  SessionRecord,
   TrialRecord,
 } from "../core/ledger.ts";
 import type { Decision, DecisionAction, Direction, TrialResult, TrialStatus } from "../core/types.ts";
@@ -105,8 +106,8 @@ export class SqliteLedger implements Ledger {
     const res = this.db
       .prepare(
         `INSERT INTO experiments (run_id, n, agent, parent_commit, commit_sha, ref, hypothesis, mechanism,
-          expected, params, diff_files, diff_insertions, diff_deletions, usage, created_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          expected, params, diff_files, diff_insertions, diff_deletions, usage, created_at, role, rebase_of)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         exp.runId,
@@ -124,6 +125,8 @@ export class SqliteLedger implements Ledger {
         exp.diff.deletions,
         exp.usage ? JSON.stringify(exp.usage) : null,
         createdAt,
+        exp.role ?? null,
+        exp.rebaseOf ?? null,
       );
     return { ...exp, id: Number(res.lastInsertRowid), createdAt, trials: [] };
   }
@@ -131,10 +134,20 @@ export class SqliteLedger implements Ledger {
   startTrial(t: NewTrial): number {
     const res = this.db
       .prepare(
-        `INSERT INTO trial_starts (experiment_id, attempt, seed, command, commit_sha, budget_ms, env, started_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO trial_starts (experiment_id, attempt, seed, command, commit_sha, budget_ms, env, started_at, slot)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(t.experimentId, t.attempt, t.seed, t.command, t.commit, t.budgetMs, JSON.stringify(t.env), now());
+      .run(
+        t.experimentId,
+        t.attempt,
+        t.seed,
+        t.command,
+        t.commit,
+        t.budgetMs,
+        JSON.stringify(t.env),
+        now(),
+        t.slot ?? null,
+      );
     return Number(res.lastInsertRowid);
   }
 
@@ -197,6 +210,25 @@ export class SqliteLedger implements Ledger {
     this.db
       .prepare("INSERT INTO notes (run_id, experiment_id, text, created_at) VALUES (?, ?, ?, ?)")
       .run(runId, experimentId, text, now());
+  }
+
+  startSession(runId: number, slots: number): SessionRecord {
+    const startedAt = now();
+    const res = this.db
+      .prepare("INSERT INTO sessions (run_id, slots, pid, started_at) VALUES (?, ?, ?, ?)")
+      .run(runId, slots, process.pid, startedAt);
+    return { id: Number(res.lastInsertRowid), runId, slots, pid: process.pid, startedAt };
+  }
+
+  listSessions(runId: number): SessionRecord[] {
+    const rows = this.db.prepare("SELECT * FROM sessions WHERE run_id = ? ORDER BY id").all(runId) as Row[];
+    return rows.map((r) => ({
+      id: r.id as number,
+      runId: r.run_id as number,
+      slots: r.slots as number,
+      pid: r.pid as number,
+      startedAt: r.started_at as string,
+    }));
   }
 
   close(): void {
@@ -290,6 +322,7 @@ function toTrial(t: Row): TrialRecord {
     env: JSON.parse(t.env as string),
     startedAt: t.started_at as string,
   };
+  if (t.slot !== null && t.slot !== undefined) rec.slot = t.slot as number;
   if (t.status !== null) {
     rec.result = {
       status: t.status as TrialStatus,
@@ -336,6 +369,8 @@ function toExperiment(r: Row, trials: TrialRecord[]): ExperimentRecord {
   if (r.expected !== null) exp.expected = r.expected as string;
   if (r.params !== null) exp.params = JSON.parse(r.params as string);
   if (r.usage !== null) exp.usage = JSON.parse(r.usage as string);
+  if (r.role !== null && r.role !== undefined) exp.role = r.role as string;
+  if (r.rebase_of !== null && r.rebase_of !== undefined) exp.rebaseOf = r.rebase_of as number;
   if (r.action !== null) {
     exp.decision = {
       action: r.action as DecisionAction,

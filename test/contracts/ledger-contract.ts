@@ -164,11 +164,39 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
         l.addExperiment(newExperiment(run.id, 0));
         const got = l.getExperiment(run.id, 0);
         expect(got).toBeDefined();
-        for (const key of ["mechanism", "expected", "params", "usage", "decision"]) {
+        for (const key of ["mechanism", "expected", "params", "usage", "decision", "role", "rebaseOf"]) {
           expect(got, key).not.toHaveProperty(key);
         }
         expect(got?.diff).toEqual({ files: 1, insertions: 2, deletions: 3 });
         expect(got?.trials).toEqual([]);
+      });
+
+      it("round-trips the role that proposed an experiment and the experiment a merge rebased", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        l.addExperiment(newExperiment(run.id, 4, { role: "explorer" }));
+        l.addExperiment(newExperiment(run.id, 7, { role: "explorer", rebaseOf: 4 }));
+        expect(l.getExperiment(run.id, 4)?.role).toBe("explorer");
+        expect(l.getExperiment(run.id, 4)).not.toHaveProperty("rebaseOf");
+        expect(l.getExperiment(run.id, 7)?.rebaseOf).toBe(4);
+      });
+
+      it("records harness sessions per run, oldest first", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const other = l.createRun(newRun({ tag: "other", branch: "autolab/other" }));
+        const a = l.startSession(run.id, 4);
+        l.startSession(other.id, 1);
+        const b = l.startSession(run.id, 2);
+        expect(a).toEqual({
+          id: expect.any(Number),
+          runId: run.id,
+          slots: 4,
+          pid: process.pid,
+          startedAt: expect.stringMatching(ISO),
+        });
+        expect(l.listSessions(run.id)).toEqual([a, b]);
+        expect(l.listSessions(run.id + other.id + 100)).toEqual([]);
       });
 
       it("lists a run's experiments ordered by n, whatever the insertion order", () => {
@@ -219,6 +247,17 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
           },
         ]);
         expect(trials?.[0]?.result).toBeUndefined();
+      });
+
+      it("records the slot a trial ran on, and leaves it absent when none was given", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const exp = l.addExperiment(newExperiment(run.id, 1));
+        l.startTrial(newTrial(exp.id, 1, { slot: 3 }));
+        l.startTrial(newTrial(exp.id, 2));
+        const trials = l.getExperiment(run.id, 1)?.trials ?? [];
+        expect(trials[0]?.slot).toBe(3);
+        expect(trials[1]).not.toHaveProperty("slot");
       });
 
       it("round-trips every TrialResult field", () => {
