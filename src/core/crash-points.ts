@@ -12,7 +12,8 @@ export type CrashPoint =
   | "after-row" // experiment row written, no trial started
   | "after-trial-start" // trial start row written, process not yet spawned
   | "after-trial-result" // trial result written, no decision
-  | "after-decision"; // decision written, branch not yet advanced
+  | "after-decision" // decision written, branch not yet advanced
+  | "after-merge-commit"; // parallel: a winner rebased onto the new best (commit + ref), no merge row yet
 
 export function crashPoint(point: CrashPoint): void {
   if (point !== target) return;

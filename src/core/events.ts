@@ -26,6 +26,8 @@ export type LoopEvent =
       budgetMs: number;
       startedAt: number;
       hypothesis: string;
+      /** The slot it runs on (parallel runs). */
+      slot?: number;
     }
   | { type: "progress"; n: number; name: string; value: number }
   | {

@@ -40,6 +40,26 @@ export interface LoopDeps {
   makePruner?: (bestCurve: Array<[number, number]>) => TrialPruner;
   /** Alarms over the notebook (e.g. the holdout canary), checked after every kept change. */
   checkAlarms?: (exps: ExperimentRecord[]) => Alarm[];
+  /** The slot this worker's trials run on (parallel runs): recorded per trial, its env added. */
+  slot?: { index: number; env: Record<string, string> };
+  /** The org role proposing through this worker (recorded on its experiments). */
+  role?: string;
+  /** Parallel runs (src/core/scheduler.ts); absent in the serial loop. */
+  parallel?: ParallelHooks;
+}
+
+/**
+ * What a parallel run adds to the serial rules. A candidate is judged against its parent (the
+ * best it was built on); when the best moved meanwhile, a winner is rebased onto the new best
+ * as a new experiment that is evaluated again (a conflict rejects it as stale).
+ */
+export interface ParallelHooks {
+  /** Serializes decide → advance across workers (the ratchet moves one decision at a time). */
+  lock<T>(fn: () => Promise<T>): Promise<T>;
+  /** The next experiment number (also reserved by proposals at their start). */
+  allocate(): number;
+  /** A merge candidate was recorded: queue it for evaluation. */
+  onMerged(exp: ExperimentRecord): void;
 }
 
 export interface LoopOptions {
@@ -188,6 +208,8 @@ export interface StepOptions {
   /** Replaces deps.agent.propose for this step (MCP: the proposal is what the agent said it did). */
   propose?: (ctx: ProposalContext) => Promise<Proposal>;
   maxDiffLines?: number;
+  /** Parallel runs: stop after recording the candidate; a slot evaluates StepResult.experiment. */
+  deferEvaluation?: boolean;
 }
 
 export interface StepResult {
@@ -198,6 +220,8 @@ export interface StepResult {
   best: { n: number; metric: number };
   /** The researcher, not the idea, failed: crash, timeout, garbage, no change, out of scope. */
   researcherFailed: boolean;
+  /** With deferEvaluation: the recorded candidate, waiting for a slot. */
+  experiment?: ExperimentRecord;
 }
 
 /**
@@ -220,8 +244,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     await ws.resetTo(bestCommit);
     before = await ws.snapshot();
   }
-  const n = Math.max(...exps.map((e) => e.n)) + 1;
-  emit({ type: "proposal_started", n, agent: agent.name });
+  // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
+  const n = deps.parallel ? deps.parallel.allocate() : Math.max(...exps.map((e) => e.n)) + 1;
+  emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
 
   const agentLogDir = join(deps.logDir, String(n), "agent");
   await mkdir(agentLogDir, { recursive: true });
@@ -253,7 +278,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   }
   const changed = await ws.changes(before);
   const violation = await scopeViolation(ws, program, changed);
-  const message = commitMessage(run.tag, n, agent.name, proposal);
+  const message = commitMessage(run.tag, n, agent.name, proposal, deps.role ? { role: deps.role } : {});
   const ref = await ws.commitCandidate(n, changed, message);
   crashPoint("after-commit");
   const exp = ledger.addExperiment({
@@ -268,6 +293,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     ...(proposal.expected ? { expected: proposal.expected } : {}),
     ...(proposal.params ? { params: proposal.params } : {}),
     ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
+    ...(deps.role ? { role: deps.role } : {}),
     diff: ref.diff,
   });
   crashPoint("after-row");
@@ -288,6 +314,16 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     await ws.resetTo(bestCommit, changed);
     return { n, action, reason: reject, best: bestNow, researcherFailed: true };
   }
+  if (opts.deferEvaluation) {
+    return {
+      n,
+      action: "interrupted",
+      reason: "queued",
+      best: { n: best.n, metric: bestMetric },
+      researcherFailed: false,
+      experiment: exp,
+    };
+  }
   await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
   const decided = ledger.getExperiment(run.id, n);
   const after = bestOf(ledger.listExperiments(run.id));
@@ -307,7 +343,7 @@ function tooLarge(diff: DiffStats, max: number): string {
 }
 
 /** Runs a trial of `exp` and, unless interrupted, decides it and moves the ratchet. */
-async function evaluateExperiment(
+export async function evaluateExperiment(
   deps: LoopDeps,
   exp: ExperimentRecord,
   emit: (e: LoopEvent) => void,
@@ -322,7 +358,7 @@ async function evaluateExperiment(
   const bestMetric = best ? objectiveOf(best, metric) : undefined;
   const bestCommit = freshOn ?? (await ws.bestCommit());
 
-  if (exp.n !== 0 && exp.parentCommit !== bestCommit) {
+  if (exp.n !== 0 && exp.parentCommit !== bestCommit && !deps.parallel) {
     // Serially this cannot happen; with parallel slots a stale candidate is rebased (see org).
     const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
     ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
@@ -379,6 +415,9 @@ async function evaluateExperiment(
   }
 
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  // Judged against the best it was built on (in a parallel run the best may have moved since).
+  const parent = exps.find((e) => e.commit === exp.parentCommit && e.decision?.action === "keep") ?? best;
+  const parentMetric = objectiveOf(parent, metric) ?? bestMetric;
   const okValues = (e: ExperimentRecord | undefined) =>
     (e?.trials ?? [])
       .map((t) => t.result)
@@ -386,7 +425,7 @@ async function evaluateExperiment(
       .map((r) => r?.metrics[metric] as number);
   const input = {
     program,
-    best: { n: best.n, metric: bestMetric, values: okValues(best) },
+    best: { n: parent.n, metric: parentMetric, values: okValues(parent) },
     baseline: okValues(exps.find((e) => e.n === 0)),
   };
   let decision: Decision | undefined;
@@ -405,6 +444,29 @@ async function evaluateExperiment(
         mechanismConfirmed: false,
       };
     } else if (!(await another())) return;
+  }
+  const decided = decision;
+  const record = () => recordDecision(deps, exp, decided, emit);
+  await (deps.parallel ? deps.parallel.lock(record) : record());
+}
+
+/** Writes the decision and moves the ratchet; in a parallel run a winner on an old best is merged. */
+async function recordDecision(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  decision: Decision,
+  emit: (e: LoopEvent) => void,
+): Promise<void> {
+  const { program, ledger, run, workspace: ws } = deps;
+  const metric = program.objective.metric;
+  const exps = ledger.listExperiments(run.id);
+  const best = bestOf(exps);
+  const bestMetric = best ? objectiveOf(best, metric) : undefined;
+  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  const bestCommit = best.commit;
+  if (decision.action === "keep" && exp.parentCommit !== bestCommit && deps.parallel) {
+    await mergeOnto(deps, exp, decision, best, exps, emit);
+    return;
   }
   // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
   const alarmsBefore = decision.action === "keep" && deps.checkAlarms ? deps.checkAlarms(exps) : [];
@@ -432,6 +494,80 @@ async function evaluateExperiment(
   });
 }
 
+/**
+ * A candidate that beat the best it was built on, while the best moved on (parallel runs): its
+ * change is rebased onto the current best as a new experiment, evaluated again before it can
+ * be kept; a conflict rejects it as stale. Write order: merge commit + ref, merge row, then this
+ * experiment's decision — a crash in between is resumed by adopting the ref (adoptOrphans) or
+ * by finding the merge row (below), never by merging twice.
+ */
+async function mergeOnto(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  decision: Decision,
+  best: ExperimentRecord,
+  exps: ExperimentRecord[],
+  emit: (e: LoopEvent) => void,
+): Promise<void> {
+  const { ledger, run, workspace: ws, parallel } = deps;
+  if (!parallel) throw new AutolabError("NOT_PARALLEL", "merging needs a parallel run.");
+  const bestNow = { n: best.n, metric: objectiveOf(best, deps.program.objective.metric) ?? Number.NaN };
+  const parentN = exps.find((e) => e.commit === exp.parentCommit)?.n;
+  const beat = `${decision.reason.replace(/\.$/, "")} (against #${parentN ?? "?"}, the best it was built on)`;
+  let merged = exps.find((e) => e.rebaseOf === exp.n);
+  if (!merged) {
+    const m = parallel.allocate();
+    const proposal: Proposal = {
+      hypothesis: `${firstLine(exp.hypothesis)} (#${exp.n} rebased onto #${best.n})`,
+      ...(exp.mechanism ? { mechanism: exp.mechanism } : {}),
+      ...(exp.params ? { params: { ...(best.params ?? {}), ...changedParams(exp, exps) } } : {}),
+    };
+    const message = commitMessage(run.tag, m, exp.agent, proposal, {
+      ...(exp.role ? { role: exp.role } : {}),
+      rebaseOf: exp.n,
+    });
+    const res = await ws.rebase(m, exp.commit, best.commit, message);
+    if ("conflicts" in res) {
+      const reason = `stale: ${beat}, but its change conflicts with the new best #${best.n} in ${res.conflicts.join(", ") || "the same lines"}`;
+      ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
+      emit({ type: "decision", n: exp.n, action: "reject", reason, best: bestNow });
+      return;
+    }
+    crashPoint("after-merge-commit");
+    merged = ledger.addExperiment({
+      runId: run.id,
+      n: m,
+      agent: exp.agent,
+      ...(exp.role ? { role: exp.role } : {}),
+      parentCommit: best.commit,
+      commit: res.commit,
+      ref: res.ref,
+      hypothesis: proposal.hypothesis,
+      ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
+      ...(proposal.params ? { params: proposal.params } : {}),
+      diff: res.diff,
+      rebaseOf: exp.n,
+    });
+    emit({ type: "experiment_created", n: m, hypothesis: merged.hypothesis, commit: res.commit });
+    parallel.onMerged(merged);
+  }
+  const reason = `${beat}; the best moved to #${best.n} meanwhile, so it was rebased onto it as #${merged.n}, which is evaluated again`;
+  ledger.decide(exp.id, { action: "discard", reason, mechanismConfirmed: null });
+  emit({ type: "decision", n: exp.n, action: "discard", reason, best: bestNow });
+}
+
+/** The knob values an experiment changed relative to its parent. */
+function changedParams(exp: ExperimentRecord, exps: ExperimentRecord[]): Record<string, number> {
+  const parent = exps.find((e) => e.commit === exp.parentCommit)?.params ?? {};
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(exp.params ?? {})) if (parent[k] !== v) out[k] = v;
+  return out;
+}
+
+function firstLine(s: string): string {
+  return (s.split("\n")[0] ?? "").slice(0, 200);
+}
+
 /** "± sd" of a few values, for reasons people read. */
 function spread(values: number[]): string {
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
@@ -443,7 +579,7 @@ function spread(values: number[]): string {
  * Runs one trial of experiment n. `seedIndex` is the number of trials already finished: trial
  * k of every experiment gets seed run.seed + k, so candidates and baseline share their seeds.
  */
-async function runTrial(
+export async function runTrial(
   deps: LoopDeps,
   n: number,
   seedIndex: number,
@@ -466,8 +602,10 @@ async function runTrial(
   const attempt = exp.trials.length + 1;
   const seed = run.seed + seedIndex;
   const logDir = join(deps.logDir, String(exp.n), String(attempt));
-  await mkdir(logDir, { recursive: true });
+  // No await between counting the attempts and recording the start: parallel trials of one
+  // experiment (the baseline's) must not take the same attempt number.
   const env = {
+    ...(deps.slot?.env ?? {}),
     AUTOLAB_SEED: String(seed),
     AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000),
     [TRIAL_TOKEN]: randomBytes(12).toString("hex"),
@@ -480,7 +618,9 @@ async function runTrial(
     commit: exp.commit,
     budgetMs: program.run.budgetMs,
     env,
+    ...(deps.slot ? { slot: deps.slot.index } : {}),
   });
+  await mkdir(logDir, { recursive: true });
   crashPoint("after-trial-start");
   emit({
     type: "trial_started",
@@ -490,6 +630,7 @@ async function runTrial(
     budgetMs: program.run.budgetMs,
     startedAt: Date.now(),
     hypothesis: exp.hypothesis,
+    ...(deps.slot ? { slot: deps.slot.index } : {}),
   });
   // Learning-curve pruning: compare this trial's progress with the best's at the same point.
   const progressName = program.metrics.progress;
@@ -634,7 +775,13 @@ async function scopeViolation(
 }
 
 /** The commit message carries the proposal, so a candidate committed just before a crash can be adopted. */
-export function commitMessage(tag: string, n: number, agent: string, p: Proposal): string {
+export function commitMessage(
+  tag: string,
+  n: number,
+  agent: string,
+  p: Proposal,
+  extra: { role?: string; rebaseOf?: number } = {},
+): string {
   const subject = (p.hypothesis.split("\n")[0] ?? "").slice(0, 100);
   const body = [p.hypothesis !== subject ? p.hypothesis : "", p.mechanism ? `Mechanism: ${p.mechanism}` : ""]
     .filter(Boolean)
@@ -643,24 +790,39 @@ export function commitMessage(tag: string, n: number, agent: string, p: Proposal
     `Autolab-Run: ${tag}`,
     `Autolab-Experiment: ${n}`,
     `Autolab-Agent: ${agent}`,
+    ...(extra.role ? [`Autolab-Role: ${extra.role}`] : []),
+    ...(extra.rebaseOf !== undefined ? [`Autolab-Rebase-Of: ${extra.rebaseOf}`] : []),
     `Autolab-Proposal: ${JSON.stringify(p)}`,
   ].join("\n");
   return `autolab #${n}: ${subject}\n\n${body ? `${body}\n\n` : ""}${trailers}\n`;
 }
 
 async function adoptOrphan(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
-  const { ledger, run, workspace: ws, program } = deps;
   if (exps.length === 0) return;
-  const n = Math.max(...exps.map((e) => e.n)) + 1;
+  await adoptCandidate(deps, Math.max(...exps.map((e) => e.n)) + 1);
+}
+
+/**
+ * Records candidate n from its commit message (the proposal travels in trailers) when its ref
+ * exists but its experiment row does not: the harness died between the two writes.
+ */
+export async function adoptCandidate(deps: LoopDeps, n: number): Promise<void> {
+  const { ledger, run, workspace: ws, program } = deps;
   const commit = await ws.candidateRef(n);
   if (!commit) return;
   const message = await ws.commitMessage(commit);
-  const line = message.split("\n").find((l) => l.startsWith("Autolab-Proposal: "));
-  const agentLine = message.split("\n").find((l) => l.startsWith("Autolab-Agent: "));
+  const trailer = (key: string) =>
+    message
+      .split("\n")
+      .find((l) => l.startsWith(`${key}: `))
+      ?.slice(key.length + 2);
+  const line = trailer("Autolab-Proposal");
+  const role = trailer("Autolab-Role");
+  const rebaseOf = trailer("Autolab-Rebase-Of");
   if (!line) return;
   let proposal: Proposal;
   try {
-    proposal = JSON.parse(line.slice("Autolab-Proposal: ".length)) as Proposal;
+    proposal = JSON.parse(line) as Proposal;
   } catch {
     return;
   }
@@ -668,7 +830,9 @@ async function adoptOrphan(deps: LoopDeps, exps: ExperimentRecord[]): Promise<vo
   const exp = ledger.addExperiment({
     runId: run.id,
     n,
-    agent: agentLine?.slice("Autolab-Agent: ".length) ?? "unknown",
+    agent: trailer("Autolab-Agent") ?? "unknown",
+    ...(role ? { role } : {}),
+    ...(rebaseOf !== undefined && Number.isInteger(Number(rebaseOf)) ? { rebaseOf: Number(rebaseOf) } : {}),
     parentCommit: parent,
     commit,
     ref: `refs/autolab/${run.tag}/${n}`,

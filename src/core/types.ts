@@ -68,6 +68,13 @@ export interface Program {
   acceptance: "noise" | "greedy";
   agent: AgentConfig;
   search: Record<string, Knob>;
+  /**
+   * Parallel slots: `count` trials run at once, each in its own worktree; with `gpus`, slot i
+   * gets CUDA_VISIBLE_DEVICES=gpus[i % gpus.length]. `proposers`: proposals prepared at once.
+   */
+  slots?: { count: number; gpus?: number[]; proposers: number };
+  /** An organization: role files in `roles` (a directory, relative to program.md) and the orchestrator's policy. */
+  org?: { roles: string; policy: "bandit" | "round-robin" };
   /** The markdown body: research directions for agents. */
   directions: string;
 }

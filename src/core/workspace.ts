@@ -34,6 +34,8 @@ export interface Workspace {
   ): Promise<{ commit: string; ref: string; diff: DiffStats }>;
   /** Reachable ref of experiment n, if it exists (used to adopt a candidate committed just before a crash). */
   candidateRef(n: number): Promise<string | undefined>;
+  /** The numbers n of every candidate ref of this run (refs/autolab/<tag>/<n>). */
+  candidateNumbers(): Promise<number[]>;
   diffStats(parent: string, commit: string): Promise<DiffStats>;
   diff(parent: string, commit: string): Promise<string>;
   /** Moves the ratchet from `expectedOld` to `commit`; fails if the branch moved meanwhile. */
@@ -43,4 +45,14 @@ export interface Workspace {
   /** Restores protected files byte-for-byte from the base commit (the pristine copy). */
   restoreProtected(): Promise<void>;
   commitMessage(commit: string): Promise<string>;
+  /**
+   * Re-applies `commit` (a candidate built on an older best) onto `onto` as a new commit,
+   * reachable as refs/autolab/<tag>/<n>; or the paths that conflict.
+   */
+  rebase(
+    n: number,
+    commit: string,
+    onto: string,
+    message: string,
+  ): Promise<{ commit: string; ref: string; diff: DiffStats } | { conflicts: string[] }>;
 }

@@ -96,6 +96,12 @@ export function parseProgram(text: string, path: string): Program {
     const r = raw as { agent: unknown };
     r.agent = { backend: r.agent };
   }
+  if (raw && typeof raw === "object") {
+    // `slots: 4` and `org: org/` are shorthands for the maps.
+    const r = raw as { slots?: unknown; org?: unknown };
+    if (typeof r.slots === "number") r.slots = { count: r.slots };
+    if (typeof r.org === "string") r.org = { roles: r.org };
+  }
   const parsed = frontmatterSchema.safeParse(raw);
   const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
   if (!parsed.success || issues.length > 0) {
@@ -130,8 +136,16 @@ export function parseProgram(text: string, path: string): Program {
     acceptance: fm.acceptance,
     agent: toAgentConfig(fm.agent),
     search: fm.search,
+    slots: toSlots(fm.slots),
+    ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
     directions: split.body,
   };
+}
+
+/** How many trials run at once, and on which GPUs: `gpus` fixes the count unless `count` is given too. */
+function toSlots(s: Frontmatter["slots"]): NonNullable<Program["slots"]> {
+  const count = s.count ?? s.gpus?.length ?? 1;
+  return { count, ...(s.gpus ? { gpus: s.gpus } : {}), proposers: s.proposers ?? count };
 }
 
 /**

@@ -181,6 +181,22 @@ const knobName = z.string().regex(KNOB_NAME, {
     `knob name ${JSON.stringify(iss.input)} is not an identifier ([A-Za-z_][A-Za-z0-9_]*): it must match a NAME = value line in an editable file`,
 });
 
+const slotsShape = {
+  count: z.number().int().min(1).max(256).optional(),
+  gpus: z
+    .array(
+      z.number().int().min(0, { error: "GPU indices are 0 or more (as CUDA_VISIBLE_DEVICES counts them)" }),
+    )
+    .min(1)
+    .optional(),
+  proposers: z.number().int().min(1).max(64).optional(),
+};
+
+const orgShape = {
+  roles: text.default("org"),
+  policy: z.enum(["bandit", "round-robin"]).default("bandit"),
+};
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -191,6 +207,10 @@ const topShape = {
   acceptance: z.enum(["noise", "greedy"]).default("noise"),
   agent: agent.default({ backend: "builtin", args: [], env: {} }),
   search: z.record(knobName, knob).default({}),
+  /** `slots: 4` is shorthand for `slots: { count: 4 }` (expanded in parse.ts). */
+  slots: z.strictObject(slotsShape).default({}),
+  /** `org: org/` is shorthand for `org: { roles: org/ }` (expanded in parse.ts). */
+  org: z.strictObject(orgShape).optional(),
 };
 
 export const frontmatterSchema = z.strictObject(topShape);
@@ -214,6 +234,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   metrics: Object.keys(metricsShape),
   agent: Object.keys(agentShape),
   "search.*": Object.keys(knobShape),
+  slots: Object.keys(slotsShape),
+  org: Object.keys(orgShape),
 };
 
 export const MINIMAL_PROGRAM = `---
@@ -262,6 +284,13 @@ export const EXAMPLES: Record<string, string> = {
   "agent.max_turns": "max_turns: 30",
   "agent.command": 'command: "mytool --prompt-file {prompt_file} --cwd {workdir}"',
   search: `search:\n${KNOB_EXAMPLE.replace(/^/gm, "  ")}`,
+  slots: "slots: 4   # trials at once on CPU slots; or: slots: { gpus: [0, 1, 2, 3] } (one GPU per trial)",
+  "slots.count": "count: 4",
+  "slots.gpus": "gpus: [0, 1, 2, 3]   # each trial gets CUDA_VISIBLE_DEVICES=<its GPU>",
+  "slots.proposers": "proposers: 2   # proposals prepared at once (default: one per slot)",
+  org: "org: org/   # role files org/*.md; or: org: { roles: org/, policy: bandit }   # or round-robin",
+  "org.roles": "roles: org/",
+  "org.policy": "policy: bandit   # or round-robin",
   "search.*": KNOB_EXAMPLE,
 };
 

@@ -141,6 +141,11 @@ export interface GitWorkspaceOptions {
   baseCommit: string;
   protectedFiles: string[];
   protectedHashes: Record<string, string>;
+  /**
+   * A worker's own worktree (parallel slots and proposers): `.autolab/worktrees/<tag>.<worker>`.
+   * Workers share the run's branch and candidate refs; each has its own files and index.
+   */
+  worker?: string;
 }
 
 /** Git identity for harness commits when the user has none configured. */
@@ -156,7 +161,7 @@ export class GitWorkspace implements Workspace {
   private constructor(opts: GitWorkspaceOptions) {
     this.opts = opts;
     this.branch = `autolab/${opts.tag}`;
-    this.worktree = join(opts.stateDir, "worktrees", opts.tag);
+    this.worktree = join(opts.stateDir, "worktrees", opts.worker ? `${opts.tag}.${opts.worker}` : opts.tag);
     this.projectDir = opts.repo.prefix ? join(this.worktree, opts.repo.prefix) : this.worktree;
   }
 
@@ -190,6 +195,11 @@ export class GitWorkspace implements Workspace {
     ws.gitDir = (await ws.g(["rev-parse", "--absolute-git-dir"])).trim();
     await ws.clearStaleLocks();
     return ws;
+  }
+
+  /** Another worktree on the same run (a slot or a proposer of a parallel run). */
+  openWorker(name: string): Promise<GitWorkspace> {
+    return GitWorkspace.open({ ...this.opts, worker: name });
   }
 
   /** The worktree's private git directory: removed with the worktree, so state kept here dies with it. */
@@ -331,6 +341,17 @@ export class GitWorkspace implements Workspace {
     return out.code === 0 ? out.stdout.trim() : undefined;
   }
 
+  async candidateNumbers(): Promise<number[]> {
+    const prefix = `refs/autolab/${this.opts.tag}/`;
+    const out = await this.g(["for-each-ref", "--format=%(refname)", prefix]);
+    return out
+      .split("\n")
+      .filter((r) => r.startsWith(prefix))
+      .map((r) => Number(r.slice(prefix.length)))
+      .filter((n) => Number.isInteger(n) && n >= 0)
+      .sort((a, b) => a - b);
+  }
+
   async diffStats(parent: string, commit: string): Promise<DiffStats> {
     return parseNumstat(await this.g(["diff", "--numstat", "--no-renames", parent, commit]));
   }
@@ -387,6 +408,40 @@ export class GitWorkspace implements Workspace {
       "--",
       ...this.opts.protectedFiles.map((f) => `:(top,literal)${this.toRepoPath(f)}`),
     ]);
+  }
+
+  async rebase(
+    n: number,
+    commit: string,
+    onto: string,
+    message: string,
+  ): Promise<{ commit: string; ref: string; diff: DiffStats } | { conflicts: string[] }> {
+    // The ratchet is linear, so the merge base of the new best and a candidate is the old best
+    // the candidate was built on: a three-way merge without a worktree is a cherry-pick.
+    const out = await gitRaw(this.worktree, [
+      "merge-tree",
+      "--write-tree",
+      "--name-only",
+      "--no-messages",
+      onto,
+      commit,
+    ]);
+    const lines = out.stdout.split("\n").filter(Boolean);
+    if (out.code === 1) return { conflicts: lines.slice(1).map((p) => this.fromRepoPath(p)) };
+    if (out.code !== 0 || !lines[0]) {
+      throw new AutolabError("GIT_FAILED", `git merge-tree ${onto} ${commit} failed: ${out.stderr.trim()}`);
+    }
+    const made = await gitRaw(
+      this.worktree,
+      [...this.identity, "commit-tree", lines[0], "-p", onto, "-F", "-"],
+      message,
+    );
+    if (made.code !== 0)
+      throw new AutolabError("GIT_FAILED", `git commit-tree failed: ${made.stderr.trim()}`);
+    const sha = made.stdout.trim();
+    const ref = this.candidateRefName(n);
+    await this.g(["update-ref", ref, sha]);
+    return { commit: sha, ref, diff: await this.diffStats(onto, sha) };
   }
 
   async commitMessage(commit: string): Promise<string> {
