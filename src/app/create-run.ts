@@ -5,6 +5,7 @@ import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { type LoopDeps, type LoopSummary, runLoop } from "../core/loop.ts";
+import { runParallel } from "../core/scheduler.ts";
 import type { Agent } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { defaultGraceMs, loadProgram } from "../program/index.ts";
@@ -16,6 +17,7 @@ import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/
 import { alarmsOf } from "./alarms.ts";
 import { type Lab, openLab, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
+import { isParallel, parallelDeps } from "./parallel.ts";
 
 export interface RunOptions {
   /** program.md or its directory; default: the current directory. */
@@ -47,11 +49,21 @@ const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export async function createRun(opts: RunOptions): Promise<RunOutcome> {
   const session = await openRunSession(opts);
   try {
-    const summary = await runLoop(session.deps, {
+    const loopOpts = {
       ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
-    });
+    };
+    const summary = isParallel(session.deps.program)
+      ? await runParallel(
+          await parallelDeps(
+            session.deps,
+            session.workspace,
+            opts.agent !== undefined ? { agent: opts.agent } : {},
+          ),
+          loopOpts,
+        )
+      : await runLoop(session.deps, loopOpts);
     return { ...summary, run: session.run, lab: session.lab };
   } catch (err) {
     session.lab.ledger.close();

@@ -8,6 +8,7 @@ import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
+import { climbLadder, isFullBudget, type Rung } from "./ladder.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import type {
   Agent,
@@ -44,6 +45,8 @@ export interface LoopDeps {
   slot?: { index: number; env: Record<string, string> };
   /** The org role proposing through this worker (recorded on its experiments). */
   role?: string;
+  /** The role's instructions (its file's body), appended to the context its agent reads. */
+  instructions?: string;
   /** Parallel runs (src/core/scheduler.ts); absent in the serial loop. */
   parallel?: ParallelHooks;
 }
@@ -125,24 +128,8 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   await adoptOrphan(deps, exps);
   exps = list();
 
-  // Baseline: experiment 0 is the unmodified base commit.
-  if (!exps.some((e) => e.n === 0)) {
-    const ref = await ws.commitCandidate(0, [], "baseline");
-    const params = agent.paramsOf ? await agent.paramsOf(ws.projectDir, program) : undefined;
-    ledger.addExperiment({
-      runId: run.id,
-      n: 0,
-      agent: "baseline",
-      parentCommit: run.baseCommit,
-      commit: ref.commit,
-      ref: ref.ref,
-      hypothesis: "baseline",
-      mechanism: "the unmodified starting point every candidate is compared with",
-      ...(params && Object.keys(params).length ? { params } : {}),
-      diff: { files: 0, insertions: 0, deletions: 0 },
-    });
-    exps = list();
-  }
+  await ensureBaseline(deps, exps);
+  exps = list();
 
   // Experiments without a decision: their trial was cut short by a crash or Ctrl-C.
   for (const e of exps.filter((x) => !x.decision)) {
@@ -152,15 +139,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   }
   exps = list();
 
-  const baseline = exps.find((e) => e.n === 0);
-  if (baseline?.decision && baseline.decision.action !== "keep") {
-    const tail = lastResult(baseline)?.logTail.trim().split("\n").slice(-8).join("\n") ?? "";
-    throw new AutolabError(
-      "BASELINE_FAILED",
-      `the baseline (the unmodified project) failed: ${baseline.decision.reason}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
-      `Fix the program so that \`${program.run.command}\` works on the committed code, commit, and start a new run (autolab run --tag <new-tag>).`,
-    );
-  }
+  assertBaselineOk(program, exps);
   if (stopped()) return finishEarly();
 
   const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
@@ -195,6 +174,38 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   }
   await ws.resetTo(await ws.bestCommit());
   return finishEarly();
+}
+
+/** Experiment 0, the unmodified base commit, recorded if it is not yet. */
+export async function ensureBaseline(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
+  const { program, ledger, run, workspace: ws, agent } = deps;
+  if (exps.some((e) => e.n === 0)) return;
+  const ref = await ws.commitCandidate(0, [], "baseline");
+  const params = agent.paramsOf ? await agent.paramsOf(ws.projectDir, program) : undefined;
+  ledger.addExperiment({
+    runId: run.id,
+    n: 0,
+    agent: "baseline",
+    parentCommit: run.baseCommit,
+    commit: ref.commit,
+    ref: ref.ref,
+    hypothesis: "baseline",
+    mechanism: "the unmodified starting point every candidate is compared with",
+    ...(params && Object.keys(params).length ? { params } : {}),
+    diff: { files: 0, insertions: 0, deletions: 0 },
+  });
+}
+
+/** A failed baseline stops the run: nothing could ever be compared with it. */
+export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): void {
+  const baseline = exps.find((e) => e.n === 0);
+  if (!baseline?.decision || baseline.decision.action === "keep") return;
+  const tail = lastResult(baseline)?.logTail.trim().split("\n").slice(-8).join("\n") ?? "";
+  throw new AutolabError(
+    "BASELINE_FAILED",
+    `the baseline (the unmodified project) failed: ${baseline.decision.reason}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
+    `Fix the program so that \`${program.run.command}\` works on the committed code, commit, and start a new run (autolab run --tag <new-tag>).`,
+  );
 }
 
 export interface StepOptions {
@@ -258,7 +269,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       program,
       best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
       history: exps.map((e) => toView(e, program)),
-      contextText: buildContext(program, run, exps),
+      contextText: deps.instructions
+        ? `${buildContext(program, run, exps)}\n\n## Your role: ${deps.role ?? "researcher"}\n${deps.instructions.trim()}`
+        : buildContext(program, run, exps),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
@@ -376,6 +389,7 @@ export async function evaluateExperiment(
   // Trials that finished before a crash are not run again: they count, only the rest is missing.
   const finished = (): TrialResult[] =>
     (ledger.getExperiment(run.id, exp.n)?.trials ?? [])
+      .filter((t) => isFullBudget(program, t)) // the proxy ladder's cheaper rungs are not the judge's
       .map((t) => t.result)
       .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
   /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
@@ -385,12 +399,20 @@ export async function evaluateExperiment(
   };
 
   if (exp.n === 0) {
+    // With a proxy ladder, the baseline first measures every cheaper rung (candidates rank against it).
+    const rungs = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, 0, 0, emit, signal, rung));
+    if (rungs === "interrupted") return;
     // The baseline runs judge.baselineTrials times with different seeds: that is the noise sample.
-    while (finished().length < judge.baselineTrials && finished().every((r) => r.status === "ok")) {
+    while (
+      rungs === "top" &&
+      finished().length < judge.baselineTrials &&
+      finished().every((r) => r.status === "ok")
+    ) {
       if (!(await another())) return;
     }
     const results = finished();
-    const bad = results.find((r) => r.status !== "ok");
+    const bad =
+      rungs === "top" ? results.find((r) => r.status !== "ok") : { reason: rungs.reason, status: "crash" };
     const values = results.map((r) => r.metrics[metric] as number);
     const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
     const decision = bad
@@ -420,6 +442,7 @@ export async function evaluateExperiment(
   const parentMetric = objectiveOf(parent, metric) ?? bestMetric;
   const okValues = (e: ExperimentRecord | undefined) =>
     (e?.trials ?? [])
+      .filter((t) => isFullBudget(program, t))
       .map((t) => t.result)
       .filter((r) => r?.status === "ok")
       .map((r) => r?.metrics[metric] as number);
@@ -428,7 +451,10 @@ export async function evaluateExperiment(
     best: { n: parent.n, metric: parentMetric, values: okValues(parent) },
     baseline: okValues(exps.find((e) => e.n === 0)),
   };
-  let decision: Decision | undefined;
+  // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
+  const climbed = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, exp.n, 0, emit, signal, rung));
+  if (climbed === "interrupted") return;
+  let decision: Decision | undefined = climbed === "top" ? undefined : climbed;
   while (!decision) {
     const trials = finished();
     if (trials.length === 0) {
@@ -512,8 +538,7 @@ async function mergeOnto(
   const { ledger, run, workspace: ws, parallel } = deps;
   if (!parallel) throw new AutolabError("NOT_PARALLEL", "merging needs a parallel run.");
   const bestNow = { n: best.n, metric: objectiveOf(best, deps.program.objective.metric) ?? Number.NaN };
-  const parentN = exps.find((e) => e.commit === exp.parentCommit)?.n;
-  const beat = `${decision.reason.replace(/\.$/, "")} (against #${parentN ?? "?"}, the best it was built on)`;
+  const beat = decision.reason.replace(/\.$/, "");
   let merged = exps.find((e) => e.rebaseOf === exp.n);
   if (!merged) {
     const m = parallel.allocate();
@@ -578,6 +603,7 @@ function spread(values: number[]): string {
 /**
  * Runs one trial of experiment n. `seedIndex` is the number of trials already finished: trial
  * k of every experiment gets seed run.seed + k, so candidates and baseline share their seeds.
+ * `rung`: a cheaper budget of the proxy ladder (default run.budget); such trials are not pruned.
  */
 export async function runTrial(
   deps: LoopDeps,
@@ -585,8 +611,10 @@ export async function runTrial(
   seedIndex: number,
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
+  rung?: Rung,
 ): Promise<TrialResult> {
   const { program, ledger, run, workspace: ws, executor } = deps;
+  const budgetMs = rung?.budgetMs ?? program.run.budgetMs;
   // A previous trial may have scribbled over a protected file: restore the pristine copy.
   if (await ws.verifyProtected()) await ws.restoreProtected();
   const stillBad = await ws.verifyProtected();
@@ -607,7 +635,7 @@ export async function runTrial(
   const env = {
     ...(deps.slot?.env ?? {}),
     AUTOLAB_SEED: String(seed),
-    AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000),
+    AUTOLAB_BUDGET_S: String(budgetMs / 1000),
     [TRIAL_TOKEN]: randomBytes(12).toString("hex"),
   };
   const trialId = ledger.startTrial({
@@ -616,7 +644,7 @@ export async function runTrial(
     seed,
     command: program.run.command,
     commit: exp.commit,
-    budgetMs: program.run.budgetMs,
+    budgetMs,
     env,
     ...(deps.slot ? { slot: deps.slot.index } : {}),
   });
@@ -627,7 +655,7 @@ export async function runTrial(
     n: exp.n,
     attempt,
     seed,
-    budgetMs: program.run.budgetMs,
+    budgetMs,
     startedAt: Date.now(),
     hypothesis: exp.hypothesis,
     ...(deps.slot ? { slot: deps.slot.index } : {}),
@@ -637,10 +665,11 @@ export async function runTrial(
   const curve: Array<[number, number]> = [];
   const startedAt = Date.now();
   const bestExp = bestOf(ledger.listExperiments(run.id));
-  const bestCurve = bestExp?.trials.find((t) => t.result?.status === "ok" && t.result.progress?.length)
-    ?.result?.progress;
+  const bestCurve = bestExp?.trials.find(
+    (t) => isFullBudget(program, t) && t.result?.status === "ok" && t.result.progress?.length,
+  )?.result?.progress;
   const pruner: TrialPruner | undefined =
-    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n
+    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n && !rung
       ? deps.makePruner(bestCurve)
       : undefined;
   const prune = new AbortController();
@@ -648,8 +677,8 @@ export async function runTrial(
     cwd: ws.projectDir,
     command: program.run.command,
     ...(program.run.evaluate ? { evaluate: program.run.evaluate } : {}),
-    budgetMs: program.run.budgetMs,
-    graceMs: program.run.graceMs,
+    budgetMs,
+    graceMs: rung?.graceMs ?? program.run.graceMs,
     evaluateTimeoutMs: program.run.evaluateTimeoutMs,
     seed,
     logDir,
@@ -658,7 +687,7 @@ export async function runTrial(
     beforeEvaluate: () => ws.verifyProtected(),
     onMetric: (name, value) => {
       if (name !== progressName) return;
-      const x = (Date.now() - startedAt) / program.run.budgetMs;
+      const x = (Date.now() - startedAt) / budgetMs;
       curve.push([x, value]);
       emit({ type: "progress", n: exp.n, name, value });
       if (pruner && !prune.signal.aborted) {
@@ -690,7 +719,7 @@ export async function runTrial(
  * Trials started but never finished (the harness was killed): kill whatever is left of their
  * processes — nobody owns their clock any more — and record them as interrupted.
  */
-async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Promise<void> {
+export async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Promise<void> {
   const { ledger, executor } = deps;
   for (const t of exp.trials) {
     if (t.result) continue;
@@ -720,7 +749,7 @@ async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Promise<v
 }
 
 /** Makes the branch match the ledger: the last kept experiment's commit, or the base. */
-async function reconcileBranch(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
+export async function reconcileBranch(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
   const { workspace: ws, run } = deps;
   const target = bestOf(exps)?.commit ?? run.baseCommit;
   const current = await ws.bestCommit();
@@ -728,12 +757,19 @@ async function reconcileBranch(deps: LoopDeps, exps: ExperimentRecord[]): Promis
   await ws.resetTo(target);
 }
 
-async function runSetup(deps: LoopDeps, emit: (e: LoopEvent) => void, signal?: AbortSignal): Promise<void> {
+export async function runSetup(
+  deps: LoopDeps,
+  emit: (e: LoopEvent) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   const { program, workspace: ws, executor } = deps;
   const setup = program.run.setup;
   if (!setup || existsSync(deps.setupStamp)) return;
   emit({ type: "setup_started", command: setup });
-  const logDir = join(deps.logDir, "setup");
+  const logDir = join(
+    deps.logDir,
+    deps.slot && deps.slot.index > 0 ? `setup-slot${deps.slot.index}` : "setup",
+  );
   await mkdir(logDir, { recursive: true });
   const res = await executor.setup(ws.projectDir, setup, program.run.setupTimeoutMs, logDir, signal);
   if (res.status === "interrupted") return;

@@ -56,6 +56,8 @@ export interface ToyOptions {
    * 100 - i, so every candidate beats the best and is kept (for tests that need a keep).
    */
   score?: "loss" | "decreasing";
+  /** program.md `slots:` (default: not set, i.e. one slot and the serial loop). */
+  slots?: number;
   /** Don't commit: leaves a repository with the files staged but no commit. */
   noCommit?: boolean;
   /** Don't create a git repository at all. */
@@ -111,6 +113,7 @@ export function programMd(o: ToyOptions): string {
     ...(o.evaluate ? ["metrics:", "  holdout: [secret_holdout]", "  progress: train_loss"] : []),
     ...(o.agent ? [`agent: ${o.agent}`] : []),
     `acceptance: ${o.acceptance ?? "greedy"}`,
+    ...(o.slots !== undefined ? [`slots: ${o.slots}`] : []),
     "search:",
     "  LR: { low: 0.0001, high: 1, log: true }",
     "  WIDTH: { low: 2, high: 256, int: true, log: true }",
@@ -349,6 +352,7 @@ export interface LedgerDump {
     commit_sha: string;
     ref: string;
     parent_commit: string;
+    rebase_of: number | null;
   }[];
   trialStarts: { id: number; experiment_id: number; attempt: number }[];
   trialResults: { trial_id: number; status: string; reason: string | null }[];
@@ -363,7 +367,7 @@ export function readLedger(dir: string): LedgerDump {
     return {
       runs: all("SELECT id, tag, base_commit FROM runs ORDER BY id"),
       experiments: all(
-        "SELECT id, run_id, n, commit_sha, ref, parent_commit FROM experiments ORDER BY run_id, n, id",
+        "SELECT id, run_id, n, commit_sha, ref, parent_commit, rebase_of FROM experiments ORDER BY run_id, n, id",
       ),
       trialStarts: all("SELECT id, experiment_id, attempt FROM trial_starts ORDER BY id"),
       trialResults: all("SELECT trial_id, status, reason FROM trial_results ORDER BY trial_id"),

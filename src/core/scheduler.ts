@@ -1,0 +1,348 @@
+import { AutolabError } from "./errors.ts";
+import type { LoopEvent } from "./events.ts";
+import type { ExperimentRecord } from "./ledger.ts";
+import {
+  adoptCandidate,
+  assertBaselineOk,
+  closeOpenTrials,
+  ensureBaseline,
+  evaluateExperiment,
+  type LoopDeps,
+  type LoopOptions,
+  type LoopSummary,
+  type ParallelHooks,
+  reconcileBranch,
+  runSetup,
+  runStep,
+  runTrial,
+} from "./loop.ts";
+import type { Agent, Program } from "./types.ts";
+import { bestOf, objectiveOf } from "./views.ts";
+import type { Workspace } from "./workspace.ts";
+
+/**
+ * The parallel research loop: several slots run trials at once, each in its own worktree,
+ * while proposers prepare the next candidates in theirs — a bounded queue between them, so a
+ * slot that frees up finds a candidate waiting instead of waiting for an agent.
+ *
+ *   proposers ──(candidate commits + rows)──▶ queue (≤ slots) ──▶ slots ──▶ decide ──▶ ratchet
+ *
+ * Every write goes through the same functions as the serial loop (loop.ts), in the same order,
+ * so a kill -9 anywhere leaves a notebook that resume completes: candidates without a decision
+ * are queued again, candidate refs without a row are adopted, leftover trial processes reaped.
+ * What parallelism adds (ParallelHooks): experiment numbers reserved at proposal start; each
+ * candidate judged against the best it was built on; a winner on an old best rebased onto the
+ * new best and evaluated again; decide → advance serialized by one lock.
+ */
+
+/** One way of proposing: a role of the org, or the program's single researcher. */
+export interface Researcher {
+  /** The role's name; undefined without an org. */
+  role?: string;
+  /** The program as this researcher sees it (a role's editable subset applied). */
+  program: Program;
+  /** The role's instructions, appended to its agent's context. */
+  instructions?: string;
+  /** An agent for proposer worker `worker`: concurrent proposals never share one agent's state. */
+  agentFor(worker: number): Promise<Agent>;
+}
+
+/** Picks which role proposes next and learns from outcomes (src/org/orchestrator.ts). */
+export interface Chooser {
+  next(): string;
+  record(role: string, outcome: { improvement: number; compute: number }): void;
+}
+
+export interface Slot {
+  workspace: Workspace;
+  /** Setup ran in this worktree when this file exists. */
+  setupStamp: string;
+  /** Added to every trial's environment, e.g. CUDA_VISIBLE_DEVICES. */
+  env: Record<string, string>;
+}
+
+export interface ParallelDeps extends LoopDeps {
+  /** Where trials run; slot 0 is usually deps.workspace itself. */
+  slots: Slot[];
+  /** Worktrees where proposals are made, one per concurrent proposal. */
+  proposers: Workspace[];
+  researchers: Researcher[];
+  /** Without one, the first researcher always proposes. */
+  chooser?: Chooser;
+}
+
+const DEFAULT_MAX_AGENT_FAILURES = 5;
+
+export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
+  const { program, ledger, run, workspace: ws } = deps;
+  const metric = program.objective.metric;
+  const emit = (e: LoopEvent) => opts.onEvent?.(e);
+  const internal = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, internal.signal]) : internal.signal;
+  const stopped = () => signal.aborted;
+  const list = () => ledger.listExperiments(run.id);
+  let fatal: { error: unknown } | undefined;
+  const fail = (error: unknown) => {
+    fatal ??= { error };
+    internal.abort();
+  };
+
+  // Wake-ups: workers wait for "something changed" (queue, proposals, stop) instead of polling.
+  let waiters: Array<() => void> = [];
+  const wake = () => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  const changed = () => new Promise<void>((r) => waiters.push(r));
+  signal.addEventListener("abort", wake, { once: true });
+
+  let exps = list();
+  emit({
+    type: "run_started",
+    tag: run.tag,
+    branch: run.branch,
+    metric,
+    resumed: exps.length > 0,
+    experiments: exps.length,
+  });
+  ledger.startSession(run.id, deps.slots.length);
+  const finish = async (reason: string): Promise<LoopSummary> => {
+    const all = list();
+    const best = bestOf(all);
+    const bm = best ? objectiveOf(best, metric) : undefined;
+    await ws.resetTo(best?.commit ?? run.baseCommit);
+    emit({
+      type: "run_finished",
+      reason,
+      best: best && bm !== undefined ? { n: best.n, metric: bm } : undefined,
+    });
+    return { stoppedBecause: reason, experiments: all, best };
+  };
+  const stopReason = "stopped by a signal (Ctrl-C); `autolab run` resumes";
+
+  let lockChain: Promise<unknown> = Promise.resolve();
+  let nextN = 0;
+  const queue: ExperimentRecord[] = [];
+  const hooks: ParallelHooks = {
+    lock: <T>(fn: () => Promise<T>): Promise<T> => {
+      const result = lockChain.then(fn);
+      lockChain = result.catch(() => {});
+      return result;
+    },
+    allocate: () => nextN++,
+    onMerged: (exp) => {
+      queue.unshift(exp);
+      wake();
+    },
+  };
+  const slotDeps = deps.slots.map(
+    (s, index): LoopDeps => ({
+      ...deps,
+      workspace: s.workspace,
+      setupStamp: s.setupStamp,
+      slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
+      parallel: hooks,
+    }),
+  );
+
+  await reconcileBranch(deps, exps);
+  await Promise.all(slotDeps.map((d) => runSetup(d, emit, signal)));
+  if (stopped()) return finish(stopReason);
+
+  // Candidates committed just before a crash but not recorded: with proposals in parallel they
+  // need not be the last number, so every ref without a row is adopted.
+  const refs = await ws.candidateNumbers();
+  const known = new Set(exps.map((e) => e.n));
+  for (const n of refs) if (!known.has(n) && n > 0) await adoptCandidate(deps, n);
+  await ensureBaseline(deps, list());
+  exps = list();
+  nextN = Math.max(0, ...exps.map((e) => e.n), ...refs) + 1;
+
+  for (const e of exps.filter((x) => !x.decision)) await closeOpenTrials(deps, e);
+  await measureBaseline(slotDeps, emit, signal);
+  exps = list();
+  if (stopped()) return finish(stopReason);
+  assertBaselineOk(program, exps);
+
+  // Undecided candidates (a previous session stopped during them) go first, oldest first.
+  queue.push(...exps.filter((e) => !e.decision && e.n !== 0));
+  const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
+  let issued = exps.filter((e) => e.n > 0 && e.rebaseOf === undefined).length;
+  let proposing = 0;
+  let proposersLeft = deps.proposers.length;
+  const capacity = deps.slots.length;
+  const failures = new Map<string, string[]>();
+  const maxFailures = opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES;
+  const researcherOf = (role: string | undefined) =>
+    deps.researchers.find((r) => r.role === role) ?? (deps.researchers[0] as Researcher);
+
+  const proposer = async (i: number): Promise<void> => {
+    const agents = new Map<Researcher, Agent>();
+    while (!stopped() && issued < max) {
+      if (queue.length + proposing >= capacity) {
+        await changed();
+        continue;
+      }
+      proposing++;
+      issued++;
+      const researcher = researcherOf(deps.chooser?.next());
+      const key = researcher.role ?? "researcher";
+      let step: Awaited<ReturnType<typeof runStep>>;
+      try {
+        let agent = agents.get(researcher);
+        if (!agent) {
+          agent = await researcher.agentFor(i);
+          agents.set(researcher, agent);
+        }
+        step = await runStep(
+          {
+            ...deps,
+            program: researcher.program,
+            workspace: deps.proposers[i] as Workspace,
+            agent,
+            ...(researcher.role ? { role: researcher.role } : {}),
+            ...(researcher.instructions ? { instructions: researcher.instructions } : {}),
+            parallel: hooks,
+          },
+          {
+            emit,
+            signal,
+            deferEvaluation: true,
+            ...(opts.maxDiffLines !== undefined ? { maxDiffLines: opts.maxDiffLines } : {}),
+          },
+        );
+      } catch (err) {
+        fail(err);
+        return;
+      } finally {
+        proposing--;
+        wake();
+      }
+      if (!step) {
+        issued--;
+        return;
+      }
+      if (step.experiment) {
+        failures.set(key, []);
+        queue.push(step.experiment);
+        wake();
+        continue;
+      }
+      // Recorded and decided already: a failed or out-of-scope proposal.
+      if (researcher.role) deps.chooser?.record(researcher.role, { improvement: 0, compute: 0 });
+      if (!step.researcherFailed) continue;
+      const list = failures.get(key) ?? [];
+      list.push(`#${step.n} ${step.reason}`);
+      failures.set(key, list);
+      if (list.length >= maxFailures) {
+        fail(
+          new AutolabError(
+            "AGENT_FAILING",
+            `the researcher${researcher.role ? ` of role ${researcher.role}` : ""} failed ${list.length} times in a row:\n  ${list.map((f) => f.split("\n")[0]).join("\n  ")}`,
+            `Check the agent's configuration (${researcher.role ? `org/${researcher.role}.md` : "program.md"} \`agent:\`, docs/agents.md) and its logs in ${deps.logDir}/<n>/agent; then \`autolab run\` continues the run.`,
+          ),
+        );
+        return;
+      }
+    }
+  };
+
+  const slotWorker = async (j: number): Promise<void> => {
+    const d = slotDeps[j] as LoopDeps;
+    while (!fatal) {
+      const exp = queue.shift();
+      if (!exp) {
+        if (stopped() || (proposersLeft === 0 && proposing === 0)) return;
+        await changed();
+        continue;
+      }
+      wake(); // room in the queue: a proposer may start the next candidate
+      if (stopped()) {
+        queue.unshift(exp);
+        return;
+      }
+      try {
+        await evaluateExperiment({ ...d, ...(exp.role ? { role: exp.role } : {}) }, exp, emit, signal);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      credit(exp.n);
+    }
+  };
+
+  /** Tells the chooser what a decided experiment of a role brought and cost. */
+  const credit = (n: number) => {
+    const e = ledger.getExperiment(run.id, n);
+    const outcome = e && roleOutcome(e, list(), metric);
+    if (e?.role && outcome) deps.chooser?.record(e.role, outcome);
+  };
+
+  const proposers = deps.proposers.map((_, i) =>
+    proposer(i).finally(() => {
+      proposersLeft--;
+      wake();
+    }),
+  );
+  await Promise.all([...proposers, ...deps.slots.map((_, j) => slotWorker(j))]);
+  await lockChain;
+  if (fatal) {
+    // Every worker has stopped (its trial recorded as interrupted): nothing is lost on resume.
+    await ws.resetTo(bestOf(list())?.commit ?? run.baseCommit).catch(() => {});
+    throw fatal.error;
+  }
+  if (stopped()) return finish(stopReason);
+  return finish(`reached --max-experiments ${max}`);
+}
+
+/**
+ * What a decided experiment brought its role: how far it moved the best (0 unless kept) and
+ * the trial seconds it cost. Undefined while undecided, and for a winner rebased onto a newer
+ * best — that one earns its credit when its merge is decided.
+ */
+export function roleOutcome(
+  e: ExperimentRecord,
+  exps: ExperimentRecord[],
+  metric: string,
+): { improvement: number; compute: number } | undefined {
+  if (!e.decision) return undefined;
+  if (e.decision.action === "discard" && exps.some((x) => x.rebaseOf === e.n)) return undefined;
+  const compute = e.trials.reduce((a, t) => a + (t.result?.wallS ?? 0), 0);
+  let improvement = 0;
+  if (e.decision.action === "keep" && e.decision.metric !== undefined) {
+    const parent = exps.find((x) => x.commit === e.parentCommit);
+    const before = parent ? objectiveOf(parent, metric) : undefined;
+    if (before !== undefined) improvement = Math.abs(before - e.decision.metric);
+  }
+  return { improvement, compute };
+}
+
+/**
+ * The baseline's repeated trials (the noise sample) run at once, one per slot, seeds 0..k-1;
+ * then the usual decision. Trials finished in an earlier session count.
+ */
+async function measureBaseline(
+  slotDeps: LoopDeps[],
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const first = slotDeps[0] as LoopDeps;
+  const { ledger, run, judge } = first;
+  const baseline = ledger.getExperiment(run.id, 0);
+  if (!baseline || baseline.decision) return;
+  const done = baseline.trials.filter((t) => t.result && t.result.status !== "interrupted").length;
+  const missing = Math.max(0, judge.baselineTrials - done);
+  for (let k = 0; k < missing && !signal.aborted; k += slotDeps.length) {
+    const batch = slotDeps.slice(0, Math.min(slotDeps.length, missing - k));
+    await Promise.all(
+      batch.map(async (d, j) => {
+        await d.workspace.resetTo(baseline.commit);
+        await runTrial(d, 0, done + k + j, emit, signal);
+      }),
+    );
+  }
+  if (signal.aborted) return;
+  const now = ledger.getExperiment(run.id, 0);
+  if (now && !now.decision) await evaluateExperiment(first, now, emit, signal);
+}

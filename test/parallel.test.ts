@@ -1,0 +1,305 @@
+/**
+ * Parallel slots, pipelined proposals, merging of winners found in parallel, roles, and resume
+ * after kill -9 with several slots: real git worktrees, real processes, real SQLite.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
+import { createRun } from "../src/app/create-run.ts";
+import type { CrashPoint } from "../src/core/crash-points.ts";
+import type { LoopEvent } from "../src/core/events.ts";
+import type { ExperimentRecord } from "../src/core/ledger.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { createToyProject, readLedger, runCli, type ToyProject } from "./helpers/toy-project.ts";
+
+const ID = ["-c", "user.name=t", "-c", "user.email=t@localhost"];
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", [...ID, ...args], { cwd, encoding: "utf8" }).trim();
+
+interface PairOptions {
+  slots?: string;
+  /** Extra frontmatter lines. */
+  extra?: string;
+  /** Milliseconds each trial sleeps, so trials of different candidates overlap. */
+  sleepMs?: number;
+}
+
+/** A project scored by A + B (a.mjs and b.mjs editable): two independent improvements can merge. */
+function pairProject(o: PairOptions = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-par-"));
+  writeFileSync(join(dir, "a.mjs"), "export const A = 5;\n");
+  writeFileSync(join(dir, "b.mjs"), "export const B = 5;\n");
+  writeFileSync(
+    join(dir, "run.mjs"),
+    `import { writeFileSync } from "node:fs";
+import { A } from "./a.mjs";
+import { B } from "./b.mjs";
+await new Promise((r) => setTimeout(r, ${o.sleepMs ?? 600}));
+writeFileSync("out.txt", String(A + B));
+`,
+  );
+  writeFileSync(
+    join(dir, "evaluate.mjs"),
+    `import { readFileSync } from "node:fs";\nconsole.log(\`score: \${Number(readFileSync("out.txt", "utf8"))}\`);\n`,
+  );
+  writeFileSync(join(dir, ".gitignore"), "out.txt\n");
+  writeFileSync(
+    join(dir, "program.md"),
+    `---
+name: pair
+objective: { metric: score, direction: minimize }
+run:
+  command: node run.mjs
+  evaluate: node evaluate.mjs
+  budget: 10s
+files:
+  editable: [a.mjs, b.mjs]
+  protected: [run.mjs, evaluate.mjs]
+acceptance: greedy
+slots: ${o.slots ?? "2"}
+${o.extra ?? ""}---
+Lower A + B.
+`,
+  );
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "init");
+  return dir;
+}
+
+const setA = (a: number): ScriptedStep => ({
+  hypothesis: `A → ${a}`,
+  edits: { "a.mjs": `export const A = ${a};\n` },
+});
+const setB = (b: number): ScriptedStep => ({
+  hypothesis: `B → ${b}`,
+  edits: { "b.mjs": `export const B = ${b};\n` },
+});
+
+async function run(dir: string, steps: ScriptedStep[], max: number) {
+  const events: LoopEvent[] = [];
+  const outcome = await createRun({
+    program: dir,
+    tag: "t",
+    maxExperiments: max,
+    agent: createScriptedAgent(steps),
+    onEvent: (e) => events.push(e),
+  });
+  outcome.lab.ledger.close();
+  return { ...outcome, events };
+}
+
+const interval = (e: ExperimentRecord) => {
+  const t = e.trials[0];
+  return { start: Date.parse(t?.startedAt ?? ""), end: Date.parse(t?.result?.finishedAt ?? "") };
+};
+
+describe("parallel slots", () => {
+  it("runs candidates at once on separate slots and worktrees; two independent wins both reach the best", async () => {
+    const dir = pairProject();
+    const { experiments: exps } = await run(dir, [setA(3), setB(2)], 2);
+    const [e1, e2] = [exps[1] as ExperimentRecord, exps[2] as ExperimentRecord];
+    // Both were built on the baseline and ran at the same time, on different slots.
+    expect(e1.parentCommit).toBe(exps[0]?.commit);
+    expect(e2.parentCommit).toBe(exps[0]?.commit);
+    expect(new Set([e1.trials[0]?.slot, e2.trials[0]?.slot])).toEqual(new Set([0, 1]));
+    const [i1, i2] = [interval(e1), interval(e2)];
+    expect(i1.start < i2.end && i2.start < i1.end).toBe(true);
+    expect(existsSync(join(dir, ".autolab", "worktrees", "t.s1"))).toBe(true);
+    expect(existsSync(join(dir, ".autolab", "worktrees", "t.p0"))).toBe(true);
+
+    // The first to finish was kept; the other beat its parent, was rebased onto the new best as
+    // experiment 3 and evaluated again: both changes are in the best.
+    const firstKept = [e1, e2].find((e) => e.decision?.action === "keep") as ExperimentRecord;
+    const rebased = [e1, e2].find((e) => e !== firstKept) as ExperimentRecord;
+    expect(rebased.decision?.action).toBe("discard");
+    expect(rebased.decision?.reason).toMatch(/rebased onto it as #3, which is evaluated again/);
+    const merged = exps[3] as ExperimentRecord;
+    expect(merged.rebaseOf).toBe(rebased.n);
+    expect(merged.parentCommit).toBe(firstKept.commit);
+    expect(merged.decision?.action).toBe("keep");
+    expect(merged.decision?.metric).toBe(5);
+    expect(merged.trials).toHaveLength(1);
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(merged.commit);
+    expect(git(dir, "show", "autolab/t:a.mjs")).toBe("export const A = 3;");
+    expect(git(dir, "show", "autolab/t:b.mjs")).toBe("export const B = 2;");
+    expect(git(dir, "rev-parse", "refs/autolab/t/3")).toBe(merged.commit);
+  });
+
+  it("rejects a winner whose change conflicts with the new best as stale, naming the file", async () => {
+    const dir = pairProject();
+    const { experiments: exps } = await run(dir, [setA(3), setA(4)], 2);
+    const decided = exps.slice(1).map((e) => e.decision?.action);
+    expect(decided.filter((a) => a === "keep")).toHaveLength(1);
+    const stale = exps.find((e) => e.decision?.action === "reject") as ExperimentRecord;
+    expect(stale.decision?.reason).toMatch(/^stale: .*conflicts with the new best #\d+ in a\.mjs/);
+    expect(exps.some((e) => e.rebaseOf !== undefined)).toBe(false);
+  });
+
+  it("gives each slot its GPU (CUDA_VISIBLE_DEVICES) and records the slot of every trial", async () => {
+    const dir = pairProject({ slots: "{ gpus: [2, 5] }", sleepMs: 300 });
+    const { experiments: exps } = await run(dir, [setA(4), setB(4), setA(2), setB(1)], 4);
+    const trials = exps.flatMap((e) => e.trials);
+    expect(trials.every((t) => t.slot === 0 || t.slot === 1)).toBe(true);
+    for (const t of trials) {
+      expect(t.env.CUDA_VISIBLE_DEVICES).toBe(t.slot === 0 ? "2" : "5");
+      expect(t.env.AUTOLAB_SLOT).toBe(String(t.slot));
+    }
+    expect(new Set(trials.map((t) => t.slot)).size).toBe(2);
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const runRec = ledger.getRun("t");
+    expect(runRec && ledger.listSessions(runRec.id).map((s) => s.slots)).toEqual([2]);
+    ledger.close();
+  });
+});
+
+describe("an organization of roles", () => {
+  it("lets each role propose through its own agent, with its instructions and its editable subset", async () => {
+    const dir = pairProject({ extra: "org: { roles: org/, policy: round-robin }\n", sleepMs: 200 });
+    mkdirSync(join(dir, "org"));
+    mkdirSync(join(dir, "tools"));
+    // A command agent: lowers one constant by 1, says whether it saw its role's instructions,
+    // and (for role b) also tries to edit a.mjs, outside its editable subset, on its 2nd call.
+    writeFileSync(
+      join(dir, "tools", "lower.mjs"),
+      `import { readFileSync, writeFileSync, appendFileSync } from "node:fs";
+const [file, name, promptFile] = process.argv.slice(2);
+const prompt = readFileSync(promptFile, "utf8");
+const src = readFileSync(file, "utf8");
+const v = Number(/= (\\d+)/.exec(src)[1]);
+writeFileSync(file, \`export const \${name} = \${v - 1};\\n\`);
+const saw = prompt.includes("## Your role: " + (name === "A" ? "alpha" : "beta")) && prompt.includes("INSTRUCTIONS-" + name);
+console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1} (saw role: \${saw})\`, mechanism: "smaller is better" }));
+`,
+    );
+    const role = (name: string, file: string, konst: string, editable: string) =>
+      `---\nname: ${name}\ndescription: lowers ${konst}\nagent: { backend: command, command: "node tools/lower.mjs ${file} ${konst} {prompt_file}" }\neditable: [${editable}]\n---\nINSTRUCTIONS-${konst}: lower ${konst}.\n`;
+    writeFileSync(join(dir, "org", "alpha.md"), role("alpha", "a.mjs", "A", "a.mjs"));
+    // beta edits b.mjs but may only edit a.mjs: every proposal of beta is out of its scope.
+    writeFileSync(join(dir, "org", "beta.md"), role("beta", "b.mjs", "B", "a.mjs"));
+    git(dir, "add", "-A");
+    git(dir, "commit", "-qm", "org");
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 4 });
+    outcome.lab.ledger.close();
+    const exps = outcome.experiments.filter((e) => e.n > 0);
+    const byRole = (r: string) => exps.filter((e) => e.role === r);
+    expect(byRole("alpha").length).toBeGreaterThanOrEqual(2);
+    expect(byRole("beta").length).toBeGreaterThanOrEqual(2);
+    for (const e of byRole("alpha")) expect(e.hypothesis).toMatch(/saw role: true/);
+    for (const e of byRole("beta").filter((x) => x.rebaseOf === undefined)) {
+      expect(e.decision?.action).toBe("reject");
+      expect(e.decision?.reason).toMatch(/scope: changed non-editable file b\.mjs/);
+    }
+    expect(byRole("alpha").some((e) => e.decision?.action === "keep")).toBe(true);
+    expect(git(dir, "show", "autolab/t:b.mjs")).toBe("export const B = 5;");
+  });
+
+  it("refuses an org directory without role files, naming it", async () => {
+    const dir = pairProject({ extra: "org: team/\n" });
+    await expect(createRun({ program: dir, tag: "t", maxExperiments: 1 })).rejects.toThrow(
+      /team.*holds no role files/,
+    );
+  });
+});
+
+/** pairProject driven by a command agent that lowers A on odd calls and B on even ones (a CLI run). */
+function alternatingProject(): string {
+  const dir = pairProject({
+    extra: 'agent: { backend: command, command: "node tools/alt.mjs" }\n',
+    sleepMs: 300,
+  });
+  mkdirSync(join(dir, "tools"));
+  const counter = join(dir, ".autolab-calls");
+  writeFileSync(
+    join(dir, "tools", "alt.mjs"),
+    `import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+let i = 0;
+try { i = readFileSync(${JSON.stringify(counter)}, "utf8").length; } catch {}
+appendFileSync(${JSON.stringify(counter)}, "x");
+const [file, name] = i % 2 === 0 ? ["a.mjs", "A"] : ["b.mjs", "B"];
+const v = Number(/= (-?\\d+)/.exec(readFileSync(file, "utf8"))[1]);
+writeFileSync(file, \`export const \${name} = \${v - 1};\\n\`);
+console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1}\` }));
+`,
+  );
+  writeFileSync(join(dir, ".gitignore"), "out.txt\n.autolab-calls\n");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "alternating agent");
+  return dir;
+}
+
+describe("kill -9 of a run with several slots, then resume", () => {
+  const toys: ToyProject[] = [];
+  afterAll(() => {
+    for (const t of toys) t.cleanup();
+  });
+  const N = 4;
+  const cases: { point: CrashPoint; k: number }[] = [
+    { point: "after-commit", k: 2 },
+    { point: "after-row", k: 3 },
+    { point: "after-trial-start", k: 3 },
+    { point: "after-trial-result", k: 3 },
+    { point: "after-decision", k: 2 },
+  ];
+  for (const { point, k } of cases) {
+    it(`${point}:${k}`, async () => {
+      const t = createToyProject({ slots: 2, sleepMs: 150 });
+      toys.push(t);
+      const crashed = await runCli(["run", "-n", String(N)], {
+        cwd: t.dir,
+        env: { AUTOLAB_CRASH_AT: `${point}:${k}` },
+      });
+      expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+      for (let i = 0; i < 3; i++) {
+        const r = await runCli(["run", "-n", String(N)], { cwd: t.dir });
+        expect(r.stderr, r.stdout).not.toMatch(/internal error/);
+        if (r.code === 0) break;
+      }
+      const db = readLedger(t.dir);
+      const tag = db.runs[0]?.tag as string;
+      // Nothing lost: every candidate ref has its row, every row its decision, every trial start its result.
+      const refs = t
+        .git(["for-each-ref", "--format=%(refname)", `refs/autolab/${tag}/`])
+        .trim()
+        .split("\n")
+        .map((r) => Number(r.split("/").pop()));
+      expect(new Set(db.experiments.map((e) => e.n))).toEqual(new Set(refs));
+      expect(db.decisions).toHaveLength(db.experiments.length);
+      expect(db.trialResults).toHaveLength(db.trialStarts.length);
+      expect(db.experiments.filter((e) => e.n > 0 && e.rebase_of === null).length).toBeGreaterThanOrEqual(N);
+      // The ratchet: kept experiments in order of n, each built on the previous one; the branch at the last.
+      const kept = db.experiments
+        .filter((e) => db.decisions.find((d) => d.experiment_id === e.id)?.action === "keep")
+        .sort((a, b) => a.n - b.n);
+      for (let i = 1; i < kept.length; i++) expect(kept[i]?.parent_commit).toBe(kept[i - 1]?.commit_sha);
+      expect(t.git(["rev-parse", `autolab/${tag}`]).trim()).toBe(kept.at(-1)?.commit_sha);
+    });
+  }
+
+  it("after-merge-commit:1 — the rebased winner is adopted, not merged twice", async () => {
+    const dir = alternatingProject();
+    const crashed = await runCli(["run", "-n", "2", "--tag", "t"], {
+      cwd: dir,
+      env: { AUTOLAB_CRASH_AT: "after-merge-commit:1" },
+    });
+    expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+    const r = await runCli(["run", "-n", "2", "--tag", "t"], { cwd: dir });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const db = readLedger(dir);
+    const merges = db.experiments.filter((e) => e.rebase_of !== null);
+    expect(merges).toHaveLength(1);
+    const merge = merges[0] as (typeof merges)[number];
+    const original = db.experiments.find((e) => e.n === merge.rebase_of);
+    const decision = (id: number | undefined) => db.decisions.find((d) => d.experiment_id === id);
+    expect(decision(original?.id)?.action).toBe("discard");
+    expect(decision(original?.id)?.reason).toMatch(new RegExp(`rebased onto it as #${merge.n}`));
+    expect(decision(merge.id)?.action).toBe("keep");
+    expect(db.decisions).toHaveLength(db.experiments.length);
+    expect(git(dir, "show", "autolab/t:a.mjs") + git(dir, "show", "autolab/t:b.mjs")).toBe(
+      "export const A = 4;export const B = 4;",
+    );
+  });
+});
