@@ -21,10 +21,12 @@ const input = (xs: number[], over: Partial<JudgeInput> = {}): JudgeInput => ({
 describe("createNoiseJudge", () => {
   const judge = createNoiseJudge();
 
-  it("defaults: 3 baseline trials, up to 4 per candidate", () => {
+  it("defaults: 3 baseline trials, up to 4 to pass the keep test and 6 for a keep", () => {
     expect(judge.name).toBe("noise");
     expect(judge.baselineTrials).toBe(3);
-    expect(judge.maxTrials).toBe(4);
+    expect(judge.maxTrials).toBe(6);
+    expect(judge.options.testTrials).toBe(4);
+    expect(judge.options.confirmTrials).toBe(6);
   });
 
   it("discards a clear loss after one trial", () => {
@@ -35,24 +37,56 @@ describe("createNoiseJudge", () => {
   });
 
   it("asks for another trial when the first result is inside the noise band, even a better one", () => {
-    for (const x of [2.96, 2.94, 2.9, 2.8]) {
+    for (const x of [2.955, 2.94, 2.9, 2.8]) {
       const d = judge.decide(input([x]));
       expect(d.action, `first trial ${x}`).toBe("more");
       expect(d.reason).toMatch(/running trial 2 of up to 4/);
     }
   });
 
-  it("keeps a credible improvement with a noise-corrected metric and a readable reason", () => {
-    const d = judge.decide(input([2.8, 2.82]));
+  it("confirms a candidate that passed the keep test before keeping it", () => {
+    const passed = judge.decide(input([2.8, 2.82]));
+    expect(passed.action).toBe("more");
+    expect(passed.reason).toMatch(/^passed the keep test: .*confirming with trial 3 of 6$/);
+    const confirming = judge.decide(input([2.8, 2.82, 2.83]));
+    expect(confirming.action).toBe("more");
+    expect(confirming.reason).toMatch(
+      /^confirming: .*\(passed the keep test at trial 2\); running trial 4 of 6$/,
+    );
+  });
+
+  it("keeps a confirmed improvement with a noise-corrected metric and a readable reason", () => {
+    const d = judge.decide(input([2.8, 2.82, 2.81, 2.8, 2.82, 2.81]));
     expect(d.action).toBe("keep");
     if (d.action !== "keep") return;
     // Mean 2.81, pulled back toward the best by 1.5 standard errors.
     expect(d.metric).toBeGreaterThan(2.81);
     expect(d.metric).toBeLessThan(2.95);
     expect(d.reason).toMatch(
-      /^improved: val_bpb 2\.81 ± 0\.01\d* \(2 trials\) vs best 2\.95 ± 0\.01\d* \(3 trials, #0\); margin \d+\.\dσ ≥ \d\.\dσ/,
+      /^improved: val_bpb 2\.81 ± 0\.0\d* \(6 trials\) vs best 2\.95 ± 0\.0\d* \(3 trials, #0\); margin \d+\.\dσ ≥ 1\.2σ after 6 trials \(passed the keep test at trial 2\)/,
     );
     expect(d.mechanismConfirmed).toBe(true);
+  });
+
+  it("discards a candidate that falls back during confirmation", () => {
+    // Passed at trial 2 (2.85, 2.86), then regressed to the best's level.
+    const fell = judge.decide(input([2.85, 2.86, 3.02, 3.03]));
+    expect(fell.action).toBe("discard");
+    expect(fell.reason).toMatch(/^not confirmed: .* after 4 trials \(passed the keep test at trial 2\)$/);
+    // Still ahead but by less than confirmZ after 6 trials: not kept either.
+    const weak = judge.decide(input([2.85, 2.86, 2.95, 2.94, 2.95, 2.95]));
+    expect(weak.action).toBe("discard");
+    expect(weak.reason).toMatch(/^not confirmed: .* < 1\.2σ after 6 trials/);
+  });
+
+  it("without confirmation (confirmTrials ≤ minKeepTrials), keeps as soon as the test passes", () => {
+    const j = createNoiseJudge({ confirmTrials: 2 });
+    expect(j.maxTrials).toBe(4);
+    const d = j.decide(input([2.8, 2.82]));
+    expect(d.action).toBe("keep");
+    expect(d.reason).toMatch(
+      /^improved: val_bpb 2\.81 .*\(2 trials\).*; margin \d+\.\dσ ≥ \d\.\dσ; reported/,
+    );
   });
 
   it("discards a second trial that is not better, and gives up at maxTrials", () => {
@@ -71,9 +105,11 @@ describe("createNoiseJudge", () => {
       best: { n: 0, metric: 0.8, values: base },
       baseline: base,
     });
-    expect(judge.decide(mk([0.9, 0.91])).action).toBe("keep");
+    const good = [0.9, 0.91, 0.9, 0.91, 0.9, 0.91];
+    expect(judge.decide(mk(good.slice(0, 2))).action).toBe("more");
+    expect(judge.decide(mk(good)).action).toBe("keep");
     expect(judge.decide(mk([0.6])).action).toBe("discard");
-    const kept = judge.decide(mk([0.9, 0.91]));
+    const kept = judge.decide(mk(good));
     expect(kept.action === "keep" && (kept.metric as number) < 0.905).toBe(true);
   });
 
@@ -81,9 +117,10 @@ describe("createNoiseJudge", () => {
     const best = { n: 5, metric: 2.86, values: [2.84, 2.86, 2.85] };
     // 2.83 vs the best's mean 2.85: too small against σ 0.02 after 2 trials.
     expect(judge.decide(input([2.83, 2.83], { best })).action).toBe("more");
-    expect(judge.decide(input([2.7, 2.71], { best })).action).toBe("keep");
+    const good = [2.7, 2.71, 2.7, 2.71, 2.7, 2.71];
+    expect(judge.decide(input(good, { best })).action).toBe("keep");
     // A keep never reports a value worse than the best's.
-    const d = judge.decide(input([2.7, 2.71], { best }));
+    const d = judge.decide(input(good, { best }));
     expect(d.action === "keep" && (d.metric as number) <= 2.86).toBe(true);
   });
 
@@ -110,7 +147,7 @@ describe("createNoiseJudge", () => {
     const mk = (xs: number[]) => input(xs, { best: { n: 0, metric: 3, values: same }, baseline: same });
     const dust = judge.decide(mk([3 - 1e-9, 3 - 1e-9]));
     expect(dust.action).not.toBe("keep");
-    const real = judge.decide(mk([2.9, 2.9]));
+    const real = judge.decide(mk([2.9, 2.9, 2.9, 2.9, 2.9, 2.9]));
     expect(real.action).toBe("keep");
     expect(real.reason).toMatch(/repeats identical: σ is the floor/);
   });
@@ -153,7 +190,7 @@ describe("noise helpers", () => {
 
   it("keepThreshold is wider with few degrees of freedom and never below keepZ", () => {
     expect(keepThreshold(2)).toBeGreaterThan(keepThreshold(20));
-    expect(keepThreshold(1000)).toBeCloseTo(1.65, 1);
+    expect(keepThreshold(1000)).toBeCloseTo(1.28, 1);
     expect(keepThreshold(1000, { keepZ: 3 })).toBe(3);
   });
 });
@@ -185,7 +222,7 @@ describe("createJudge", () => {
   it("maps acceptance names to judges and refuses unknown ones with a hint", () => {
     expect(createJudge().name).toBe("noise");
     expect(createJudge("greedy")).toBe(greedyJudge);
-    expect(createJudge("noise", { maxTrials: 6 }).maxTrials).toBe(6);
+    expect(createJudge("noise", { testTrials: 5, confirmTrials: 8 }).maxTrials).toBe(8);
     expect(() => createJudge("lucky")).toThrow(/unknown acceptance rule "lucky"/);
   });
 });

@@ -7,15 +7,25 @@
  * never smaller than a floor (NoiseJudgeOptions.relativeSigmaFloor). Each group is pooled
  * around its own mean, so a change that moves the mean does not inflate σ.
  *
- * After each of the candidate's trials, z = (best's mean of trials − candidate's mean), signed
- * so that positive is better, in standard errors of that difference σ·sqrt(1/n_cand + 1/n_best):
+ * After each of the candidate's trials, z = (reference − candidate's mean), signed so that
+ * positive is better, in standard errors of that difference σ·sqrt(1/n_cand + 1/n_best). The
+ * reference is the best's mean of trials made `referenceShrink` of its standard errors worse
+ * (a kept best looked good partly by luck; the baseline's mean is used as it is). Two stages:
+ *
+ * Test (up to testTrials):
  *   - a failed trial (crash, timeout, tampered, violated constraint) decides at once, as greedy;
  *   - first trial and z ≤ −lossZ: a clear loss, discarded without another trial;
+ *   - from the second trial on, z ≤ futilityZ: discarded (not better);
  *   - at least minKeepTrials trials and z ≥ the keep threshold (the Student-t quantile 1 − alpha
- *     at the pooled degrees of freedom, never below keepZ): kept, reporting the mean pulled back
- *     toward the best by `shrink` standard errors (the noise-corrected value);
- *   - from the second trial on, z ≤ futilityZ: discarded (not better at all);
- *   - otherwise another trial; at maxTrials, discarded as "not credibly better".
+ *     at the pooled degrees of freedom, never below keepZ): passed, on to confirmation;
+ *   - otherwise another trial; at testTrials, discarded as "not credibly better".
+ * Confirmation (a candidate that passed, up to confirmTrials): more trials, discarded as soon as
+ * z ≤ futilityZ; at confirmTrials kept when z ≥ confirmZ, reporting the mean pulled back toward
+ * the best by `shrink` standard errors (the noise-corrected value). Confirming costs a few
+ * trials per keep, and buys a best measured on confirmTrials trials: the next candidates are
+ * compared with a better-known, less lucky mean, which is what lets the rule accept smaller
+ * real gains without keeping more truly worse changes. The judge is stateless: whether the
+ * candidate passed is recomputed from its earlier trials.
  * "margin 2.5σ" in reasons is z. The defaults are the ones bench/noise.ts measured; the
  * trade-off behind them is in docs/trust.md.
  */
@@ -28,12 +38,25 @@ import { mean, pooledSd, tQuantile } from "./stats.ts";
 export interface NoiseJudgeOptions {
   /** Baseline trials with different seeds before any candidate: the first noise sample. Default 3. */
   baselineTrials?: number;
-  /** Most trials one candidate may get. Default 4. */
-  maxTrials?: number;
+  /**
+   * Most trials a candidate gets to pass the keep test; one that has not passed by then is
+   * discarded as not credibly better. Default 4.
+   */
+  testTrials?: number;
+  /**
+   * Trials a keep rests on: a candidate that passed the keep test runs on to this many trials
+   * (confirmation) and is kept if z is still at least confirmZ. The judge's maxTrials is the
+   * larger of testTrials and confirmTrials. Default 6; a value ≤ minKeepTrials keeps at once
+   * on passing (the rule before confirmation, which measured 0.07σ–0.45σ worse true value than
+   * greedy in bench/noise.ts).
+   */
+  confirmTrials?: number;
+  /** z a confirmed candidate needs at confirmTrials to be kept. Default 1.2. */
+  confirmZ?: number;
   /**
    * Pulls the best's mean of trials back by this many of its standard errors before comparing
-   * (it was kept because it looked good, so it is optimistic). Default 0: 0.5 buys some true
-   * value in bench/noise.ts but lets truly worse keeps exceed 5% on Hartmann-3.
+   * (it was kept because it looked good, so it is optimistic); not applied to the baseline.
+   * Default 0.3 (with confirmation; 0.5 and 1 let truly worse keeps pass 5% in bench/noise.ts).
    */
   referenceShrink?: number;
   /** Fewest trials a keep rests on (one lucky trial is what greedy keeps). Default 2. */
@@ -42,18 +65,17 @@ export interface NoiseJudgeOptions {
    * One-sided false-keep probability per test against a candidate exactly as good as the best.
    * The keep threshold is the Student-t quantile 1 − alpha at the pooled degrees of freedom
    * (few repeats → a wider threshold, since σ itself is uncertain), and never below keepZ.
-   * Default 0.05: in bench/noise.ts, 0.025 gives up 0.2–0.3σ more true value for fewer truly
-   * worse keeps, 0.1 lets the share of truly worse keeps reach 9% on Hartmann-3.
+   * Default 0.1: confirmation (confirmZ) is the second filter; see docs/trust.md for the sweep.
    */
   alpha?: number;
-  /** Smallest keep threshold in standard errors, whatever the degrees of freedom. Default 1.645. */
+  /** Smallest keep threshold in standard errors, whatever the degrees of freedom. Default 1.28. */
   keepZ?: number;
-  /**
-   * A first trial worse than the best by this many standard errors is discarded at once.
-   * Default 1 (0, 0.5, 1 and 1.5 measured within noise of each other; 1 is the cheapest safe one).
-   */
+  /** A first trial worse than the reference by this many standard errors is discarded at once. Default 0.25. */
   lossZ?: number;
-  /** From the second trial on, a z at or below this discards (the mean is not better). Default 0. */
+  /**
+   * From the second trial on (and throughout confirmation), a z at or below this discards: the
+   * candidate is not better by enough to be worth more trials. Default 0.5.
+   */
   futilityZ?: number;
   /**
    * Absolute floor for σ, in metric units. Default 0. The effective floor is the larger of this
@@ -78,20 +100,22 @@ export interface NoiseJudgeOptions {
   shrink?: number;
   /**
    * The baseline counts as too noisy when the smallest improvement the rule could ever accept
-   * (at maxTrials) exceeds this fraction of |best|. Default 0.1 (10%).
+   * (at testTrials) exceeds this fraction of |best|. Default 0.1 (10%).
    */
   tooNoisyRelative?: number;
 }
 
 const DEFAULTS = {
   baselineTrials: 3,
-  maxTrials: 4,
+  testTrials: 4,
+  confirmTrials: 6,
+  confirmZ: 1.2,
   minKeepTrials: 2,
-  referenceShrink: 0,
-  alpha: 0.05,
-  keepZ: 1.645,
-  lossZ: 1,
-  futilityZ: 0,
+  referenceShrink: 0.3,
+  alpha: 0.1,
+  keepZ: 1.28,
+  lossZ: 0.25,
+  futilityZ: 0.5,
   sigmaFloor: 0,
   relativeSigmaFloor: 1e-6,
   shrink: 1.5,
@@ -113,7 +137,7 @@ export interface NoiseEstimate {
 }
 
 export interface NoiseReport extends NoiseEstimate {
-  /** Smallest improvement over the best that could be kept, with maxTrials candidate trials. */
+  /** Smallest improvement over the best that could pass the keep test, with testTrials candidate trials. */
   minDetectable: number;
   /** minDetectable as a fraction of |best|. */
   minDetectableRelative: number;
@@ -171,9 +195,9 @@ export function describeNoise(
     ? Math.max(1, input.best.n === 0 ? baseline.length : bestValues.length)
     : baseline.length;
   const est = estimateNoise([baseline, bestValues], reference, o);
-  // At maxTrials the candidate's own repeats add maxTrials − 1 degrees of freedom.
-  const threshold = keepThreshold(est.df + o.maxTrials - 1, o);
-  const minDetectable = threshold * est.sigma * Math.sqrt(1 / o.maxTrials + 1 / Math.max(1, nBest));
+  // At testTrials the candidate's own repeats add testTrials − 1 degrees of freedom.
+  const threshold = keepThreshold(est.df + o.testTrials - 1, o);
+  const minDetectable = threshold * est.sigma * Math.sqrt(1 / o.testTrials + 1 / Math.max(1, nBest));
   const rel = Math.abs(reference) > 0 ? minDetectable / Math.abs(reference) : Number.POSITIVE_INFINITY;
   const tooNoisy = !(est.sigma > 0) ? false : rel > o.tooNoisyRelative;
   const name = input.metricName;
@@ -183,7 +207,7 @@ export function describeNoise(
       : est.floored
         ? `the repeats were ${est.measured === 0 ? "identical" : "nearly identical"} (σ ${formatMetric(est.measured)}); σ is the floor ${formatMetric(est.floor)}`
         : `σ ${formatMetric(est.sigma)} from repeated trials (${est.df} degrees of freedom)`;
-  const accept = `the smallest improvement the rule can accept is ${formatMetric(Number(minDetectable.toPrecision(3)))} (${pct(rel)} of ${formatMetric(reference)}) with ${o.maxTrials} trials`;
+  const accept = `the smallest improvement the rule can accept is ${formatMetric(Number(minDetectable.toPrecision(3)))} (${pct(rel)} of ${formatMetric(reference)}) with ${o.testTrials} trials`;
   const reason = tooNoisy
     ? `too noisy: ${name} — ${source}; ${accept} — practically nothing can be kept. Reduce the noise (a longer budget, a larger evaluation set, a fixed data order) or allow more trials per candidate`
     : `noise: ${name} — ${source}; ${accept}`;
@@ -218,14 +242,17 @@ export function createNoiseJudge(
   options: NoiseJudgeOptions = {},
 ): Judge & { options: ResolvedNoiseJudgeOptions } {
   const o: ResolvedNoiseJudgeOptions = { ...DEFAULTS, ...options };
-  if (!(o.maxTrials >= 1 && o.baselineTrials >= 1 && o.minKeepTrials >= 1)) {
-    throw new RangeError("noise judge: maxTrials, baselineTrials and minKeepTrials must be at least 1");
+  if (!(o.testTrials >= 1 && o.confirmTrials >= 1 && o.baselineTrials >= 1 && o.minKeepTrials >= 1)) {
+    throw new RangeError(
+      "noise judge: testTrials, confirmTrials, baselineTrials and minKeepTrials must be at least 1",
+    );
   }
-  const minKeep = Math.min(o.minKeepTrials, o.maxTrials);
+  const maxTrials = Math.max(o.testTrials, o.confirmTrials);
+  const minKeep = Math.min(o.minKeepTrials, o.testTrials);
   return {
     name: "noise",
     baselineTrials: o.baselineTrials,
-    maxTrials: o.maxTrials,
+    maxTrials,
     options: o,
     decide(input: JudgeInput): Decision | MoreTrials {
       const { program, trials, best } = input;
@@ -236,75 +263,119 @@ export function createNoiseJudge(
 
       const name = program.objective.metric;
       const sign = program.objective.direction === "minimize" ? 1 : -1;
-      const values = trials.map((t) => t.metrics[name] as number);
-      const n = values.length;
-      const m = mean(values);
+      const all = trials.map((t) => t.metrics[name] as number);
       const baseline = input.baseline.filter(Number.isFinite);
       const bestValues = best.values.filter(Number.isFinite);
       // The best is compared through the mean of its own trials (for the baseline: the baseline's
       // mean); a best recorded without trial values falls back to its metric, as one trial.
       const nBest = Math.max(1, bestValues.length);
       const raw = bestValues.length > 0 ? mean(bestValues) : best.metric;
-      const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
-      const ref = best.n === 0 ? raw : raw + sign * o.referenceShrink * (noise.sigma / Math.sqrt(nBest));
-      const sigma = noise.sigma;
-      const seDiff = sigma * Math.sqrt(1 / n + 1 / nBest);
-      const seCand = sigma / Math.sqrt(n);
-      const seBest = sigma / Math.sqrt(nBest);
-      // Positive: the candidate is better.
-      const improvement = sign * (ref - m);
-      const z = seDiff > 0 ? improvement / seDiff : Math.sign(improvement) * Number.POSITIVE_INFINITY;
-      const threshold = keepThreshold(noise.df, o);
+      /** The test on the candidate's first n trials (what the judge saw after trial n). */
+      const assess = (n: number) => {
+        const values = all.slice(0, n);
+        const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
+        const seBest = noise.sigma / Math.sqrt(nBest);
+        const ref = best.n === 0 ? raw : raw + sign * o.referenceShrink * seBest;
+        const seDiff = noise.sigma * Math.sqrt(1 / n + 1 / nBest);
+        const m = mean(values);
+        // Positive: the candidate is better.
+        const improvement = sign * (ref - m);
+        const z = seDiff > 0 ? improvement / seDiff : Math.sign(improvement) * Number.POSITIVE_INFINITY;
+        return {
+          n,
+          m,
+          ref,
+          z,
+          noise,
+          seBest,
+          seCand: noise.sigma / Math.sqrt(n),
+          threshold: keepThreshold(noise.df, o),
+        };
+      };
+      const passes = (a: ReturnType<typeof assess>) => a.n >= minKeep && a.noise.df > 0 && a.z >= a.threshold;
+      // Did an earlier trial pass the keep test? Then this is confirmation.
+      let passedAt = 0;
+      for (let k = minKeep; k < all.length && k <= o.testTrials && !passedAt; k++) {
+        if (passes(assess(k))) passedAt = k;
+      }
+      const a = assess(all.length);
+      const { n, m, ref, z, noise, threshold } = a;
       const floorNote =
         noise.floored && noise.df > 0
           ? ` (repeats ${noise.measured === 0 ? "identical" : "nearly identical"}: σ is the floor)`
           : "";
-      const cmp = `${name} ${meanText(m, seCand, n)} vs best ${meanText(ref, seBest, nBest).replace(")", `, #${best.n})`)}`;
+      const cmp = `${name} ${meanText(m, a.seCand, n)} vs best ${meanText(ref, a.seBest, nBest).replace(")", `, #${best.n})`)}`;
       const margin = `margin ${fmtZ(z)}σ${floorNote}`;
-
-      // Nothing repeated anywhere yet (a single baseline trial): σ would be the floor alone, so
-      // repeat the candidate to measure the noise before judging it.
-      if (noise.df === 0 && n < o.maxTrials) {
-        return {
-          action: "more",
-          reason: `no noise estimate yet (nothing was repeated): ${cmp}; running trial ${n + 1} of up to ${o.maxTrials}`,
-        };
-      }
-      if (n === 1 && z <= -o.lossZ) {
-        return {
-          action: "discard",
-          reason: `clear loss: ${cmp}; ${margin} (worse by more than ${o.lossZ}σ after one trial)`,
-          metric: m,
-          mechanismConfirmed: false,
-        };
-      }
-      if (n >= minKeep && z >= threshold) {
+      const keep = (why: string): Decision => {
         // Noise-corrected value: the mean pulled back toward the best by `shrink` standard
         // errors (the winner's curse), never past the best's reported value.
-        const pulled = m + sign * o.shrink * seCand;
+        const pulled = m + sign * o.shrink * a.seCand;
         const metric = sign > 0 ? Math.min(pulled, best.metric) : Math.max(pulled, best.metric);
         return {
           action: "keep",
-          reason: `improved: ${cmp}; ${margin} ≥ ${fmtZ(threshold)}σ; reported ${formatMetric(metric)} (noise-corrected)`,
+          reason: `improved: ${cmp}; ${why}; reported ${formatMetric(metric)} (noise-corrected)`,
           metric,
           mechanismConfirmed: true,
         };
+      };
+      const discard = (reason: string): Decision => ({
+        action: "discard",
+        reason,
+        metric: m,
+        mechanismConfirmed: false,
+      });
+
+      if (passedAt) {
+        if (z <= o.futilityZ) {
+          return discard(
+            `not confirmed: ${cmp}; ${margin} after ${n} trials (passed the keep test at trial ${passedAt})`,
+          );
+        }
+        if (n >= o.confirmTrials) {
+          return z >= o.confirmZ
+            ? keep(
+                `${margin} ≥ ${fmtZ(o.confirmZ)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
+              )
+            : discard(
+                `not confirmed: ${cmp}; ${margin} < ${fmtZ(o.confirmZ)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
+              );
+        }
+        return {
+          action: "more",
+          reason: `confirming: ${cmp}; ${margin} (passed the keep test at trial ${passedAt}); running trial ${n + 1} of ${o.confirmTrials}`,
+        };
       }
-      if (n >= o.maxTrials || (n >= 2 && z <= o.futilityZ)) {
+      // Nothing repeated anywhere yet (a single baseline trial): σ would be the floor alone, so
+      // repeat the candidate to measure the noise before judging it.
+      if (noise.df === 0 && n < maxTrials) {
+        return {
+          action: "more",
+          reason: `no noise estimate yet (nothing was repeated): ${cmp}; running trial ${n + 1} of up to ${maxTrials}`,
+        };
+      }
+      if (n === 1 && z <= -o.lossZ) {
+        return discard(`clear loss: ${cmp}; ${margin} (worse by more than ${o.lossZ}σ after one trial)`);
+      }
+      if (passes(a)) {
+        if (n >= o.confirmTrials) return keep(`${margin} ≥ ${fmtZ(threshold)}σ`);
+        return {
+          action: "more",
+          reason: `passed the keep test: ${cmp}; ${margin} ≥ ${fmtZ(threshold)}σ; confirming with trial ${n + 1} of ${o.confirmTrials}`,
+        };
+      }
+      if (n >= o.testTrials || (n >= 2 && z <= o.futilityZ)) {
         const report = describeNoise({ metricName: name, baseline, best: { ...best, metric: ref } }, o);
         const why = report.tooNoisy ? ` — ${report.reason}` : "";
-        const head = n >= o.maxTrials ? "not credibly better" : "not better";
-        const tail = n >= o.maxTrials ? ` < ${fmtZ(threshold)}σ after ${n} trials` : ` after ${n} trials`;
-        return {
-          action: "discard",
-          reason: `${head}: ${cmp}; ${margin}${tail}${why}`,
-          metric: m,
-          mechanismConfirmed: false,
-        };
+        if (n >= o.testTrials) {
+          return discard(
+            `not credibly better: ${cmp}; ${margin} < ${fmtZ(threshold)}σ after ${n} trials${why}`,
+          );
+        }
+        return discard(`not better: ${cmp}; ${margin} ≤ ${fmtZ(o.futilityZ)}σ after ${n} trials${why}`);
       }
       return {
         action: "more",
-        reason: `inside the noise band: ${cmp}; ${margin} (a keep needs ${fmtZ(threshold)}σ); running trial ${n + 1} of up to ${o.maxTrials}`,
+        reason: `inside the noise band: ${cmp}; ${margin} (a keep needs ${fmtZ(threshold)}σ); running trial ${n + 1} of up to ${o.testTrials}`,
       };
     },
   };
