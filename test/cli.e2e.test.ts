@@ -8,6 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { appendExperiment, type FixtureExperiment, writeRun } from "./helpers/notebook-fixture.ts";
 import {
   createToyProject,
   git,
@@ -405,5 +407,50 @@ describe("bad input: exit 1 with a message, never a stack trace", () => {
     expect(r.stderr).toContain("autolab run");
     const r2 = await runCli(["show", "abc"], { cwd: t.dir });
     expectUserError(r2);
+  });
+});
+
+describe("status of an organization", () => {
+  it("prints a credit table per role and the slots of the latest session", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "autolab-org-status-"));
+    dirs.push(dir);
+    const path = join(dir, ".autolab", "lab.db");
+    const ledger = new SqliteLedger(path);
+    try {
+      const run = writeRun(ledger, { tag: "org", experiments: [] });
+      ledger.startSession(run.id, 2);
+      const exps: FixtureExperiment[] = [
+        { action: "keep", metric: 3.0, slot: 0, wallS: 10 },
+        { action: "keep", metric: 2.8, role: "tuner", slot: 0, wallS: 60 },
+        { action: "discard", metric: 3.1, role: "explorer", slot: 1, wallS: 30 },
+        { action: "keep", metric: 2.7, role: "explorer", slot: 1, wallS: 90 },
+        { action: "running", role: "tuner", slot: 1, hypothesis: "warmup 200" },
+      ];
+      exps.forEach((x, n) => {
+        appendExperiment(ledger, run, n, x);
+      });
+    } finally {
+      ledger.close();
+    }
+    const r = await runCli(["status"], { cwd: dir });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split("\n");
+    const at = lines.indexOf("Roles:");
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at + 1]).toMatch(/^ {2}role +proposals +kept +improvement +compute +value\/h +share$/);
+    expect(lines[at + 2]).toMatch(/^ {2}tuner +2 +1 +0\.2 +1m00s +12 +50%$/);
+    expect(lines[at + 3]).toMatch(/^ {2}explorer +2 +1 +0\.1 +2m00s +3 +50%$/);
+    // No harness holds the lock: the last session, its open trial cut short.
+    expect(r.stdout).toMatch(/^slots: 2 · utilization \d+\.\d% \(busy \S+ of 2 × \S+ last session\)$/m);
+    expect(r.stdout).toMatch(/^ {2}slot 0: idle {2}\(2 trials, \d+% busy\)$/m);
+    expect(r.stdout).toMatch(/^ {2}slot 1: cut short: #4 \[tuner\] warmup 200 {2}\(3 trials, \d+% busy\)$/m);
+
+    const s = await json<{ roles: { role: string }[]; slots: { count: number; live: boolean } }>(
+      ["status", "--json"],
+      dir,
+    );
+    expect(s.roles.map((x) => x.role)).toEqual(["tuner", "explorer"]);
+    expect(s.slots).toMatchObject({ count: 2, live: false });
   });
 });

@@ -213,10 +213,15 @@ describe("API on a lab with every outcome", () => {
     expect((await get(app, "/api/nothing")).status).toBe(404);
   });
 
-  it("alarms, roles and slots are empty lists until the trust and org work lands", async () => {
+  it("a lab without an org: no alarms, no roles, no session; its keeps are the findings", async () => {
     const app = appFor(ledgerPath);
     expect((await get(app, "/api/alarms")).body).toEqual([]);
-    expect((await get(app, "/api/org")).body).toEqual({ roles: [], slots: [] });
+    const org = (await get<Json>(app, "/api/org")).body;
+    expect(org).toMatchObject({ run: "main", roles: [], session: null, slots: [] });
+    expect(org.findings.map((f: Json) => [f.kind, f.n])).toEqual([["kept", 2]]);
+    const status = (await get<Json>(app, "/api/status")).body;
+    expect(status.roles).toEqual([]);
+    expect(status.slots).toMatchObject({ count: 0, utilization: null, perSlot: [] });
   });
 
   it("serves the dashboard and its assets from this server only", async () => {
@@ -311,6 +316,122 @@ describe("API on unusual labs", () => {
       .body;
     expect(e.decision).toBe("pending");
     expect(e.trials[0]?.status).toBe("running");
+  });
+});
+
+describe("API on an organization", () => {
+  // Three roles on 2 slots in one session: #4 is a merge candidate (rebase of #3), #6 runs on slot 1.
+  const ORG: FixtureExperiment[] = [
+    { action: "keep", metric: 3.0, slot: 0, wallS: 10 },
+    {
+      action: "keep",
+      metric: 2.8,
+      role: "tuner",
+      slot: 0,
+      wallS: 20,
+      hypothesis: "LR up",
+      mechanism: "faster",
+    },
+    {
+      action: "discard",
+      metric: 3.1,
+      role: "explorer",
+      slot: 1,
+      wallS: 30,
+      hypothesis: "wider MLP",
+      mechanism: "more capacity",
+    },
+    { action: "keep", metric: 2.7, role: "explorer", slot: 1, wallS: 40, hypothesis: "rotary" },
+    {
+      action: "keep",
+      metric: 2.6,
+      role: "critic",
+      rebaseOf: 3,
+      slot: 0,
+      wallS: 50,
+      hypothesis: "rotary, rebased",
+    },
+    { action: "crash", role: "tuner", slot: 0, wallS: 5, hypothesis: "batch 4096" },
+    { action: "running", role: "tuner", slot: 1, hypothesis: "warmup 200" },
+  ];
+
+  function orgNotebook(dir: string): string {
+    const path = join(dir, ".autolab", "lab.db");
+    const ledger = new SqliteLedger(path);
+    try {
+      writeRun(ledger, { tag: "old", experiments: [{ action: "keep", metric: 5 }] });
+      const run = writeRun(ledger, { tag: "org", experiments: [] });
+      ledger.startSession(run.id, 1);
+      ledger.startSession(run.id, 2);
+      ORG.forEach((x, n) => {
+        appendExperiment(ledger, run, n, x);
+      });
+    } finally {
+      ledger.close();
+    }
+    return path;
+  }
+
+  it("/api/org: credit per role, the latest session's slots, findings", async () => {
+    const dir = tempDir();
+    const ledgerPath = orgNotebook(dir);
+    writeFileSync(join(dir, ".autolab", "run-org.lock"), String(process.pid));
+    const { status, body } = await get<Json>(appFor(ledgerPath), "/api/org");
+    expect(status).toBe(200);
+    expect(body.run).toBe("org");
+    expect(
+      body.roles.map((r: Json) => [r.role, r.proposals, r.decided, r.kept, r.merges, r.computeS]),
+    ).toEqual([
+      ["tuner", 3, 2, 1, 0, 25],
+      ["explorer", 2, 2, 1, 0, 70],
+      ["critic", 1, 1, 1, 1, 50],
+    ]);
+    expect(body.roles[0].improvement).toBeCloseTo(0.2, 12);
+    expect(body.roles[1].improvement).toBeCloseTo(0.1, 12);
+    expect(body.roles[2].improvement).toBeCloseTo(0.1, 12);
+    expect(body.roles[0].value).toBeCloseTo(0.2 / 25, 12);
+    expect(body.roles[0].share).toBeCloseTo(0.5, 12);
+    expect(body.session).toMatchObject({ slots: 2, live: true });
+    expect(body.session.utilization).toBeGreaterThanOrEqual(0);
+    expect(body.session.utilization).toBeLessThanOrEqual(1);
+    expect(body.slots.map((s: Json) => [s.slot, s.trials])).toEqual([
+      [0, 4],
+      [1, 3],
+    ]);
+    expect(body.slots[0].running).toBeNull();
+    expect(body.slots[1].running).toMatchObject({
+      n: 6,
+      role: "tuner",
+      hypothesis: "warmup 200",
+      state: "running",
+    });
+    expect(body.findings.map((f: Json) => [f.kind, f.n])).toEqual([
+      ["kept", 4],
+      ["kept", 3],
+      ["refuted", 2],
+      ["kept", 1],
+    ]);
+    expect(body.findings[0]).toMatchObject({ role: "critic", rebaseOf: 3, metric: 2.6 });
+
+    // /api/status carries the same credit and slots; ?run= picks another run.
+    const s = (await get<Json>(appFor(ledgerPath), "/api/status")).body;
+    expect(s.roles).toEqual(body.roles);
+    expect(s.slots).toMatchObject({ count: 2, live: true });
+    const still = (x: Json) => ({ slot: x.slot, trials: x.trials, running: x.running });
+    expect(s.slots.perSlot.map(still)).toEqual(body.slots.map(still));
+    const old = (await get<Json>(appFor(ledgerPath), "/api/org?run=old")).body;
+    expect(old).toMatchObject({ run: "old", roles: [], session: null, slots: [] });
+  });
+
+  it("without a harness the open trial was cut short", async () => {
+    const { body } = await get<Json>(appFor(orgNotebook(tempDir())), "/api/org");
+    expect(body.session.live).toBe(false);
+    expect(body.slots[1].running).toMatchObject({ n: 6, state: "interrupted" });
+  });
+
+  it("an empty notebook has an empty org", async () => {
+    const { body } = await get<Json>(appFor(buildNotebook(tempDir(), [])), "/api/org");
+    expect(body).toEqual({ run: null, roles: [], session: null, slots: [], findings: [] });
   });
 });
 

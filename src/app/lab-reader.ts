@@ -1,5 +1,5 @@
 import { dirname, join } from "node:path";
-import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { gitRaw } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -49,6 +49,7 @@ export class LabReader {
     { version: string; exps: ExperimentRecord[]; maxTrialId: number }
   >();
   private readonly holdouts = new Map<number, string[]>();
+  private readonly sessionCache = new Map<number, { version: string; sessions: SessionRecord[] }>();
   private readonly diffs = new Map<string, string>();
 
   constructor(ledger: SqliteLedger, opts: { stateDir?: string } = {}) {
@@ -140,6 +141,16 @@ export class LabReader {
   private maxTrialId(): number {
     const row = this.ledger.db.prepare("SELECT MAX(id) AS m FROM trial_starts").get() as { m: number | null };
     return row.m ?? 0;
+  }
+
+  /** The run's harness sessions, oldest first (re-read only when the notebook changed). */
+  sessions(run: RunRecord): SessionRecord[] {
+    const version = this.version();
+    const hit = this.sessionCache.get(run.id);
+    if (hit && hit.version === version) return hit.sessions;
+    const sessions = this.ledger.listSessions(run.id);
+    this.sessionCache.set(run.id, { version, sessions });
+    return sessions;
   }
 
   holdout(run: RunRecord): string[] {

@@ -1,7 +1,8 @@
-import { countDecisions, type ExperimentRecord, type RunRecord } from "../core/ledger.ts";
+import { countDecisions, type ExperimentRecord, type RunRecord, type SessionRecord } from "../core/ledger.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
 import { alarmsOf, noiseOf } from "./alarms.ts";
+import { orgView, type RoleCredit, type SlotUse } from "./org-view.ts";
 
 /** `autolab status --json`. Field by field in docs/cli.md; add fields, never rename them. */
 export interface StatusJson {
@@ -34,9 +35,41 @@ export interface StatusJson {
   noise: { sigma: number; reason: string } | null;
   /** Things to look at: overfitting canaries, a baseline too noisy to accept anything. */
   alarms: Alarm[];
+  /** Credit per org role, in order of first appearance; empty without an org (src/app/org-view.ts). */
+  roles: RoleCredit[];
+  /** The slots of the latest harness session and their utilization; `count` 0 without a session. */
+  slots: StatusSlots;
 }
 
-export function statusOf(run: RunRecord, exps: ExperimentRecord[], program?: Program): StatusJson {
+/** `status.slots`: always an object (count 0 and nulls when the notebook has no session). */
+export interface StatusSlots {
+  count: number;
+  /** The latest session's start, and the end of its window (now while live, else its last activity). */
+  since: string | null;
+  until: string | null;
+  live: boolean;
+  windowS: number;
+  busyS: number;
+  /** busyS / (windowS × count); null without a session. */
+  utilization: number | null;
+  perSlot: SlotUse[];
+}
+
+/** What status needs beyond the experiments to show slots: the run's sessions and a clock. */
+export interface StatusOrgInput {
+  sessions?: SessionRecord[];
+  /** Default: the current time. */
+  now?: Date | number | string;
+  /** Whether a harness runs the latest session (its lock is held); default: inferred from open trials. */
+  live?: boolean;
+}
+
+export function statusOf(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  program?: Program,
+  org: StatusOrgInput = {},
+): StatusJson {
   const baseline = exps.find((e) => e.n === 0);
   const best = bestOf(exps);
   const bm = baseline ? objectiveOf(baseline, run.metric) : undefined;
@@ -81,6 +114,32 @@ export function statusOf(run: RunRecord, exps: ExperimentRecord[], program?: Pro
     acceptance: program?.acceptance ?? null,
     noise: noiseLine(program, exps),
     alarms: program ? alarmsOf(program, exps) : [],
+    ...orgStatus(run, exps, org),
+  };
+}
+
+function orgStatus(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  org: StatusOrgInput,
+): Pick<StatusJson, "roles" | "slots"> {
+  const view = orgView(run, exps, org.sessions ?? [], org.now ?? Date.now(), {
+    ...(org.live !== undefined ? { live: org.live } : {}),
+    maxFindings: 0,
+  });
+  const s = view.session;
+  return {
+    roles: view.roles,
+    slots: {
+      count: s?.slots ?? 0,
+      since: s?.startedAt ?? null,
+      until: s?.until ?? null,
+      live: s?.live ?? false,
+      windowS: s?.windowS ?? 0,
+      busyS: s?.busyS ?? 0,
+      utilization: s ? s.utilization : null,
+      perSlot: view.slots,
+    },
   };
 }
 

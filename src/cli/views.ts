@@ -1,13 +1,15 @@
 import { writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf } from "../app/experiment-json.ts";
 import { openLedger, selectRun } from "../app/lab.ts";
-import { resultsTsv, statusOf, visibleMetrics } from "../app/status.ts";
+import { lockHolder } from "../app/lock.ts";
+import { resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, lastResult, objectiveOf, redactHoldouts } from "../core/views.ts";
+import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -21,12 +23,17 @@ interface ViewFlags {
 
 function withRun<T>(
   flags: ViewFlags,
-  fn: (run: RunRecord, exps: ExperimentRecord[], holdout: string[]) => T,
+  fn: (
+    run: RunRecord,
+    exps: ExperimentRecord[],
+    holdout: string[],
+    lab: { ledger: SqliteLedger; stateDir: string },
+  ) => T,
 ): T {
-  const { ledger } = openLedger(flags.program);
+  const { ledger, stateDir } = openLedger(flags.program);
   try {
     const run = selectRun(ledger, flags.tag);
-    return fn(run, ledger.listExperiments(run.id), holdoutOf(run));
+    return fn(run, ledger.listExperiments(run.id), holdoutOf(run), { ledger, stateDir });
   } finally {
     ledger.close();
   }
@@ -46,8 +53,11 @@ function programOf(run: RunRecord): Program | undefined {
 }
 
 export function statusCommand(flags: ViewFlags): void {
-  withRun(flags, (run, exps) => {
-    const s = statusOf(run, exps, programOf(run));
+  withRun(flags, (run, exps, _holdout, lab) => {
+    const s = statusOf(run, exps, programOf(run), {
+      sessions: lab.ledger.listSessions(run.id),
+      live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
+    });
     if (flags.json) return print(JSON.stringify(s, null, 2));
     const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
     lines.push(
@@ -71,8 +81,64 @@ export function statusCommand(flags: ViewFlags): void {
     if (s.acceptance) lines.push(`Acceptance: ${s.acceptance}`);
     for (const a of s.alarms) lines.push(`ALARM ${a.kind}: ${a.reason}`);
     lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
+    lines.push(...orgLines(s));
     print(lines.join("\n"));
   });
+}
+
+/**
+ * The organization in `autolab status`: a credit table per role and the slots of the latest
+ * session with what each runs. Nothing for a lab without roles and sessions.
+ */
+export function orgLines(s: StatusJson): string[] {
+  const lines: string[] = [];
+  if (s.roles.length) {
+    lines.push("Roles:");
+    const rows = [["role", "proposals", "kept", "improvement", "compute", "value/h", "share"]];
+    for (const r of s.roles) {
+      rows.push([
+        r.role,
+        String(r.proposals),
+        String(r.kept),
+        formatMetric(r.improvement),
+        clock(r.computeS),
+        formatMetric(Number((r.value * 3600).toPrecision(4))),
+        `${(r.share * 100).toFixed(0)}%`,
+      ]);
+    }
+    lines.push(
+      ...table(rows, [1, 2, 3, 4, 5, 6])
+        .split("\n")
+        .map((l) => `  ${l}`),
+    );
+  }
+  const sl = s.slots;
+  if (sl.count > 0 && sl.utilization !== null) {
+    const when = sl.live ? "this session" : "last session";
+    lines.push(
+      `slots: ${sl.count} · utilization ${(sl.utilization * 100).toFixed(1)}% (busy ${clock(sl.busyS)} of ${sl.count} × ${clock(sl.windowS)} ${when})`,
+    );
+    if (sl.count > 1 || sl.perSlot.some((p) => p.running)) {
+      for (const p of sl.perSlot) {
+        const r = p.running;
+        const what = r
+          ? `${r.state === "running" ? "running" : "cut short:"} #${r.n}${r.role ? ` [${r.role}]` : ""} ${r.hypothesis.split("\n")[0] ?? ""}`
+          : "idle";
+        lines.push(
+          `  slot ${p.slot}: ${what}  (${p.trials} trial${p.trials === 1 ? "" : "s"}, ${(p.utilization * 100).toFixed(0)}% busy)`,
+        );
+      }
+    }
+  }
+  return lines;
+}
+
+/** Seconds as `45s`, `16m05s`, `1h02m`. */
+export function clock(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
 export function logCommand(flags: ViewFlags): void {
@@ -102,12 +168,15 @@ export function logCommand(flags: ViewFlags): void {
   });
 }
 
-function table(rows: string[][]): string {
+/** Columns padded to their widest cell; columns listed in `right` are right-aligned. */
+function table(rows: string[][], right: number[] = []): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
   return rows
     .map((r) =>
       r
-        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+        .map((c, i) =>
+          right.includes(i) ? c.padStart(widths[i] ?? 0) : i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0),
+        )
         .join("  ")
         .trimEnd(),
     )

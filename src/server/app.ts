@@ -10,6 +10,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { alarmsOf } from "../app/alarms.ts";
 import { experimentJson } from "../app/experiment-json.ts";
 import { LabReader } from "../app/lab-reader.ts";
+import { orgView } from "../app/org-view.ts";
 import { progressSeries } from "../app/progress-series.ts";
 import { statusOf } from "../app/status.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
@@ -195,7 +196,8 @@ export function createApp(deps: AppDeps): LabApp {
   app.get("/api/status", (c) => {
     const run = lab.run(c.req.query("run"));
     const exps = lab.experiments(run);
-    return c.json({ ...statusOf(run, exps, programFor(run)), running: lab.openTrials(run, exps) });
+    const org = { sessions: lab.sessions(run), live: lab.harnessAlive(run) };
+    return c.json({ ...statusOf(run, exps, programFor(run), org), running: lab.openTrials(run, exps) });
   });
 
   app.get("/api/chart", (c) => {
@@ -274,8 +276,16 @@ export function createApp(deps: AppDeps): LabApp {
     return c.json(alarms);
   });
 
-  // Roles, credit and slots arrive with the organization (src/org); until then a lab has none.
-  app.get("/api/org", (c) => c.json({ roles: [], slots: [] }));
+  // Roles with their credit, the latest session's slots, the findings board (src/app/org-view.ts).
+  app.get("/api/org", (c) => {
+    const tag = c.req.query("run");
+    if (!tag && lab.runs().length === 0)
+      return c.json({ run: null, roles: [], session: null, slots: [], findings: [] });
+    const run = lab.run(tag);
+    const exps = lab.experiments(run);
+    const view = orgView(run, exps, lab.sessions(run), Date.now(), { live: lab.harnessAlive(run) });
+    return c.json({ run: run.tag, ...view });
+  });
 
   app.get("/api/events", (c) => {
     const only = c.req.query("run");

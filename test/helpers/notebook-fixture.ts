@@ -24,6 +24,11 @@ export interface FixtureExperiment {
   parent?: string;
   params?: Record<string, number>;
   wallS?: number;
+  /** The org role that proposed it, and on a merge candidate the experiment it rebases. */
+  role?: string;
+  rebaseOf?: number;
+  /** The slot its trial ran on (absent: a serial run). */
+  slot?: number;
 }
 
 export interface FixtureRun {
@@ -89,6 +94,8 @@ export function appendExperiment(
     hypothesis: x.hypothesis ?? (n === 0 ? "baseline" : `LEARNING_RATE step ${n}`),
     ...(x.mechanism ? { mechanism: x.mechanism } : {}),
     ...(x.params ? { params: x.params } : {}),
+    ...(x.role !== undefined ? { role: x.role } : {}),
+    ...(x.rebaseOf !== undefined ? { rebaseOf: x.rebaseOf } : {}),
     diff: { files: n === 0 ? 0 : 1, insertions: n === 0 ? 0 : 1, deletions: n === 0 ? 0 : 1 },
   });
   if (x.action === "pending") return;
@@ -100,6 +107,7 @@ export function appendExperiment(
     commit,
     budgetMs,
     env: {},
+    ...(x.slot !== undefined ? { slot: x.slot } : {}),
   });
   if (x.action === "running") return;
   const status = x.status ?? (x.action === "crash" ? "crash" : "ok");

@@ -170,25 +170,77 @@ async function loadTable() {
 }
 
 async function loadOrg() {
-  const org = await api("/api/org");
+  renderOrg(await api("/api/org", { run: state.run }));
+}
+
+/** Seconds as `45s`, `16m05s`, `1h02m` (as `autolab status` prints them). */
+function clock(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+function pct(x, digits = 0) {
+  return `${(x * 100).toFixed(digits)}%`;
+}
+
+function renderOrg(org) {
   const body = $("org-body");
-  if (!org.roles.length && !org.slots.length) {
+  const roles = org.roles ?? [];
+  const slots = org.slots ?? [];
+  const session = org.session;
+  const findings = org.findings ?? [];
+  if (!roles.length && !session) {
     body.innerHTML = `<p class="empty">One researcher, one slot. Roles (with their credit) and slot utilization appear here when the lab runs an organization.</p>`;
     return;
   }
-  const roles = org.roles
-    .map(
-      (r) => `<tr><td>${esc(r.name)}</td><td>${esc(r.agent ?? "")}</td><td>${esc(r.credit ?? "")}</td></tr>`,
-    )
-    .join("");
-  const slots = org.slots
-    .map(
-      (s) =>
-        `<tr><td>${esc(s.name)}</td><td>${esc(s.state ?? "")}</td><td>${s.utilization === undefined ? "" : `${Math.round(s.utilization * 100)}%`}</td></tr>`,
-    )
-    .join("");
-  body.innerHTML = `<table class="small"><thead><tr><th>role</th><th>agent</th><th>credit</th></tr></thead><tbody>${roles}</tbody></table>
-    <table class="small"><thead><tr><th>slot</th><th>state</th><th>utilization</th></tr></thead><tbody>${slots}</tbody></table>`;
+  const parts = [];
+  if (roles.length) {
+    const rows = roles
+      .map(
+        (
+          r,
+        ) => `<tr><td>${esc(r.role)}</td><td class="num">${r.proposals}</td><td class="num">${r.kept}${r.merges ? ` <span class="muted" title="merge candidates">(${r.merges} merge${r.merges === 1 ? "" : "s"})</span>` : ""}</td>
+          <td class="num">${esc(fmt(r.improvement))}</td><td class="num">${esc(clock(r.computeS))}</td>
+          <td class="num" title="improvement per compute hour">${esc(fmt(r.value * 3600))}</td>
+          <td class="nowrap"><span class="bar share"><span style="width:${(r.share * 100).toFixed(1)}%"></span></span> ${pct(r.share)}</td></tr>`,
+      )
+      .join("");
+    parts.push(
+      `<table class="small credit"><thead><tr><th>role</th><th class="num">proposals</th><th class="num">kept</th><th class="num">improvement</th><th class="num">compute</th><th class="num">value/h</th><th>share</th></tr></thead><tbody>${rows}</tbody></table>`,
+    );
+  }
+  if (session) {
+    const when = session.live ? "this session" : "last session";
+    parts.push(
+      `<p class="slots-line">slots: ${session.slots} · utilization <b>${pct(session.utilization, 1)}</b> <span class="muted">(busy ${esc(clock(session.busyS))} of ${session.slots} × ${esc(clock(session.windowS))} ${when})</span></p>`,
+    );
+    const rows = slots
+      .map((s) => {
+        const r = s.running;
+        const what = r
+          ? `${r.state === "running" ? `<span class="pulse"></span> ` : `<span class="muted">cut short</span> `}<a href="#/e/${r.n}">#${r.n}</a>${r.role ? ` <span class="muted">${esc(r.role)}</span>` : ""} ${esc(firstLine(r.hypothesis))}`
+          : `<span class="muted">idle</span>`;
+        return `<tr><td>${s.slot}</td><td class="nowrap"><span class="bar"><span style="width:${Math.min(100, s.utilization * 100).toFixed(1)}%"></span></span> ${pct(s.utilization)}</td><td class="num">${s.trials}</td><td class="hyp">${what}</td></tr>`;
+      })
+      .join("");
+    parts.push(
+      `<table class="small slots"><thead><tr><th>slot</th><th>busy</th><th class="num">trials</th><th>running</th></tr></thead><tbody>${rows}</tbody></table>`,
+    );
+  }
+  if (findings.length) {
+    parts.push(
+      `<h3>Findings</h3><ul class="findings">${findings
+        .slice(0, 10)
+        .map(
+          (f) =>
+            `<li>${f.kind === "kept" ? badge("keep") : `<span class="badge discard">refuted</span>`} <a href="#/e/${f.n}">#${f.n}</a>${f.role ? ` <span class="muted">${esc(f.role)}</span>` : ""} ${esc(firstLine(f.mechanism ?? f.hypothesis))}${f.metric === null ? "" : ` <span class="muted">${esc(fmt(f.metric))}</span>`}</li>`,
+        )
+        .join("")}</ul>`,
+    );
+  }
+  body.innerHTML = parts.join("");
 }
 
 async function loadAlarms() {
@@ -468,6 +520,7 @@ async function route() {
 const refreshSoon = debounce(() => {
   loadStatus().catch(() => {});
   loadTable().catch(() => {});
+  loadOrg().catch(() => {});
   const n = currentExperiment();
   if (n !== null) loadExperiment(n).catch(() => {});
 }, 250);

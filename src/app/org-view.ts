@@ -1,0 +1,326 @@
+import type { ExperimentRecord, RunRecord, SessionRecord, TrialRecord } from "../core/ledger.ts";
+import { objectiveOf } from "../core/views.ts";
+
+/**
+ * The organization as viewers show it (`autolab status`, `/api/org`, the dashboard): credit
+ * per role, slot utilization of the latest harness session, and the findings board. Pure:
+ * everything is derived from notebook rows and a clock reading passed in.
+ */
+
+/** What one role has brought, from its experiments in the notebook. */
+export interface RoleCredit {
+  role: string;
+  /** Experiments the role proposed (merge candidates included; the baseline never counts). */
+  proposals: number;
+  decided: number;
+  kept: number;
+  /** Of its proposals, merge candidates (an older change rebased onto a newer best). */
+  merges: number;
+  /** Σ over its kept experiments of how far each moved the running best (good direction, ≥ 0). */
+  improvement: number;
+  /** Σ wall seconds of its experiments' trials. */
+  computeS: number;
+  /** improvement / computeS (0 before any compute): improvement per trial second. */
+  value: number;
+  /** proposals / all roles' proposals. */
+  share: number;
+}
+
+/** The experiment on a slot: a trial started in the session that has no result yet. */
+export interface SlotTrial {
+  n: number;
+  attempt: number;
+  hypothesis: string;
+  role: string | null;
+  startedAt: string;
+  /** "interrupted" when the session is not live (the harness died or stopped during it). */
+  state: "running" | "interrupted";
+}
+
+export interface SlotUse {
+  slot: number;
+  /** Seconds the slot spent in trials within the session window. */
+  busyS: number;
+  /** busyS / windowS. */
+  utilization: number;
+  /** Trials started on this slot in the session. */
+  trials: number;
+  running: SlotTrial | null;
+}
+
+/** The latest session (one start of `autolab run` on the run) and how busy its slots were. */
+export interface SessionUse {
+  id: number;
+  /** Slots the harness ran in this session (1 for a serial run). */
+  slots: number;
+  startedAt: string;
+  /** End of the window: the clock while the session is live, else its last activity. */
+  until: string;
+  live: boolean;
+  windowS: number;
+  /** Σ over slots of busyS. */
+  busyS: number;
+  /** busyS / (windowS × slots); 0 for an empty window. */
+  utilization: number;
+}
+
+/** The findings board: what was kept, and which stated mechanisms the evidence refuted. */
+export interface Finding {
+  kind: "kept" | "refuted";
+  n: number;
+  role: string | null;
+  hypothesis: string;
+  mechanism: string | null;
+  metric: number | null;
+  /** On a merge candidate: the experiment whose change was rebased. */
+  rebaseOf: number | null;
+  decidedAt: string;
+}
+
+export interface OrgView {
+  /** Ordered by first appearance; empty when no experiment has a role. */
+  roles: RoleCredit[];
+  /** The latest session; null in notebooks without sessions. */
+  session: SessionUse | null;
+  /** Per slot of the latest session (empty without one). */
+  slots: SlotUse[];
+  /** Newest first, at most `maxFindings`. */
+  findings: Finding[];
+}
+
+export interface OrgViewOptions {
+  /**
+   * Whether a harness is running the latest session now (the run's lock is held). Default: it
+   * is when a trial started in that session has no result yet.
+   */
+  live?: boolean;
+  /** Cap of the findings list (default 20). */
+  maxFindings?: number;
+}
+
+export function orgView(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  sessions: SessionRecord[],
+  now: Date | number | string,
+  opts: OrgViewOptions = {},
+): OrgView {
+  const slots = slotsOf(exps, sessions.at(-1), toMs(now), opts.live);
+  return {
+    roles: roleCredit(run, exps),
+    session: slots?.session ?? null,
+    slots: slots?.slots ?? [],
+    findings: findingsOf(exps, opts.maxFindings ?? 20),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// credit
+
+/**
+ * Credit per role. Improvement: the kept experiments are walked in decision order (decidedAt,
+ * ties by n) from the baseline's metric; each is credited with how far its kept value
+ * (`decision.metric`) moved the running best in the objective's good direction, 0 when it did
+ * not beat it. The running best only moves in the good direction, so the roles' improvements
+ * (with keeps of no role) add up to best-ever − baseline. A merge candidate is credited to
+ * its role like any experiment.
+ */
+export function roleCredit(run: RunRecord, exps: ExperimentRecord[]): RoleCredit[] {
+  const byRole = new Map<string, RoleCredit>();
+  for (const e of exps) {
+    if (e.role === undefined || e.n === 0) continue;
+    let c = byRole.get(e.role);
+    if (!c) {
+      c = {
+        role: e.role,
+        proposals: 0,
+        decided: 0,
+        kept: 0,
+        merges: 0,
+        improvement: 0,
+        computeS: 0,
+        value: 0,
+        share: 0,
+      };
+      byRole.set(e.role, c);
+    }
+    c.proposals++;
+    if (e.rebaseOf !== undefined) c.merges++;
+    if (e.decision) c.decided++;
+    if (e.decision?.action === "keep") c.kept++;
+    for (const t of e.trials) c.computeS += t.result?.wallS ?? 0;
+  }
+  if (byRole.size === 0) return [];
+
+  const sign = run.direction === "minimize" ? -1 : 1;
+  const baseline = exps.find((e) => e.n === 0);
+  let best = baseline ? objectiveOf(baseline, run.metric) : undefined;
+  const keeps = exps
+    .filter((e) => e.n !== 0 && e.decision?.action === "keep")
+    .sort((a, b) => cmp(a.decision?.decidedAt ?? "", b.decision?.decidedAt ?? "") || a.n - b.n);
+  for (const e of keeps) {
+    const m = objectiveOf(e, run.metric);
+    if (m === undefined || !Number.isFinite(m)) continue;
+    if (best === undefined || !Number.isFinite(best)) {
+      best = m;
+      continue;
+    }
+    const gain = sign * (m - best);
+    if (gain <= 0) continue;
+    best = m;
+    const c = e.role !== undefined ? byRole.get(e.role) : undefined;
+    if (c) c.improvement += gain;
+  }
+
+  const total = [...byRole.values()].reduce((s, c) => s + c.proposals, 0);
+  return [...byRole.values()].map((c) => ({
+    ...c,
+    computeS: round2(c.computeS),
+    value: c.computeS > 0 ? c.improvement / c.computeS : 0,
+    share: total > 0 ? c.proposals / total : 0,
+  }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// slots
+
+/**
+ * Slot use in `session` (the latest). The window runs from the session's start to its end:
+ * `now` while the session is live (a harness runs it), else the session's last activity (the
+ * latest experiment, trial start, trial result or decision written at or after its start).
+ * A trial is busy from its start row to its result row; one still open counts until the end of
+ * the window (one left open by an earlier session is ignored: it was interrupted). Busy time
+ * is clipped to the window; utilization = Σ busy / (window × slots). Trials without a slot
+ * (serial runs) ran on slot 0.
+ */
+function slotsOf(
+  exps: ExperimentRecord[],
+  session: SessionRecord | undefined,
+  nowMs: number,
+  liveOpt: boolean | undefined,
+): { session: SessionUse; slots: SlotUse[] } | undefined {
+  if (!session) return undefined;
+  const start = Date.parse(session.startedAt);
+  const inSession: { e: ExperimentRecord; t: TrialRecord }[] = [];
+  let last = start;
+  let open = false;
+  for (const e of exps) {
+    last = Math.max(last, notBefore(e.createdAt, start));
+    if (e.decision) last = Math.max(last, notBefore(e.decision.decidedAt, start));
+    for (const t of e.trials) {
+      const ts = Date.parse(t.startedAt);
+      if (t.result) last = Math.max(last, notBefore(t.result.finishedAt, start));
+      if (ts < start) {
+        if (t.result && Date.parse(t.result.finishedAt) > start) inSession.push({ e, t });
+        continue;
+      }
+      last = Math.max(last, ts);
+      inSession.push({ e, t });
+      if (!t.result) open = true;
+    }
+  }
+  const live = liveOpt ?? open;
+  const end = live ? Math.max(nowMs, last) : last;
+  const windowS = Math.max(0, (end - start) / 1000);
+
+  let count = session.slots;
+  for (const { t } of inSession) count = Math.max(count, (t.slot ?? 0) + 1);
+  const slots: SlotUse[] = Array.from({ length: count }, (_, slot) => ({
+    slot,
+    busyS: 0,
+    utilization: 0,
+    trials: 0,
+    running: null,
+  }));
+  let busyS = 0;
+  for (const { e, t } of inSession) {
+    const s = slots[t.slot ?? 0] as SlotUse;
+    const ts = Date.parse(t.startedAt);
+    if (ts >= start) s.trials++;
+    const te = t.result ? Date.parse(t.result.finishedAt) : end;
+    const busy = Math.max(0, (Math.min(te, end) - Math.max(ts, start)) / 1000);
+    s.busyS += busy;
+    busyS += busy;
+    if (!t.result && ts >= start && (!s.running || s.running.startedAt < t.startedAt)) {
+      s.running = {
+        n: e.n,
+        attempt: t.attempt,
+        hypothesis: e.hypothesis,
+        role: e.role ?? null,
+        startedAt: t.startedAt,
+        state: live ? "running" : "interrupted",
+      };
+    }
+  }
+  for (const s of slots) {
+    s.utilization = windowS > 0 ? s.busyS / windowS : 0;
+    s.busyS = round2(s.busyS);
+  }
+  return {
+    session: {
+      id: session.id,
+      slots: session.slots,
+      startedAt: session.startedAt,
+      until: new Date(end).toISOString(),
+      live,
+      windowS: round2(windowS),
+      busyS: round2(busyS),
+      utilization: windowS > 0 && session.slots > 0 ? busyS / (windowS * session.slots) : 0,
+    },
+    slots,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// findings
+
+/**
+ * Kept changes (the baseline aside) and refuted mechanisms (discards whose stated mechanism
+ * the judge found not confirmed), newest decision first, at most `max`.
+ */
+export function findingsOf(exps: ExperimentRecord[], max = 20): Finding[] {
+  if (max <= 0) return [];
+  const out: Finding[] = [];
+  for (const e of exps) {
+    const d = e.decision;
+    if (!d || e.n === 0) continue;
+    let kind: Finding["kind"] | undefined;
+    if (d.action === "keep") kind = "kept";
+    else if (d.action === "discard" && d.mechanismConfirmed === false && e.mechanism?.trim())
+      kind = "refuted";
+    if (!kind) continue;
+    out.push({
+      kind,
+      n: e.n,
+      role: e.role ?? null,
+      hypothesis: e.hypothesis,
+      mechanism: e.mechanism ?? null,
+      metric: d.metric ?? null,
+      rebaseOf: e.rebaseOf ?? null,
+      decidedAt: d.decidedAt,
+    });
+  }
+  out.sort((a, b) => cmp(b.decidedAt, a.decidedAt) || b.n - a.n);
+  return out.slice(0, max);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function toMs(t: Date | number | string): number {
+  if (t instanceof Date) return t.getTime();
+  return typeof t === "number" ? t : Date.parse(t);
+}
+
+/** An ISO time as ms when it is at or after `start`, else `start` (it does not extend the window). */
+function notBefore(iso: string, start: number): number {
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) && ms >= start ? ms : start;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
