@@ -75,6 +75,21 @@ export interface Program {
   slots?: { count: number; gpus?: number[]; proposers: number };
   /** An organization: role files in `roles` (a directory, relative to program.md) and the orchestrator's policy. */
   org?: { roles: string; policy: "bandit" | "round-robin" };
+  /**
+   * The proxy ladder (docs/trust.md): a candidate runs one trial per cheaper rung, cheapest
+   * first, and climbs only while it ranks among the best `promote` fraction of that rung (or
+   * beats the best there); the top rung is run.budgetMs, judged as usual.
+   */
+  ladder?: {
+    /** The cheaper rungs, ascending, each below run.budgetMs. */
+    rungs: Array<{ budgetMs: number; graceMs: number }>;
+    /** Fraction of a rung's values, best first, whose candidates climb to the next rung. */
+    promote: number;
+    /** The proxy alarm fires when adjacent rungs' rank correlation falls below this. */
+    alarmBelow: number;
+    /** Candidates measured on both of two adjacent rungs before the alarm judges them. */
+    minPairs: number;
+  };
   /** The markdown body: research directions for agents. */
   directions: string;
 }

@@ -2,6 +2,7 @@
  * Rules across fields of program.md. They read the raw YAML value defensively, so they can
  * be reported together with shape errors elsewhere in the file instead of one round later.
  */
+import { formatDuration, parseDuration } from "./duration.ts";
 import type { FieldPath } from "./locate.ts";
 import { normalizePath } from "./schema.ts";
 
@@ -58,6 +59,47 @@ export function crossFieldIssues(raw: unknown): ProgramIssue[] {
       path: ["metrics", "holdout", i],
       message: `${JSON.stringify(h)} is the objective metric: it cannot also be a holdout (holdouts are never shown to agents)`,
     });
+  }
+  issues.push(...ladderIssues(raw));
+  return issues;
+}
+
+/** A duration as written, in ms; undefined when it is not one (the schema reports that). */
+function durationAt(raw: unknown, path: FieldPath): number | undefined {
+  const v = at(raw, path);
+  if (typeof v !== "string" && typeof v !== "number") return undefined;
+  try {
+    const ms = parseDuration(v);
+    return Number.isFinite(ms) && ms > 0 ? ms : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The ladder's budgets climb: ascending, each below run.budget (the top rung). */
+function ladderIssues(raw: unknown): ProgramIssue[] {
+  const ladder = at(raw, ["ladder"]);
+  const list = Array.isArray(ladder) ? ladder : at(raw, ["ladder", "budgets"]);
+  if (!Array.isArray(list)) return [];
+  const path = (i: number): FieldPath => (Array.isArray(ladder) ? ["ladder", i] : ["ladder", "budgets", i]);
+  const top = durationAt(raw, ["run", "budget"]);
+  const issues: ProgramIssue[] = [];
+  let previous: number | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const ms = durationAt({ v: list[i] }, ["v"]);
+    if (ms === undefined) continue;
+    if (top !== undefined && ms >= top) {
+      issues.push({
+        path: path(i),
+        message: `${formatDuration(ms)} is not below run.budget (${formatDuration(top)}): list only the cheaper rungs; run.budget is the top rung`,
+      });
+    } else if (previous !== undefined && ms <= previous) {
+      issues.push({
+        path: path(i),
+        message: `${formatDuration(ms)} does not come after ${formatDuration(previous)}: list the rungs cheapest first, each budget larger than the one before`,
+      });
+    }
+    previous = ms;
   }
   return issues;
 }

@@ -101,6 +101,9 @@ export function parseProgram(text: string, path: string): Program {
     const r = raw as { slots?: unknown; org?: unknown };
     if (typeof r.slots === "number") r.slots = { count: r.slots };
     if (typeof r.org === "string") r.org = { roles: r.org };
+    // `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }`.
+    const l = raw as { ladder?: unknown };
+    if (Array.isArray(l.ladder)) l.ladder = { budgets: l.ladder };
   }
   const parsed = frontmatterSchema.safeParse(raw);
   const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
@@ -138,6 +141,7 @@ export function parseProgram(text: string, path: string): Program {
     search: fm.search,
     slots: toSlots(fm.slots),
     ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
+    ...(fm.ladder ? { ladder: toLadder(fm.ladder, fm.run.grace) } : {}),
     directions: split.body,
   };
 }
@@ -146,6 +150,19 @@ export function parseProgram(text: string, path: string): Program {
 function toSlots(s: Frontmatter["slots"]): NonNullable<Program["slots"]> {
   const count = s.count ?? s.gpus?.length ?? 1;
   return { count, ...(s.gpus ? { gpus: s.gpus } : {}), proposers: s.proposers ?? count };
+}
+
+/** Each rung gets run.grace when it is given, else the default grace of its own budget. */
+function toLadder(
+  l: NonNullable<Frontmatter["ladder"]>,
+  grace: number | undefined,
+): NonNullable<Program["ladder"]> {
+  return {
+    rungs: l.budgets.map((budgetMs) => ({ budgetMs, graceMs: grace ?? defaultGraceMs(budgetMs) })),
+    promote: l.promote,
+    alarmBelow: l.alarm_below,
+    minPairs: l.min_pairs,
+  };
 }
 
 /**

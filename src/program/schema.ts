@@ -197,6 +197,28 @@ const orgShape = {
   policy: z.enum(["bandit", "round-robin"]).default("bandit"),
 };
 
+/** The proxy ladder: cheaper budgets a candidate must pass before its trial at run.budget. */
+const ladderShape = {
+  budgets: z
+    .array(requiredDuration)
+    .min(1, { error: "must list at least one budget cheaper than run.budget" }),
+  promote: z
+    .number()
+    .gt(0, { error: "must be a fraction above 0 and at most 1 (0.3 promotes the best 30%)" })
+    .max(1, { error: "must be a fraction above 0 and at most 1 (0.3 promotes the best 30%)" })
+    .default(1 / 3),
+  alarm_below: z
+    .number()
+    .min(-1, { error: "is a rank correlation: between -1 and 1" })
+    .max(1, { error: "is a rank correlation: between -1 and 1" })
+    .default(0.2),
+  min_pairs: z
+    .number()
+    .int()
+    .min(3, { error: "must be at least 3 (a rank correlation needs 3 pairs)" })
+    .default(12),
+};
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -211,6 +233,8 @@ const topShape = {
   slots: z.strictObject(slotsShape).default({}),
   /** `org: org/` is shorthand for `org: { roles: org/ }` (expanded in parse.ts). */
   org: z.strictObject(orgShape).optional(),
+  /** `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }` (expanded in parse.ts). */
+  ladder: z.strictObject(ladderShape).optional(),
 };
 
 export const frontmatterSchema = z.strictObject(topShape);
@@ -236,6 +260,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "search.*": Object.keys(knobShape),
   slots: Object.keys(slotsShape),
   org: Object.keys(orgShape),
+  ladder: Object.keys(ladderShape),
 };
 
 export const MINIMAL_PROGRAM = `---
@@ -291,6 +316,15 @@ export const EXAMPLES: Record<string, string> = {
   org: "org: org/   # role files org/*.md; or: org: { roles: org/, policy: bandit }   # or round-robin",
   "org.roles": "roles: org/",
   "org.policy": "policy: bandit   # or round-robin",
+  ladder:
+    "ladder:\n  budgets: [30s, 2m]   # cheaper rungs, ascending, each below run.budget (the top rung)\n  promote: 0.3         # fraction of each rung that climbs on (default 1/3)",
+  "ladder.budgets":
+    "budgets: [30s, 2m]   # ascending, each below run.budget: with budget: 10m the rungs are 30s, 2m, 10m",
+  "ladder.promote": "promote: 0.3   # the best 30% of a rung climb to the next (default 1/3)",
+  "ladder.alarm_below":
+    "alarm_below: 0.2   # proxy alarm when adjacent rungs' rank correlation falls below (default 0.2)",
+  "ladder.min_pairs":
+    "min_pairs: 12   # candidates measured on both rungs before the alarm judges (default 12)",
   "search.*": KNOB_EXAMPLE,
 };
 
