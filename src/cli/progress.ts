@@ -18,9 +18,17 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
   const tty = opts.tty ?? out.isTTY === true;
   let metric = "metric";
   let best: { n: number; metric: number } | undefined;
-  let current:
-    | { n: number; hypothesis: string; startedAt: number; budgetMs: number; progress?: string }
-    | undefined;
+  interface Running {
+    n: number;
+    hypothesis: string;
+    startedAt: number;
+    budgetMs: number;
+    progress?: string;
+    slot?: number;
+  }
+  // Experiments with a trial under way (several at once with parallel slots), and hypotheses by n.
+  const running = new Map<number, Running>();
+  const hypotheses = new Map<number, string>();
   let timer: NodeJS.Timeout | undefined;
   let live = false;
 
@@ -33,16 +41,23 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
     out.write(`${line}\n`);
     draw();
   };
+  const bar = (r: Running, width: number) => {
+    const filled = Math.min(width, Math.round(((Date.now() - r.startedAt) / r.budgetMs) * width));
+    return `▕${"█".repeat(filled)}${"░".repeat(width - filled)}▏`;
+  };
   const draw = () => {
-    if (!tty || !current) return;
-    const elapsed = (Date.now() - current.startedAt) / 1000;
-    const budget = current.budgetMs / 1000;
-    const width = 20;
-    const filled = Math.min(width, Math.round((elapsed / budget) * width));
-    const bar = `${"█".repeat(filled)}${"░".repeat(width - filled)}`;
+    if (!tty || running.size === 0) return;
     const bestText = best ? `best ${metric} ${formatMetric(best.metric)} (#${best.n})` : "measuring baseline";
     const cols = out.columns ?? 100;
-    let line = `#${current.n} ▕${bar}▏ ${elapsed.toFixed(1)}s/${budget}s  ${bestText}  ${current.progress ?? ""} ${current.hypothesis}`;
+    const all = [...running.values()];
+    let line: string;
+    if (all.length === 1) {
+      const r = all[0] as Running;
+      const elapsed = (Date.now() - r.startedAt) / 1000;
+      line = `#${r.n} ${bar(r, 20)} ${elapsed.toFixed(1)}s/${r.budgetMs / 1000}s  ${bestText}  ${r.progress ?? ""} ${r.hypothesis}`;
+    } else {
+      line = `${all.map((r) => `#${r.n}${bar(r, 6)}`).join(" ")}  ${bestText}`;
+    }
     if (line.length > cols - 1) line = `${line.slice(0, cols - 2)}…`;
     out.write(`\r\x1b[2K${line}`);
     live = true;
@@ -65,23 +80,32 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         print(e.ok ? `setup done in ${e.wallS.toFixed(1)}s` : `setup failed: ${e.reason ?? ""}`);
         break;
       case "experiment_created":
-        current = { n: e.n, hypothesis: e.hypothesis, startedAt: Date.now(), budgetMs: 1 };
+        hypotheses.set(e.n, e.hypothesis);
         break;
       case "trial_started":
-        current = {
+        hypotheses.set(e.n, e.hypothesis);
+        running.set(e.n, {
           n: e.n,
           hypothesis: e.hypothesis,
           startedAt: e.startedAt,
           budgetMs: e.budgetMs,
-        };
-        if (!tty) print(`#${e.n} trial ${e.attempt} started (budget ${e.budgetMs / 1000}s, seed ${e.seed})`);
+          ...(e.slot !== undefined ? { slot: e.slot } : {}),
+        });
+        if (!tty) {
+          print(
+            `#${e.n} trial ${e.attempt} started (budget ${e.budgetMs / 1000}s, seed ${e.seed}${e.slot !== undefined ? `, slot ${e.slot}` : ""})`,
+          );
+        }
         if (tty && !timer) timer = setInterval(draw, 250);
         draw();
         break;
-      case "progress":
-        if (current && current.n === e.n) current.progress = `${e.name}=${formatMetric(e.value)}`;
+      case "progress": {
+        const r = running.get(e.n);
+        if (r) r.progress = `${e.name}=${formatMetric(e.value)}`;
         break;
+      }
       case "trial_finished":
+        running.delete(e.n);
         // A pruned trial is explained by its decision line.
         if (e.status !== "ok" && e.status !== "pruned") {
           print(`#${e.n} trial ${e.attempt}: ${e.status}${e.reason ? ` — ${e.reason}` : ""}`);
@@ -89,8 +113,9 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         break;
       case "decision": {
         if (!Number.isNaN(e.best.metric)) best = e.best;
-        const hyp = current?.n === e.n ? current.hypothesis : "";
-        current = undefined;
+        const hyp = hypotheses.get(e.n) ?? "";
+        hypotheses.delete(e.n);
+        running.delete(e.n);
         const value = e.metric !== undefined ? `${metric} ${formatMetric(e.metric)}` : "";
         print(`#${e.n} ${ACTION_LABEL[e.action]} ${value.padEnd(metric.length + 10)} ${hyp}  (${e.reason})`);
         break;
@@ -99,7 +124,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         print(`warning: ${e.message}`);
         break;
       case "run_finished":
-        current = undefined;
+        running.clear();
         clear();
         if (timer) clearInterval(timer);
         timer = undefined;

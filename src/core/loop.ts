@@ -120,6 +120,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   };
   const finishEarly = () => finish("stopped by a signal (Ctrl-C); `autolab run` resumes");
 
+  ledger.startSession(run.id, 1);
   await reconcileBranch(deps, exps);
   await runSetup(deps, emit, opts.signal);
   if (stopped()) return finishEarly();
@@ -369,9 +370,10 @@ export async function evaluateExperiment(
   const exps = ledger.listExperiments(run.id);
   const best = bestOf(exps);
   const bestMetric = best ? objectiveOf(best, metric) : undefined;
-  const bestCommit = freshOn ?? (await ws.bestCommit());
+  // A parallel run judges against the parent and merges at decision time: no stale check here.
+  const bestCommit = freshOn ?? (deps.parallel ? exp.parentCommit : await ws.bestCommit());
 
-  if (exp.n !== 0 && exp.parentCommit !== bestCommit && !deps.parallel) {
+  if (exp.n !== 0 && exp.parentCommit !== bestCommit) {
     // Serially this cannot happen; with parallel slots a stale candidate is rebased (see org).
     const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
     ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
