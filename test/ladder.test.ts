@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { alarmsOf, ladderOf } from "../src/app/alarms.ts";
 import { createRun } from "../src/app/create-run.ts";
+import { statusOf } from "../src/app/status.ts";
 import { AutolabError } from "../src/core/errors.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
@@ -111,7 +112,7 @@ describe("the proxy ladder in the loop", () => {
 
   it("promotes a candidate that ranks at the top of every rung; it climbs and is kept", async () => {
     const dir = ladderProject("ladder:\n  budgets: [1s, 2s]\n  promote: 0.3");
-    const { experiments, events } = await run(dir, [set(4, 3), set(5, 2), set(3.5, 2.5)]);
+    const { experiments, events, run: record } = await run(dir, [set(4, 3), set(5, 2), set(3.5, 2.5)]);
     const [base, first, second, third] = experiments;
     expect(budgets(base)).toEqual(["1000:ok:6", "2000:ok:6", "5000:ok:5"]);
     expect(budgets(first)).toEqual(["1000:ok:4", "2000:ok:4", "5000:ok:3"]);
@@ -135,6 +136,10 @@ describe("the proxy ladder in the loop", () => {
     ]);
     expect(steps?.[1]?.check.reason).toBe("proxy 2s → 5s: 3 of 12 paired results needed before judging");
     expect(alarmsOf(program, experiments)).toEqual([]);
+    expect(statusOf(record, experiments, program).ladder).toEqual([
+      { low: "1s", high: "2s", measured: 3, promoted: 2, rho: 1, pairs: 3 },
+      { low: "2s", high: "5s", measured: 2, promoted: 2, rho: 1, pairs: 3 },
+    ]);
   });
 
   it("raises the proxy alarm when the cheap rung ranks candidates against the expensive one", async () => {

@@ -1,7 +1,7 @@
 import { countDecisions, type ExperimentRecord, type RunRecord, type SessionRecord } from "../core/ledger.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
-import { alarmsOf, noiseOf } from "./alarms.ts";
+import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
 import { orgView, type RoleCredit, type SlotUse } from "./org-view.ts";
 
 /** `autolab status --json`. Field by field in docs/cli.md; add fields, never rename them. */
@@ -35,10 +35,23 @@ export interface StatusJson {
   noise: { sigma: number; reason: string } | null;
   /** Things to look at: overfitting canaries, a baseline too noisy to accept anything. */
   alarms: Alarm[];
+  /** The proxy ladder per pair of adjacent rungs (`null` without `ladder:` in program.md). */
+  ladder: StatusLadderStep[] | null;
   /** Credit per org role, in order of first appearance; empty without an org (src/app/org-view.ts). */
   roles: RoleCredit[];
   /** The slots of the latest harness session and their utilization; `count` 0 without a session. */
   slots: StatusSlots;
+}
+
+/** One step of the proxy ladder: candidates measured on `low`, promoted to `high`, and the rungs' rank correlation. */
+export interface StatusLadderStep {
+  low: string;
+  high: string;
+  measured: number;
+  promoted: number;
+  /** Spearman's rho over the most recent pairs; `null` below 3 pairs. */
+  rho: number | null;
+  pairs: number;
 }
 
 /** `status.slots`: always an object (count 0 and nulls when the notebook has no session). */
@@ -114,6 +127,7 @@ export function statusOf(
     acceptance: program?.acceptance ?? null,
     noise: noiseLine(program, exps),
     alarms: program ? alarmsOf(program, exps) : [],
+    ladder: program ? ladderStatus(program, exps) : null,
     ...orgStatus(run, exps, org),
   };
 }
@@ -181,4 +195,17 @@ export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
 function noiseLine(program: Program | undefined, exps: ExperimentRecord[]): StatusJson["noise"] {
   const n = program ? noiseOf(program, exps) : undefined;
   return n && Number.isFinite(n.sigma) ? { sigma: n.sigma, reason: n.reason } : null;
+}
+
+function ladderStatus(program: Program, exps: ExperimentRecord[]): StatusLadderStep[] | null {
+  const steps = ladderOf(program, exps);
+  if (!steps) return null;
+  return steps.map((s) => ({
+    low: s.low,
+    high: s.high,
+    measured: s.measured,
+    promoted: s.promoted,
+    rho: Number.isFinite(s.check.rho) ? Math.round(s.check.rho * 1000) / 1000 : null,
+    pairs: s.check.pairs,
+  }));
 }

@@ -80,6 +80,13 @@ export function statusCommand(flags: ViewFlags): void {
     if (s.noise) lines.push(`Noise: ${s.noise.reason.replace(/^noise: /, "")}`);
     if (s.acceptance) lines.push(`Acceptance: ${s.acceptance}`);
     for (const a of s.alarms) lines.push(`ALARM ${a.kind}: ${a.reason}`);
+    if (s.ladder) {
+      const steps = s.ladder.map(
+        (l) =>
+          `${l.low} → ${l.high}: ${l.promoted} of ${l.measured} promoted, rho ${l.rho === null ? "—" : l.rho.toFixed(2)} over ${l.pairs} pairs`,
+      );
+      lines.push(`Ladder: ${steps.join("; ")}`);
+    }
     lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
     lines.push(...orgLines(s));
     print(lines.join("\n"));
