@@ -264,6 +264,53 @@ describe("parseProgram: errors point at file, line and field", () => {
   });
 });
 
+describe("parseProgram: slots and org", () => {
+  it("has no slots and no org unless asked (the serial loop)", () => {
+    const p = parseProgram(MINIMAL, "program.md");
+    expect(p.slots).toBeUndefined();
+    expect(p.org).toBeUndefined();
+  });
+
+  it("reads a slot count, GPUs and proposers; gpus fix the count", () => {
+    expect(parseProgram(`${MINIMAL.slice(0, -4)}slots: 4\n---\n`, "p.md").slots).toEqual({
+      count: 4,
+      proposers: 4,
+    });
+    expect(parseProgram(`${MINIMAL.slice(0, -4)}slots: { gpus: [0, 1, 2] }\n---\n`, "p.md").slots).toEqual({
+      count: 3,
+      gpus: [0, 1, 2],
+      proposers: 3,
+    });
+    expect(
+      parseProgram(`${MINIMAL.slice(0, -4)}slots: { count: 8, proposers: 2 }\n---\n`, "p.md").slots,
+    ).toEqual({
+      count: 8,
+      proposers: 2,
+    });
+  });
+
+  it("reads org: as a directory or a map with a policy", () => {
+    expect(parseProgram(`${MINIMAL.slice(0, -4)}org: team/\n---\n`, "p.md").org).toEqual({
+      roles: "team/",
+      policy: "bandit",
+    });
+    expect(
+      parseProgram(`${MINIMAL.slice(0, -4)}org: { roles: org, policy: round-robin }\n---\n`, "p.md").org,
+    ).toEqual({ roles: "org", policy: "round-robin" });
+  });
+
+  it("names the field of a bad slot count, GPU list or policy", () => {
+    const lines = MINIMAL.split("\n").length - 1;
+    const bad = (extra: string) => failure(`${MINIMAL.slice(0, -4)}${extra}\n---\n`);
+    expect(reported(bad("slots: 0"), lines, "slots.count")).toContain("at least 1");
+    expect(bad("slots: { gpus: [-1] }").message).toContain("GPU indices are 0 or more");
+    expect(reported(bad("org: { policy: greedy }"), lines, "org.policy")).toContain("round-robin");
+    expect(reported(bad("slots: { cuont: 2 }"), lines, "slots.cuont")).toContain(
+      "the keys here are: count, gpus, proposers",
+    );
+  });
+});
+
 describe("parseProgram: YAML and frontmatter errors", () => {
   it("reports malformed YAML with the file line", () => {
     const err = failure(withLine(10, "  editable: [train.ts"));

@@ -15,9 +15,13 @@ import { createOrchestrator } from "../org/orchestrator.ts";
 import { loadRoles, type Role, validateRoles } from "../org/roles.ts";
 import type { GitWorkspace } from "../workspace/git-workspace.ts";
 
-/** A run goes parallel with more than one slot, or with an org (proposals pipelined ahead of trials). */
+/**
+ * The scheduler (proposals pipelined ahead of trials, merging) runs when program.md asks for
+ * slots — even `slots: 1`, one GPU kept busy while the agent thinks — or for an org. Without
+ * either, the serial loop runs: autoresearch's rhythm, think then train.
+ */
 export function isParallel(program: Program): boolean {
-  return (program.slots?.count ?? 1) > 1 || program.org !== undefined;
+  return program.slots !== undefined || program.org !== undefined;
 }
 
 /**

@@ -71,6 +71,7 @@ export interface Program {
   /**
    * Parallel slots: `count` trials run at once, each in its own worktree; with `gpus`, slot i
    * gets CUDA_VISIBLE_DEVICES=gpus[i % gpus.length]. `proposers`: proposals prepared at once.
+   * Absent when program.md has no `slots:` (the serial loop, unless there is an org).
    */
   slots?: { count: number; gpus?: number[]; proposers: number };
   /** An organization: role files in `roles` (a directory, relative to program.md) and the orchestrator's policy. */

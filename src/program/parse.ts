@@ -139,7 +139,7 @@ export function parseProgram(text: string, path: string): Program {
     acceptance: fm.acceptance,
     agent: toAgentConfig(fm.agent),
     search: fm.search,
-    slots: toSlots(fm.slots),
+    ...(Object.keys(fm.slots).length ? { slots: toSlots(fm.slots) } : {}),
     ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
     ...(fm.ladder ? { ladder: toLadder(fm.ladder, fm.run.grace) } : {}),
     directions: split.body,

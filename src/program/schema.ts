@@ -182,14 +182,19 @@ const knobName = z.string().regex(KNOB_NAME, {
 });
 
 const slotsShape = {
-  count: z.number().int().min(1).max(256).optional(),
+  count: z
+    .number()
+    .int()
+    .min(1, { error: "at least 1 slot (1 = one trial at a time, proposals prepared ahead)" })
+    .max(256)
+    .optional(),
   gpus: z
     .array(
       z.number().int().min(0, { error: "GPU indices are 0 or more (as CUDA_VISIBLE_DEVICES counts them)" }),
     )
     .min(1)
     .optional(),
-  proposers: z.number().int().min(1).max(64).optional(),
+  proposers: z.number().int().min(1, { error: "at least 1 proposer" }).max(64).optional(),
 };
 
 const orgShape = {
