@@ -1,5 +1,6 @@
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
+import { isFullBudget } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import {
   adoptCandidate,
@@ -331,7 +332,10 @@ async function measureBaseline(
   const { ledger, run, judge } = first;
   const baseline = ledger.getExperiment(run.id, 0);
   if (!baseline || baseline.decision) return;
-  const done = baseline.trials.filter((t) => t.result && t.result.status !== "interrupted").length;
+  // Rung trials of a proxy ladder are not part of the noise sample (evaluateExperiment runs them).
+  const done = baseline.trials.filter(
+    (t) => t.result && t.result.status !== "interrupted" && isFullBudget(first.program, t),
+  ).length;
   const missing = Math.max(0, judge.baselineTrials - done);
   for (let k = 0; k < missing && !signal.aborted; k += slotDeps.length) {
     const batch = slotDeps.slice(0, Math.min(slotDeps.length, missing - k));
