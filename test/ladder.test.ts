@@ -142,6 +142,27 @@ describe("the proxy ladder in the loop", () => {
     ]);
   });
 
+  it("climbs the same way in a parallel run (slots: 2)", async () => {
+    const dir = ladderProject("ladder: { budgets: [1s] }\nslots: 2");
+    const { experiments } = await run(dir, [set(4, 3), set(9, 1)]);
+    const [base, ...cands] = experiments;
+    // The baseline's full-budget trials run first on the slots at once, then its rung.
+    expect(budgets(base).sort()).toEqual(["1000:ok:6", "5000:ok:5"]);
+    const good = cands.find((e) => e.hypothesis === "C 4, X 3");
+    const bad = cands.find((e) => e.hypothesis === "C 9, X 1");
+    expect(budgets(good)).toEqual(["1000:ok:4", "5000:ok:3"]);
+    expect(good?.decision).toMatchObject({ action: "keep", metric: 3 });
+    expect(budgets(bad)).toEqual(["1000:ok:9"]);
+    expect(bad?.decision?.reason).toMatch(/^not promoted from the 1s rung/);
+  });
+
+  it("refuses a --budget at or below the last rung", async () => {
+    const dir = ladderProject("ladder: { budgets: [1s, 2s] }");
+    await expect(createRun({ program: dir, tag: "t", budgetMs: 2000, maxExperiments: 1 })).rejects.toThrow(
+      /--budget 2s is not above the proxy ladder's last rung \(2s\)/,
+    );
+  });
+
   it("raises the proxy alarm when the cheap rung ranks candidates against the expensive one", async () => {
     const dir = ladderProject("ladder: { budgets: [1s], promote: 1, min_pairs: 3 }", { c: 5, x: 5 });
     // Every candidate climbs (promote: 1); the cheap values run opposite to the expensive ones.

@@ -8,6 +8,7 @@ import { type LoopDeps, type LoopSummary, runLoop } from "../core/loop.ts";
 import { runParallel } from "../core/scheduler.ts";
 import type { Agent } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
+import { formatDuration } from "../program/duration.ts";
 import { defaultGraceMs, loadProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { createJudge } from "../trust/acceptance.ts";
@@ -98,6 +99,14 @@ export async function openRunSession(
     const { program, ledger } = lab;
     const contract = contractOf(program);
     if (opts.budgetMs !== undefined) {
+      const top = program.ladder?.rungs.at(-1);
+      if (top && top.budgetMs >= opts.budgetMs) {
+        throw new AutolabError(
+          "BUDGET_BELOW_LADDER",
+          `--budget ${formatDuration(opts.budgetMs)} is not above the proxy ladder's last rung (${formatDuration(top.budgetMs)}): full-budget trials and rung trials would be confused.`,
+          "Give a larger --budget, or remove the rungs at or above it from program.md's ladder.budgets.",
+        );
+      }
       program.run.budgetMs = opts.budgetMs;
       program.run.graceMs = defaultGraceMs(opts.budgetMs);
     }
