@@ -3,7 +3,7 @@
  * after kill -9 with several slots: real git worktrees, real processes, real SQLite.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -137,6 +137,25 @@ describe("parallel slots", () => {
     const stale = exps.find((e) => e.decision?.action === "reject") as ExperimentRecord;
     expect(stale.decision?.reason).toMatch(/^stale: .*conflicts with the new best #\d+ in a\.mjs/);
     expect(exps.some((e) => e.rebaseOf !== undefined)).toBe(false);
+  });
+
+  it("--slots turns a serial program parallel for one invocation", async () => {
+    const dir = pairProject({ sleepMs: 300 });
+    writeFileSync(
+      join(dir, "program.md"),
+      readFileSync(join(dir, "program.md"), "utf8").replace("slots: 2\n", ""),
+    );
+    git(dir, "commit", "-qam", "serial program");
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 2,
+      slots: 2,
+      agent: createScriptedAgent([setA(4), setB(4)]),
+    });
+    outcome.lab.ledger.close();
+    const slots = outcome.experiments.filter((e) => e.n > 0).map((e) => e.trials[0]?.slot);
+    expect(new Set(slots)).toEqual(new Set([0, 1]));
   });
 
   it("gives each slot its GPU (CUDA_VISIBLE_DEVICES) and records the slot of every trial", async () => {

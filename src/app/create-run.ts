@@ -27,6 +27,8 @@ export interface RunOptions {
   maxExperiments?: number;
   /** Overrides program.md's run.budget (ms). */
   budgetMs?: number;
+  /** Overrides program.md's slots: count (its gpus and proposers stay; proposers default to the count). */
+  slots?: number;
   /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
   agent?: string | Agent;
   seed?: number;
@@ -109,6 +111,14 @@ export async function openRunSession(
       }
       program.run.budgetMs = opts.budgetMs;
       program.run.graceMs = defaultGraceMs(opts.budgetMs);
+    }
+    if (opts.slots !== undefined) {
+      const given = program.slots;
+      program.slots = {
+        ...(given?.gpus ? { gpus: given.gpus } : {}),
+        count: opts.slots,
+        proposers: given && given.proposers !== given.count ? given.proposers : opts.slots,
+      };
     }
     if (opts.tag !== undefined && !TAG.test(opts.tag)) {
       throw new AutolabError(

@@ -71,6 +71,11 @@ cli
     positiveInt,
   )
   .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", duration)
+  .option(
+    "-s, --slots <n>",
+    "trials at once for this invocation (overrides program.md's slots: count)",
+    positiveInt,
+  )
   .option("-a, --agent <name>", "researcher (default: program.md's agent)")
   .option("--seed <n>", "seed passed to trials as AUTOLAB_SEED (new runs only)", positiveInt)
   .option("--allow-dirty", "start a new run even though editable/protected files have uncommitted changes")

@@ -11,6 +11,7 @@ interface RunFlags {
   tag?: string;
   maxExperiments?: number;
   budget?: number;
+  slots?: number;
   agent?: string;
   seed?: number;
   allowDirty?: boolean;
@@ -74,6 +75,7 @@ export function runCommand(flags: RunFlags): Promise<void> {
         ...(flags.tag ? { tag: flags.tag } : {}),
         ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
         ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
+        ...(flags.slots !== undefined ? { slots: flags.slots } : {}),
         ...(flags.agent ? { agent: flags.agent } : {}),
         ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
         ...(flags.allowDirty ? { allowDirty: true } : {}),
