@@ -13,7 +13,16 @@ import type { CrashPoint } from "../src/core/crash-points.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
-import { createToyProject, readLedger, runCli, type ToyProject } from "./helpers/toy-project.ts";
+import { createToyProject, readLedger, runCli, spawnCli, type ToyProject } from "./helpers/toy-project.ts";
+
+/** Whether pid is a live train.mjs process (a zombie has no command line; a reused pid another). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("train.mjs");
+  } catch {
+    return false;
+  }
+}
 
 const ID = ["-c", "user.name=t", "-c", "user.email=t@localhost"];
 const git = (cwd: string, ...args: string[]) =>
@@ -297,6 +306,39 @@ describe("kill -9 of a run with several slots, then resume", () => {
       expect(t.git(["rev-parse", `autolab/${tag}`]).trim()).toBe(kept.at(-1)?.commit_sha);
     });
   }
+
+  it("killed while both slots run trials: both are interrupted, their processes reaped, and run again", async () => {
+    // Invocations 1 and 2 (the first two candidates) hang far beyond any budget.
+    const t = createToyProject({ slots: 2, plan: ["ok", "hang", "hang"] });
+    toys.push(t);
+    const p = spawnCli(["run", "-n", "3"], { cwd: t.dir });
+    await p.waitFor(/#2 trial 1 started/);
+    await p.waitFor(/#1 trial 1 started/);
+    p.child.kill("SIGKILL");
+    expect((await p.done).signal).toBe("SIGKILL");
+    const pids = t.invocations();
+    const r = await runCli(["run", "-n", "3"], { cwd: t.dir });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const db = readLedger(t.dir);
+    expect(db.decisions).toHaveLength(db.experiments.length);
+    expect(db.trialResults).toHaveLength(db.trialStarts.length);
+    const statuses = (n: number) => {
+      const e = db.experiments.find((x) => x.n === n);
+      return db.trialStarts
+        .filter((s) => s.experiment_id === e?.id)
+        .map((s) => db.trialResults.find((x) => x.trial_id === s.id)?.status);
+    };
+    // Each was run again after the interruption (the rerun's fate depends on which invocation
+    // the toy counts it as: the hanging ones are 1 and 2, whatever order they started in).
+    for (const n of [1, 2]) {
+      expect(statuses(n)[0]).toBe("interrupted");
+      expect(statuses(n)).toHaveLength(2);
+    }
+    // No trial process of the killed harness outlived the resume (hangs would run for minutes).
+    const started = readFileSync(join(t.scratch, "invocations"), "utf8").trim().split("\n").map(Number);
+    expect(started.length).toBeGreaterThanOrEqual(pids);
+    for (const pid of started) expect(alive(pid), `trial process ${pid}`).toBe(false);
+  });
 
   it("after-merge-commit:1 — the rebased winner is adopted, not merged twice", async () => {
     const dir = alternatingProject();
