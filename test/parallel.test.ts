@@ -106,6 +106,11 @@ const interval = (e: ExperimentRecord) => {
   return { start: Date.parse(t?.startedAt ?? ""), end: Date.parse(t?.result?.finishedAt ?? "") };
 };
 
+const toys: ToyProject[] = [];
+afterAll(() => {
+  for (const t of toys) t.cleanup();
+});
+
 describe("parallel slots", () => {
   it("runs candidates at once on separate slots and worktrees; two independent wins both reach the best", async () => {
     const dir = pairProject();
@@ -146,6 +151,30 @@ describe("parallel slots", () => {
     const stale = exps.find((e) => e.decision?.action === "reject") as ExperimentRecord;
     expect(stale.decision?.reason).toMatch(/^stale: .*conflicts with the new best #\d+ in a\.mjs/);
     expect(exps.some((e) => e.rebaseOf !== undefined)).toBe(false);
+  });
+
+  it("rebases a tuner's conflicting knob values onto the new best instead of rejecting them", async () => {
+    // The built-in optimizer sets every knob (LR, WIDTH) in train.mjs, so two candidates made
+    // in parallel conflict line by line; every trial scores better than the last ("decreasing").
+    const t = createToyProject({ slots: 2, score: "decreasing" });
+    toys.push(t);
+    const outcome = await createRun({ program: t.dir, tag: "t", maxExperiments: 4 });
+    outcome.lab.ledger.close();
+    const exps = outcome.experiments;
+    expect(exps.some((e) => /conflicts/.test(e.decision?.reason ?? ""))).toBe(false);
+    const merges = exps.filter((e) => e.rebaseOf !== undefined);
+    expect(merges.length).toBeGreaterThan(0);
+    for (const m of merges) {
+      const original = exps.find((e) => e.n === m.rebaseOf) as ExperimentRecord;
+      const best = exps.find((e) => e.commit === m.parentCommit) as ExperimentRecord;
+      // The merge is the new best with the original's knob values, and nothing else.
+      expect(m.params).toEqual({ ...best.params, ...original.params });
+      const text = git(t.dir, "show", `${m.commit}:train.mjs`);
+      expect(text).toContain(
+        `const LR = ${git(t.dir, "show", `${original.commit}:train.mjs`).match(/const LR = (.*);/)?.[1]};`,
+      );
+      expect(git(t.dir, "diff", "--stat", best.commit, m.commit)).toMatch(/train\.mjs \| +[1-4] /);
+    }
   });
 
   it("--slots turns a serial program parallel for one invocation", async () => {
@@ -260,10 +289,6 @@ console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1}\` }));
 }
 
 describe("kill -9 of a run with several slots, then resume", () => {
-  const toys: ToyProject[] = [];
-  afterAll(() => {
-    for (const t of toys) t.cleanup();
-  });
   const N = 4;
   const cases: { point: CrashPoint; k: number }[] = [
     { point: "after-commit", k: 2 },

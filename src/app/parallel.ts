@@ -14,6 +14,7 @@ import type { Agent, Program } from "../core/types.ts";
 import { createOrchestrator } from "../org/orchestrator.ts";
 import { loadRoles, type Role, validateRoles } from "../org/roles.ts";
 import type { GitWorkspace } from "../workspace/git-workspace.ts";
+import { knobRebaser } from "./knob-rebase.ts";
 
 /**
  * The scheduler (proposals pipelined ahead of trials, merging) runs when program.md asks for
@@ -107,7 +108,14 @@ export async function parallelDeps(
         program,
       )
     : undefined;
-  return { ...deps, slots, proposers, researchers, ...(chooser ? { chooser } : {}) };
+  return {
+    ...deps,
+    slots,
+    proposers,
+    researchers,
+    ...(chooser ? { chooser } : {}),
+    ...(Object.keys(program.search).length ? { rebaseKnobs: knobRebaser(program) } : {}),
+  };
 }
 
 /** A resumed org continues learning from what its roles already did (decisions in order). */

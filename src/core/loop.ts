@@ -63,6 +63,19 @@ export interface ParallelHooks {
   allocate(): number;
   /** A merge candidate was recorded: queue it for evaluation. */
   onMerged(exp: ExperimentRecord): void;
+  /**
+   * When a rebase conflicts and the candidate changed only knob values (search: knobs), writes
+   * those values into the new best's files in `workspace` and commits them as candidate n;
+   * undefined when the change is more than knob values.
+   */
+  rebaseKnobs?(args: {
+    workspace: Workspace;
+    exp: ExperimentRecord;
+    onto: string;
+    n: number;
+    message: string;
+    changed: Record<string, number>;
+  }): Promise<{ commit: string; ref: string; diff: DiffStats } | undefined>;
 }
 
 export interface LoopOptions {
@@ -553,7 +566,16 @@ async function mergeOnto(
       ...(exp.role ? { role: exp.role } : {}),
       rebaseOf: exp.n,
     });
-    const res = await ws.rebase(m, exp.commit, best.commit, message);
+    let res = await ws.rebase(m, exp.commit, best.commit, message);
+    // A tuner's change is a set of knob values: on conflicting knob lines, it is the values
+    // that are rebased (written into the new best's files), not the lines.
+    if ("conflicts" in res && parallel.rebaseKnobs && exp.params) {
+      const changed = changedParams(exp, exps);
+      const byKnobs = Object.keys(changed).length
+        ? await parallel.rebaseKnobs({ workspace: ws, exp, onto: best.commit, n: m, message, changed })
+        : undefined;
+      if (byKnobs) res = byKnobs;
+    }
     if ("conflicts" in res) {
       const reason = `stale: ${beat}, but its change conflicts with the new best #${best.n} in ${res.conflicts.join(", ") || "the same lines"}`;
       ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });

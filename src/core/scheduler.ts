@@ -70,6 +70,8 @@ export interface ParallelDeps extends LoopDeps {
   researchers: Researcher[];
   /** Without one, the first researcher always proposes. */
   chooser?: Chooser;
+  /** Rebases a tuner's conflicting knob values (ParallelHooks.rebaseKnobs). */
+  rebaseKnobs?: ParallelHooks["rebaseKnobs"];
 }
 
 const DEFAULT_MAX_AGENT_FAILURES = 5;
@@ -136,6 +138,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
       queue.unshift(exp);
       wake();
     },
+    ...(deps.rebaseKnobs ? { rebaseKnobs: deps.rebaseKnobs } : {}),
   };
   const slotDeps = deps.slots.map(
     (s, index): LoopDeps => ({

@@ -45,6 +45,8 @@ export interface Workspace {
   /** Restores protected files byte-for-byte from the base commit (the pristine copy). */
   restoreProtected(): Promise<void>;
   commitMessage(commit: string): Promise<string>;
+  /** A file's content at a commit (path relative to the program's directory), read as latin1 (byte-exact); undefined if absent. */
+  fileAt(commit: string, path: string): Promise<string | undefined>;
   /**
    * Re-applies `commit` (a candidate built on an older best) onto `onto` as a new commit,
    * reachable as refs/autolab/<tag>/<n>; or the paths that conflict.

@@ -444,6 +444,16 @@ export class GitWorkspace implements Workspace {
     return { commit: sha, ref, diff: await this.diffStats(onto, sha) };
   }
 
+  async fileAt(commit: string, path: string): Promise<string | undefined> {
+    try {
+      return (await gitBuffer(this.worktree, ["show", `${commit}:${this.toRepoPath(path)}`])).toString(
+        "latin1",
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
   async commitMessage(commit: string): Promise<string> {
     return this.g(["log", "-1", "--format=%B", commit]);
   }
