@@ -106,34 +106,14 @@ export interface LoopSummary {
  */
 export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
   const { program, ledger, run, workspace: ws, agent } = deps;
-  const metric = program.objective.metric;
   const emit = (e: LoopEvent) => opts.onEvent?.(e);
   const stopped = () => opts.signal?.aborted === true;
   const list = () => ledger.listExperiments(run.id);
 
-  let exps = list();
-  emit({
-    type: "run_started",
-    tag: run.tag,
-    branch: run.branch,
-    metric,
-    resumed: exps.length > 0,
-    experiments: exps.length,
-  });
-  const finish = (reason: string): LoopSummary => {
-    const all = list();
-    const best = bestOf(all);
-    const bm = best ? objectiveOf(best, metric) : undefined;
-    emit({
-      type: "run_finished",
-      reason,
-      best: best && bm !== undefined ? { n: best.n, metric: bm } : undefined,
-    });
-    return { stoppedBecause: reason, experiments: all, best };
-  };
-  const finishEarly = () => finish("stopped by a signal (Ctrl-C); `autolab run` resumes");
+  let exps = startRun(deps, 1, emit);
+  const finish = (reason: string): LoopSummary => finishRun(deps, reason, emit);
+  const finishEarly = () => finish(STOPPED_BY_SIGNAL);
 
-  ledger.startSession(run.id, 1);
   await reconcileBranch(deps, exps);
   await runSetup(deps, emit, opts.signal);
   if (stopped()) return finishEarly();
@@ -188,6 +168,37 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   }
   await ws.resetTo(await ws.bestCommit());
   return finishEarly();
+}
+
+export const STOPPED_BY_SIGNAL = "stopped by a signal (Ctrl-C); `autolab run` resumes";
+
+/** Announces the run and records this harness session (how many slots); returns the notebook. */
+export function startRun(deps: LoopDeps, slots: number, emit: (e: LoopEvent) => void): ExperimentRecord[] {
+  const { ledger, run, program } = deps;
+  const exps = ledger.listExperiments(run.id);
+  emit({
+    type: "run_started",
+    tag: run.tag,
+    branch: run.branch,
+    metric: program.objective.metric,
+    resumed: exps.length > 0,
+    experiments: exps.length,
+  });
+  ledger.startSession(run.id, slots);
+  return exps;
+}
+
+/** The run's summary, announced. */
+export function finishRun(deps: LoopDeps, reason: string, emit: (e: LoopEvent) => void): LoopSummary {
+  const all = deps.ledger.listExperiments(deps.run.id);
+  const best = bestOf(all);
+  const bm = best ? objectiveOf(best, deps.program.objective.metric) : undefined;
+  emit({
+    type: "run_finished",
+    reason,
+    best: best && bm !== undefined ? { n: best.n, metric: bm } : undefined,
+  });
+  return { stoppedBecause: reason, experiments: all, best };
 }
 
 /** Experiment 0, the unmodified base commit, recorded if it is not yet. */

@@ -8,6 +8,7 @@ import {
   closeOpenTrials,
   ensureBaseline,
   evaluateExperiment,
+  finishRun,
   type LoopDeps,
   type LoopOptions,
   type LoopSummary,
@@ -16,6 +17,8 @@ import {
   runSetup,
   runStep,
   runTrial,
+  STOPPED_BY_SIGNAL,
+  startRun,
 } from "./loop.ts";
 import type { Agent, Program } from "./types.ts";
 import { bestOf, objectiveOf } from "./views.ts";
@@ -100,29 +103,12 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   const changed = () => new Promise<void>((r) => waiters.push(r));
   signal.addEventListener("abort", wake, { once: true });
 
-  let exps = list();
-  emit({
-    type: "run_started",
-    tag: run.tag,
-    branch: run.branch,
-    metric,
-    resumed: exps.length > 0,
-    experiments: exps.length,
-  });
-  ledger.startSession(run.id, deps.slots.length);
+  let exps = startRun(deps, deps.slots.length, emit);
   const finish = async (reason: string): Promise<LoopSummary> => {
-    const all = list();
-    const best = bestOf(all);
-    const bm = best ? objectiveOf(best, metric) : undefined;
-    await ws.resetTo(best?.commit ?? run.baseCommit);
-    emit({
-      type: "run_finished",
-      reason,
-      best: best && bm !== undefined ? { n: best.n, metric: bm } : undefined,
-    });
-    return { stoppedBecause: reason, experiments: all, best };
+    await ws.resetTo(bestOf(list())?.commit ?? run.baseCommit);
+    return finishRun(deps, reason, emit);
   };
-  const stopReason = "stopped by a signal (Ctrl-C); `autolab run` resumes";
+  const stopReason = STOPPED_BY_SIGNAL;
 
   let lockChain: Promise<unknown> = Promise.resolve();
   let nextN = 0;
