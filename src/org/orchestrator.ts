@@ -16,6 +16,7 @@
  * same sequence of next()/record() calls, so a resumed run can rebuild the orchestrator by
  * replaying the notebook.
  */
+import { createRng } from "../agents/builtin/rng.ts";
 
 export type OrchestratorPolicy = "bandit" | "round-robin";
 
@@ -101,24 +102,6 @@ interface Arm {
   scc: number;
 }
 
-/** mulberry32: small, seeded, the same on every platform. */
-function createRandom(seed: number): { next(): number; normal(): number } {
-  let state = seed >>> 0;
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const normal = (): number => {
-    const u = 1 - next();
-    const v = next();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-  };
-  return { next, normal };
-}
-
 function check(cond: boolean, message: string): void {
   if (!cond) throw new RangeError(`createOrchestrator: ${message}`);
 }
@@ -136,7 +119,7 @@ export function createOrchestrator(options: OrchestratorOptions): Orchestrator {
   check(priorStrength > 0, `priorStrength must be > 0, got ${priorStrength}`);
   const temperature = options.temperature ?? DEFAULT_TEMPERATURE;
   check(temperature >= 0, `temperature must be ≥ 0, got ${temperature}`);
-  const random = createRandom(options.seed ?? 0);
+  const random = createRng(options.seed ?? 0);
 
   const arms: Arm[] = options.roles.map((r) => {
     const role = typeof r === "string" ? { name: r } : r;

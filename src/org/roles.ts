@@ -10,12 +10,11 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { AutolabError } from "../core/errors.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
 import type { ProgramIssue } from "../program/checks.ts";
-import { splitFrontmatter } from "../program/frontmatter.ts";
+import { parseFrontmatterYaml, splitFrontmatter } from "../program/frontmatter.ts";
 import { type FieldPath, locateLine } from "../program/locate.ts";
 import { toAgentConfig } from "../program/parse.ts";
 import { exampleFor, fromZod, showPath } from "../program/report.ts";
@@ -138,25 +137,7 @@ export function parseRole(text: string, path: string): Role {
       DOCS_HINT,
     );
   }
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(split.yaml, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const toFileLine = (yamlLine: number | undefined) => (yamlLine ?? 1) + split.yamlStartLine - 1;
-  if (doc.errors.length > 0) {
-    const blocks = doc.errors.map((err) => {
-      const pos = lineCounter.linePos(err.pos[0]);
-      return `  ${path}:${toFileLine(pos.line)}:${pos.col}  YAML: ${err.message}`;
-    });
-    throw new AutolabError(
-      "ROLE_INVALID",
-      `${path}: the frontmatter is not valid YAML:\n${blocks.join("\n")}`,
-      "check indentation (spaces, not tabs), closing brackets and quotes",
-    );
-  }
-  const raw: unknown = doc.toJS() ?? {};
-  if (raw && typeof raw === "object" && typeof (raw as { agent?: unknown }).agent === "string") {
-    const r = raw as { agent: unknown };
-    r.agent = { backend: r.agent };
-  }
+  const { doc, lineCounter, toFileLine, raw } = parseFrontmatterYaml(split, path, "ROLE_INVALID");
   const lineOf = (p: FieldPath) => toFileLine(locateLine(doc, lineCounter, p));
   const parsed = roleSchema.safeParse(raw);
   if (!parsed.success) {

@@ -1,3 +1,6 @@
+import { type Document, LineCounter, parseDocument } from "yaml";
+import { AutolabError } from "../core/errors.ts";
+
 /**
  * Splits program.md into its YAML frontmatter and markdown body. The frontmatter is the block
  * between a first line `---` and the next line `---` (or `...`); line numbers are kept so
@@ -38,4 +41,54 @@ export function splitFrontmatter(text: string): FrontmatterSplit {
       .replace(/^\s*\n/, "")
       .trimEnd(),
   };
+}
+
+/** Parsed frontmatter YAML with what error reports need: the document, its line counter, and file lines. */
+export interface FrontmatterYaml {
+  doc: Document.Parsed;
+  lineCounter: LineCounter;
+  /** A 1-based line of the YAML text → the line of the file. */
+  toFileLine: (yamlLine: number | undefined) => number;
+  /** The YAML as plain data (an empty frontmatter is an empty map); `agent: x` expanded to `{ backend: x }`. */
+  raw: unknown;
+}
+
+/**
+ * Parses the frontmatter of a program.md or role file. Invalid YAML throws AutolabError `code`
+ * listing every error as file:line:col with the offending source line quoted once.
+ */
+export function parseFrontmatterYaml(
+  split: Extract<FrontmatterSplit, { ok: true }>,
+  path: string,
+  code: string,
+): FrontmatterYaml {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(split.yaml, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const toFileLine = (yamlLine: number | undefined) => (yamlLine ?? 1) + split.yamlStartLine - 1;
+  if (doc.errors.length > 0) {
+    const sourceLines = split.yaml.split("\n");
+    let shownLine = 0;
+    const blocks = doc.errors.map((err) => {
+      const pos = lineCounter.linePos(err.pos[0]);
+      const source = sourceLines[pos.line - 1];
+      const head = `  ${path}:${toFileLine(pos.line)}:${pos.col}  YAML: ${err.message}`;
+      // Quote the offending source line once, under the first error on it.
+      if (source === undefined || source.trim() === "" || pos.line === shownLine) return head;
+      shownLine = pos.line;
+      return `${head}\n      ${source}`;
+    });
+    throw new AutolabError(
+      code,
+      `${path}: the frontmatter is not valid YAML:\n${blocks.join("\n")}`,
+      "check indentation (spaces, not tabs), closing brackets and quotes",
+    );
+  }
+  const raw: unknown = doc.toJS() ?? {};
+  // `agent: claude` is shorthand for `agent: { backend: claude }`: expanded before validation so
+  // a misspelt backend is reported (and suggested) like any other enum value.
+  if (raw && typeof raw === "object" && typeof (raw as { agent?: unknown }).agent === "string") {
+    const r = raw as { agent: unknown };
+    r.agent = { backend: r.agent };
+  }
+  return { doc, lineCounter, toFileLine, raw };
 }

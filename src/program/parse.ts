@@ -5,11 +5,10 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { LineCounter, parseDocument } from "yaml";
 import { AutolabError } from "../core/errors.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
-import { splitFrontmatter } from "./frontmatter.ts";
+import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
 import { locateLine } from "./locate.ts";
 import { exampleFor, fromZod, showPath } from "./report.ts";
 import { type Frontmatter, frontmatterSchema, MINIMAL_PROGRAM } from "./schema.ts";
@@ -66,36 +65,7 @@ export function parseProgram(text: string, path: string): Program {
     );
   }
 
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(split.yaml, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const toFileLine = (yamlLine: number | undefined) => (yamlLine ?? 1) + split.yamlStartLine - 1;
-  if (doc.errors.length > 0) {
-    const sourceLines = split.yaml.split("\n");
-    let shownLine = 0;
-    const blocks = doc.errors.map((err) => {
-      const pos = lineCounter.linePos(err.pos[0]);
-      const source = sourceLines[pos.line - 1];
-      const head = `  ${path}:${toFileLine(pos.line)}:${pos.col}  YAML: ${err.message}`;
-      // Quote the offending source line once, under the first error on it.
-      if (source === undefined || source.trim() === "" || pos.line === shownLine) return head;
-      shownLine = pos.line;
-      return `${head}\n      ${source}`;
-    });
-    throw new AutolabError(
-      "PROGRAM_INVALID",
-      `${path}: the frontmatter is not valid YAML:\n${blocks.join("\n")}`,
-      "check indentation (spaces, not tabs), closing brackets and quotes",
-    );
-  }
-
-  // An empty frontmatter is an empty map, so the report lists the required fields.
-  const raw: unknown = doc.toJS() ?? {};
-  // `agent: claude` is shorthand for `agent: { backend: claude }`: expand it before validation so
-  // a misspelt backend is reported (and suggested) like any other enum value.
-  if (raw && typeof raw === "object" && typeof (raw as { agent?: unknown }).agent === "string") {
-    const r = raw as { agent: unknown };
-    r.agent = { backend: r.agent };
-  }
+  const { doc, lineCounter, toFileLine, raw } = parseFrontmatterYaml(split, path, "PROGRAM_INVALID");
   if (raw && typeof raw === "object") {
     // `slots: 4` and `org: org/` are shorthands for the maps.
     const r = raw as { slots?: unknown; org?: unknown };
