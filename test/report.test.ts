@@ -152,6 +152,35 @@ describe("autolab report", () => {
     expect(readFileSync(join(dir, "out", "report.md"), "utf8")).toContain("secret_holdout (holdout)");
   });
 
+  it("lists the credit of each role and the slots' utilization when the run had an org", () => {
+    const dir = tempDir();
+    const roles = ["tuner", "explorer", "tuner", "explorer", "tuner", "tuner", "explorer"];
+    buildNotebook(dir, [
+      { experiments: LAB.map((x, i) => (i === 0 ? x : { ...x, role: roles[i], slot: i % 2 })) },
+    ]);
+    const { ledger, run, exps } = open(dir);
+    ledger.startSession(run.id, 2);
+    const md = readFileSync(
+      writeReport(run, exps, join(dir, "r"), { sessions: ledger.listSessions(run.id) }).markdown,
+      "utf8",
+    );
+    ledger.close();
+    const table = md.split("## Roles")[1]?.split("##")[0] ?? "";
+    expect(table).toMatch(/^\| tuner \| 3 \| 2 \| 0.3 \| /m);
+    expect(table).toMatch(/^\| explorer \| 3 \| 0 \| 0 \| /m);
+    expect(md).toMatch(/Slots: 2, utilization \d+(\.\d)?% in the latest session/);
+    expect(
+      readFileSync(
+        writeReport(
+          run,
+          exps.map((e) => ({ ...e, role: undefined }) as typeof e),
+          join(dir, "r2"),
+        ).markdown,
+        "utf8",
+      ),
+    ).not.toContain("## Roles");
+  });
+
   it("an empty run still gets a report", () => {
     const dir = tempDir();
     buildNotebook(dir, [{ experiments: [] }]);

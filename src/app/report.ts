@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Resvg } from "@resvg/resvg-js";
 import { renderProgressChart } from "../chart/progress-chart.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
-import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import { lastResult, objectiveOf } from "../core/views.ts";
 import { holdoutOf } from "./experiment-json.ts";
 import { firstLine, progressSeries } from "./progress-series.ts";
@@ -15,6 +15,8 @@ export interface ReportOptions {
   /** Chart size in CSS pixels; the PNG is drawn at twice that. */
   width?: number;
   height?: number;
+  /** Harness sessions of the run (slot utilization of the latest one). */
+  sessions?: SessionRecord[];
 }
 
 export interface ReportFiles {
@@ -62,7 +64,7 @@ export function svgToPng(svg: string, scale = 1): Buffer {
 }
 
 export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: ReportOptions = {}): string {
-  const s = statusOf(run, exps);
+  const s = statusOf(run, exps, undefined, opts.sessions ? { sessions: opts.sessions, live: false } : {});
   const c = s.counts;
   const holdout = opts.holdout ? holdoutOf(run) : [];
   const lines: string[] = [];
@@ -124,6 +126,23 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
       );
       if (m !== undefined) prev = m;
     }
+  }
+
+  if (s.roles.length) {
+    lines.push("", "## Roles", "");
+    lines.push("| role | proposals | kept | improvement | compute | value per hour | share |");
+    lines.push("|---|---:|---:|---:|---:|---:|---:|");
+    for (const r of s.roles) {
+      lines.push(
+        `| ${escapeCell(r.role)} | ${r.proposals} | ${r.kept} | ${formatMetric(r.improvement)} | ${formatDuration(r.computeS)} | ${formatMetric(Number((r.value * 3600).toPrecision(4)))} | ${(r.share * 100).toFixed(0)}% |`,
+      );
+    }
+  }
+  if (s.slots.count > 0 && s.slots.utilization !== null) {
+    lines.push(
+      "",
+      `Slots: ${s.slots.count}, utilization ${(s.slots.utilization * 100).toFixed(1)}% in the latest session (busy trial time / (wall time × slots)).`,
+    );
   }
 
   const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");

@@ -15,7 +15,10 @@ export function reportCommand(flags: ReportFlags): void {
   try {
     const run = selectRun(ledger, flags.tag);
     const out = flags.out ?? join(stateDir, "reports", run.tag);
-    const files = writeReport(run, ledger.listExperiments(run.id), out, { holdout: flags.holdout ?? false });
+    const files = writeReport(run, ledger.listExperiments(run.id), out, {
+      holdout: flags.holdout ?? false,
+      sessions: ledger.listSessions(run.id),
+    });
     const show = (p: string) => {
       const r = relative(process.cwd(), p);
       return r.startsWith("..") ? p : r;
