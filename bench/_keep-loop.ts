@@ -62,6 +62,8 @@ export interface KeepLoopOptions {
    * trial k of every experiment the same seed): 0 = independent noise.
    */
   seedShare?: number;
+  /** Leave the best's trials (with their seeds) out of the judge's input: the unpaired rule. */
+  unpaired?: boolean;
 }
 
 export interface KeepRecord {
@@ -110,13 +112,15 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
 
   let used = 0;
   const start = Array.from({ length: dims }, () => startRng.next());
-  const baseValues: number[] = [];
+  // Trial k of every experiment gets seed o.seed + k, as the loop gives it run.seed + k.
+  const baseTrials: TrialResult[] = [];
   for (let k = 0; k < judge.baselineTrials; k++) {
-    baseValues.push(truth(start) + noise(k));
+    baseTrials.push(simTrial(truth(start) + noise(k), o.seed + k));
     used++;
   }
+  const baseValues = baseTrials.map((t) => t.metrics.value as number);
   const baseMean = baseValues.reduce((a, b) => a + b, 0) / baseValues.length;
-  let best = { n: 0, u: start, metric: baseMean, values: baseValues, true: truth(start) };
+  let best = { n: 0, u: start, metric: baseMean, values: baseValues, trials: baseTrials, true: truth(start) };
   const keeps: KeepRecord[] = [];
   const history: TpeObservation[] = [{ params: fromUnit(fn.space, start), value: baseMean }];
   let n = 0;
@@ -148,7 +152,12 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
       const verdict = judge.decide({
         program,
         trials,
-        best: { n: best.n, metric: best.metric, values: best.values },
+        best: {
+          n: best.n,
+          metric: best.metric,
+          values: best.values,
+          ...(o.unpaired ? {} : { trials: best.trials }),
+        },
         baseline: baseValues,
       });
       if (verdict.action !== "more") decision = verdict;
@@ -165,7 +174,7 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     if (decision.action === "keep") {
       const reported = decision.metric as number;
       keeps.push({ n, trueNew: trueValue, trueOld: best.true, reported, trials: trials.length });
-      best = { n, u, metric: reported, values, true: trueValue };
+      best = { n, u, metric: reported, values, trials, true: trueValue };
     }
   }
   return {

@@ -12,7 +12,15 @@
  * (pooled over seeds), reported-minus-true gap of the final best, its true regret (true value −
  * optimum), and the paired difference of true regret noise − greedy (negative = noise better).
  *
+ * Common seeds: the loop gives trial k of every experiment the same seed, and part of a real
+ * run's noise is tied to the seed (data order, init). --share is the share of the noise variance
+ * that depends on the seed index alone (default 0: independent noise); the judge sees the best's
+ * trials with their seeds, so the noise rule compares seed-matched trials as pairs. Unless
+ * --share is given, the local scenarios also run at --shared-share (default 0.5, 0 to skip),
+ * reported under "shared" in the JSON line.
+ *
  *   npm run bench -- noise [--seeds=200] [--trials=200] [--tpe-seeds=30] [--sweep] [--share=0]
+ *                          [--shared-share=0.5] [--unpaired]
  */
 
 import type { Judge } from "../src/core/judge.ts";
@@ -49,10 +57,13 @@ function runJudge(
   trials: number,
   proposer: Proposer,
   share: number,
+  unpaired: boolean,
 ): JudgeFigures {
   const results: KeepLoopResult[] = [];
   for (let s = 0; s < seeds; s++) {
-    results.push(runKeepLoop({ fn, sigma, judge, totalTrials: trials, seed: s, proposer, seedShare: share }));
+    results.push(
+      runKeepLoop({ fn, sigma, judge, totalTrials: trials, seed: s, proposer, seedShare: share, unpaired }),
+    );
   }
   const gains = results
     .flatMap((r) => r.keeps.map((k) => k.trueOld - k.trueNew))
@@ -76,6 +87,8 @@ function runJudge(
 interface ScenarioFigures {
   function: string;
   proposer: Proposer;
+  /** Share of the noise variance tied to the seed index. */
+  share: number;
   sigma: number;
   seeds: number;
   greedy: JudgeFigures;
@@ -94,12 +107,14 @@ function scenario(
   proposer: Proposer,
   share: number,
   options: NoiseJudgeOptions,
+  unpaired = false,
 ): ScenarioFigures {
-  const greedy = runJudge(greedyJudge, fn, sigma, seeds, trials, proposer, share);
-  const noise = runJudge(createNoiseJudge(options), fn, sigma, seeds, trials, proposer, share);
+  const greedy = runJudge(greedyJudge, fn, sigma, seeds, trials, proposer, share, unpaired);
+  const noise = runJudge(createNoiseJudge(options), fn, sigma, seeds, trials, proposer, share, unpaired);
   return {
     function: fn.name,
     proposer,
+    share,
     sigma,
     seeds,
     greedy,
@@ -113,7 +128,7 @@ function print(s: ScenarioFigures): void {
   const line = (name: string, j: JudgeFigures) =>
     `  ${name.padEnd(6)} truly-worse keeps ${show(j.falseShare, 3, 100)}%  gap ${show(j.gap)}  regret ${show(j.regret)}  keeps/seed ${round(j.keepsPerSeed, 3)}  experiments/seed ${round(j.experimentsPerSeed, 3)}`;
   console.log(
-    `${s.function} (σ ${s.sigma}, ${s.proposer} proposals, ${s.seeds} seeds; typical true gain of a good keep ${round(s.greedy.typicalImprovement, 2)}σ)`,
+    `${s.function} (σ ${s.sigma}, ${s.proposer} proposals, ${s.seeds} seeds${s.share ? `, seed share ${s.share}` : ""}; typical true gain of a good keep ${round(s.greedy.typicalImprovement, 2)}σ)`,
   );
   console.log(line("greedy", s.greedy));
   console.log(line("noise", s.noise));
@@ -122,61 +137,12 @@ function print(s: ScenarioFigures): void {
   );
 }
 
-export async function main(args: string[]): Promise<Record<string, unknown>> {
-  const f = flags(args);
-  const seeds = numberFlag(f, "seeds", 200);
-  const tpeSeeds = numberFlag(f, "tpe-seeds", 30);
-  const trials = numberFlag(f, "trials", 200);
-  const share = numberFlag(f, "share", 0);
-  const t0 = performance.now();
-  console.log(
-    `keep-or-revert at ${trials} total trials per run (baseline included); noise independent between trials${share ? ` except a seed share of ${share}` : ""}`,
-  );
-  const all: ScenarioFigures[] = [];
-  for (const { fn, sigma } of SCENARIOS) {
-    const s = scenario(fn, sigma, seeds, trials, "local", share, {});
-    print(s);
-    all.push(s);
-  }
-  if (tpeSeeds > 0) {
-    for (const { fn, sigma } of SCENARIOS) {
-      const s = scenario(fn, sigma, tpeSeeds, trials, "tpe", share, {});
-      print(s);
-      all.push(s);
-    }
-  }
-
-  const sweep: Record<string, unknown>[] = [];
-  if (f.sweep) {
-    console.log("trade-off of the keep threshold (local proposals, pooled over the scenarios):");
-    for (const alpha of [0.01, 0.025, 0.05, 0.1, 0.2]) {
-      const rows = SCENARIOS.map(({ fn, sigma }) =>
-        scenario(fn, sigma, seeds, trials, "local", share, { alpha, keepZ: 0 }),
-      );
-      const fs = rows.map((r) => r.noise.falseShare.mean);
-      const diff = rows.map((r) => r.regretDiff.mean / r.sigma);
-      const row = {
-        alpha,
-        false_share_pct: fs.map((x) => round(100 * x, 3)),
-        gap_ratio: rows.map((r) => round(r.gapRatio, 2)),
-        regret_diff_sigma: diff.map((x) => round(x, 2)),
-      };
-      console.log(
-        `  alpha ${alpha}: truly-worse keeps ${row.false_share_pct.join(" / ")}%; |gap| ratio ${row.gap_ratio.join(" / ")}; regret noise − greedy ${row.regret_diff_sigma.join(" / ")} σ`,
-      );
-      sweep.push(row);
-    }
-  }
-
+/** The summary figures of a set of scenarios (pooled false share over its local ones). */
+function figures(all: ScenarioFigures[]) {
   const local = all.filter((s) => s.proposer === "local");
   const pooled = (pick: (s: ScenarioFigures) => JudgeFigures) =>
     local.reduce((a, s) => a + pick(s).falseShare.mean, 0) / local.length;
-  const summary = {
-    benchmark: "noise",
-    trials,
-    seeds,
-    tpe_seeds: tpeSeeds,
-    seed_share: share,
+  return {
     false_share_noise_pct: round(100 * pooled((s) => s.noise), 3),
     false_share_greedy_pct: round(100 * pooled((s) => s.greedy), 3),
     max_false_share_noise_pct: round(100 * Math.max(...all.map((s) => s.noise.falseShare.mean)), 3),
@@ -208,11 +174,89 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
         noise: round(s.noise.experimentsPerSeed, 3),
       },
     })),
+  };
+}
+
+function printSummary(label: string, x: ReturnType<typeof figures>): void {
+  console.log(
+    `${label}: truly-worse keeps noise ${x.false_share_noise_pct}% vs greedy ${x.false_share_greedy_pct}% (target ≤ 5%); worst |gap| ratio ${x.max_gap_ratio} (target ≤ 0.25); true regret not worse than greedy in ${x.scenarios_noise_regret_not_worse} of ${x.scenarios.length} scenarios, significantly worse in ${x.scenarios_noise_regret_significantly_worse}`,
+  );
+}
+
+export async function main(args: string[]): Promise<Record<string, unknown>> {
+  const f = flags(args);
+  const seeds = numberFlag(f, "seeds", 200);
+  const tpeSeeds = numberFlag(f, "tpe-seeds", 30);
+  const trials = numberFlag(f, "trials", 200);
+  const share = numberFlag(f, "share", 0);
+  const sharedShare = f.share === undefined ? numberFlag(f, "shared-share", 0.5) : 0;
+  const unpaired = Boolean(f.unpaired);
+  const t0 = performance.now();
+  console.log(
+    `keep-or-revert at ${trials} total trials per run (baseline included); noise independent between trials${share ? ` except a seed share of ${share}` : ""}${unpaired ? "; the judge does not see the best's seeds (unpaired)" : ""}`,
+  );
+  const all: ScenarioFigures[] = [];
+  for (const { fn, sigma } of SCENARIOS) {
+    const s = scenario(fn, sigma, seeds, trials, "local", share, {}, unpaired);
+    print(s);
+    all.push(s);
+  }
+  if (tpeSeeds > 0) {
+    for (const { fn, sigma } of SCENARIOS) {
+      const s = scenario(fn, sigma, tpeSeeds, trials, "tpe", share, {}, unpaired);
+      print(s);
+      all.push(s);
+    }
+  }
+  const shared: ScenarioFigures[] = [];
+  if (sharedShare > 0) {
+    console.log(
+      `common seeds: ${sharedShare} of the noise variance tied to the trial's seed index (trial k of every experiment has seed k), local proposals`,
+    );
+    for (const { fn, sigma } of SCENARIOS) {
+      const s = scenario(fn, sigma, seeds, trials, "local", sharedShare, {}, unpaired);
+      print(s);
+      shared.push(s);
+    }
+  }
+
+  const sweep: Record<string, unknown>[] = [];
+  if (f.sweep) {
+    console.log("trade-off of the keep threshold (local proposals, pooled over the scenarios):");
+    for (const alpha of [0.01, 0.025, 0.05, 0.1, 0.2]) {
+      const rows = SCENARIOS.map(({ fn, sigma }) =>
+        scenario(fn, sigma, seeds, trials, "local", share, { alpha, keepZ: 0 }, unpaired),
+      );
+      const fs = rows.map((r) => r.noise.falseShare.mean);
+      const diff = rows.map((r) => r.regretDiff.mean / r.sigma);
+      const row = {
+        alpha,
+        false_share_pct: fs.map((x) => round(100 * x, 3)),
+        gap_ratio: rows.map((r) => round(r.gapRatio, 2)),
+        regret_diff_sigma: diff.map((x) => round(x, 2)),
+      };
+      console.log(
+        `  alpha ${alpha}: truly-worse keeps ${row.false_share_pct.join(" / ")}%; |gap| ratio ${row.gap_ratio.join(" / ")}; regret noise − greedy ${row.regret_diff_sigma.join(" / ")} σ`,
+      );
+      sweep.push(row);
+    }
+  }
+
+  const main = figures(all);
+  const sharedFigures = shared.length ? figures(shared) : undefined;
+  const summary = {
+    benchmark: "noise",
+    trials,
+    seeds,
+    tpe_seeds: tpeSeeds,
+    seed_share: share,
+    ...(unpaired ? { unpaired } : {}),
+    ...main,
+    ...(sharedFigures ? { shared: { seed_share: sharedShare, ...sharedFigures } } : {}),
     ...(sweep.length ? { sweep } : {}),
     seconds: round((performance.now() - t0) / 1000, 3),
   };
-  console.log(
-    `summary: truly-worse keeps noise ${summary.false_share_noise_pct}% vs greedy ${summary.false_share_greedy_pct}% (target ≤ 5%); worst |gap| ratio ${summary.max_gap_ratio} (target ≤ 0.25); true regret not worse than greedy in ${summary.scenarios_noise_regret_not_worse} of ${all.length} scenarios, significantly worse in ${summary.scenarios_noise_regret_significantly_worse}`,
-  );
+  printSummary("summary", main);
+  if (sharedFigures) printSummary(`common seeds (share ${sharedShare}, local)`, sharedFigures);
   return summary;
 }

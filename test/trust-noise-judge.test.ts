@@ -5,7 +5,15 @@ import type { JudgeInput } from "../src/core/judge.ts";
 import type { Program, TrialResult } from "../src/core/types.ts";
 import { createJudge } from "../src/trust/acceptance.ts";
 import { greedyJudge } from "../src/trust/greedy-judge.ts";
-import { createNoiseJudge, describeNoise, estimateNoise, keepThreshold } from "../src/trust/noise-judge.ts";
+import {
+  confirmThreshold,
+  createNoiseJudge,
+  describeNoise,
+  estimateNoise,
+  keepThreshold,
+  seedPairs,
+} from "../src/trust/noise-judge.ts";
+import { satterthwaiteDf } from "../src/trust/stats.ts";
 
 const program = simProgram("val_bpb");
 const trials = (...xs: number[]): TrialResult[] => xs.map((x, k) => simTrial(x, 42 + k, "val_bpb"));
@@ -178,6 +186,121 @@ describe("createNoiseJudge", () => {
   });
 });
 
+describe("seed-paired comparison", () => {
+  const judge = createNoiseJudge();
+  // Seed-driven noise: trial k of every experiment moves by e[k] (sd 0.22), plus a little of its own.
+  const e = [-0.2, 0.2, -0.1, 0.1, -0.3, 0.3];
+  const jitter = [0.004, -0.003, 0.002, -0.004, 0.003, -0.002];
+  const bestValues = e.map((x) => 2.9 + x);
+  const bestTrials = bestValues.map((v, k) => simTrial(v, 42 + k, "val_bpb"));
+  const baseline = [3.1, 2.9, 3.0].map((x, k) => x + (e[k] as number));
+  const candidate = (n: number, level = 2.78, seed0 = 42) =>
+    e.slice(0, n).map((x, k) => simTrial(level + x + (jitter[k] as number), seed0 + k, "val_bpb"));
+  const run = (withTrials: TrialResult[] | undefined, level = 2.78, seed0 = 42) => {
+    const steps: { action: string; reason: string }[] = [];
+    for (let n = 1; n <= judge.maxTrials; n++) {
+      const d = judge.decide({
+        program,
+        trials: candidate(n, level, seed0),
+        best: { n: 4, metric: 2.9, values: bestValues, ...(withTrials ? { trials: withTrials } : {}) },
+        baseline,
+      });
+      steps.push(d);
+      if (d.action !== "more") break;
+    }
+    return steps;
+  };
+
+  it("keeps a candidate consistently better on every shared seed, which the unpaired spread would not allow", () => {
+    const unpaired = run(undefined);
+    expect(unpaired.at(-1)?.action).toBe("discard");
+    expect(unpaired.at(-1)?.reason).toMatch(/^not credibly better: .* after 4 trials/);
+    const paired = run(bestTrials);
+    const last = paired.at(-1);
+    expect(last?.action).toBe("keep");
+    expect(paired).toHaveLength(6);
+    expect(last?.reason).toMatch(/margin \d+\.\dσ \(paired on 6 seeds\) ≥ 1\.\dσ after 6 trials/);
+    // The pull-back is in the unshared noise, which the pairs show is small: close to the mean.
+    const d = last as { metric?: number };
+    expect(d.metric).toBeGreaterThan(2.78);
+    expect(d.metric).toBeLessThan(2.8);
+  });
+
+  it("does not keep a candidate that is as good as the best on every shared seed", () => {
+    const same = run(bestTrials, 2.9);
+    expect(same.at(-1)?.action).toBe("discard");
+  });
+
+  it("falls back to the unpaired rule without seeds in common, or with a single pair", () => {
+    const unpaired = run(undefined);
+    // The best's trials under other seeds: nothing pairs.
+    const otherSeeds = bestValues.map((v, k) => simTrial(v, 1000 + k, "val_bpb"));
+    expect(run(otherSeeds)).toEqual(unpaired);
+    // Only the first seed lines up: one pair says nothing about the variance of differences.
+    const onePair = bestValues.map((v, k) => simTrial(v, k === 0 ? 42 : 1000 + k, "val_bpb"));
+    expect(run(onePair)).toEqual(unpaired);
+    // Failed trials of the best do not pair.
+    const failed = bestTrials.map((t) => ({ ...t, status: "crash" as const }));
+    expect(run(failed)).toEqual(unpaired);
+    expect(run(bestTrials, 2.78, 1000)).toEqual(run(undefined, 2.78, 1000));
+  });
+
+  it("is deterministic", () => {
+    expect(run(bestTrials)).toEqual(run(bestTrials));
+  });
+
+  it("seedPairs matches each of the candidate's trials with the best's trial of the same seed, once", () => {
+    const best = [
+      simTrial(1, 7),
+      simTrial(2, 8),
+      simTrial(3, 8),
+      { ...simTrial(4, 9), status: "timeout" as const },
+    ];
+    const cand = [simTrial(10, 8), simTrial(11, 7), simTrial(12, 9), simTrial(13, 8), simTrial(14, 5)];
+    expect(seedPairs(cand, best, "value")).toEqual({ candidate: [10, 11], best: [2, 1] });
+    expect(seedPairs(cand, undefined, "value")).toEqual({ candidate: [], best: [] });
+  });
+
+  it("satterthwaiteDf and confirmThreshold: few degrees of freedom, a wider threshold", () => {
+    expect(satterthwaiteDf([[1, 10]])).toBeCloseTo(10, 12);
+    expect(
+      satterthwaiteDf([
+        [1, 4],
+        [1, 4],
+      ]),
+    ).toBeCloseTo(8, 12);
+    expect(
+      satterthwaiteDf([
+        [1, 4],
+        [0, 0],
+      ]),
+    ).toBeCloseTo(4, 12);
+    expect(satterthwaiteDf([[1, 0]])).toBe(0);
+    expect(confirmThreshold(3)).toBeGreaterThan(confirmThreshold(30));
+    expect(confirmThreshold(1e6)).toBeCloseTo(1.2, 3);
+    expect(confirmThreshold(0)).toBe(1.2);
+  });
+
+  it("the simulated loop hands the judge the best's trials with seeds that line up with the candidate's", () => {
+    const inner = createNoiseJudge();
+    let checked = 0;
+    const spy = {
+      ...inner,
+      decide(i: JudgeInput) {
+        const seeds = i.best.trials?.map((t) => t.seed) ?? [];
+        expect(seeds).toHaveLength(i.best.values.length);
+        for (const [k, t] of i.trials.entries()) {
+          if (k < seeds.length) expect(t.seed).toBe(seeds[k]);
+        }
+        checked++;
+        return inner.decide(i);
+      },
+    };
+    runKeepLoop({ fn: hartmann3, sigma: 0.3, judge: spy, totalTrials: 60, seed: 3, seedShare: 0.5 });
+    expect(checked).toBeGreaterThan(10);
+  });
+});
+
 describe("noise helpers", () => {
   it("estimateNoise pools groups around their own means and applies the floor", () => {
     const e = estimateNoise([[1, 3], [10, 12], [5]], 1);
@@ -215,6 +338,24 @@ describe("noise judge against greedy on a noisy objective (small version of benc
     expect(greedy.share).toBeGreaterThan(0.15);
     expect(noise.share).toBeLessThan(greedy.share / 3);
     expect(Math.abs(noise.gap)).toBeLessThan(Math.abs(greedy.gap) / 4);
+  });
+});
+
+describe("with seed-shared noise (small version of the common-seed scenarios)", () => {
+  it("the paired rule still keeps far fewer truly worse changes than greedy", () => {
+    const run = (judge: typeof greedyJudge) => {
+      let keeps = 0;
+      let falseKeeps = 0;
+      for (let seed = 0; seed < 40; seed++) {
+        const r = runKeepLoop({ fn: hartmann3, sigma: 0.3, judge, totalTrials: 120, seed, seedShare: 0.5 });
+        keeps += r.keeps.length;
+        falseKeeps += r.falseKeeps;
+      }
+      return falseKeeps / keeps;
+    };
+    const greedy = run(greedyJudge);
+    expect(greedy).toBeGreaterThan(0.1);
+    expect(run(createNoiseJudge())).toBeLessThan(greedy / 3);
   });
 });
 

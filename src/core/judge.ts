@@ -10,6 +10,11 @@ export interface JudgeInput {
     metric: number;
     /** Objective values of every finished ok trial of the best. */
     values: number[];
+    /**
+     * The same trials with their seeds (optional): the noise judge compares the candidate's
+     * trial k with the best's trial of the same seed as a pair. Without them, unpaired.
+     */
+    trials?: TrialResult[];
   };
   /** Objective values of the baseline's ok trials (repeated with different seeds): the noise sample. */
   baseline: number[];

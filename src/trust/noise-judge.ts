@@ -10,7 +10,20 @@
  * After each of the candidate's trials, z = (reference − candidate's mean), signed so that
  * positive is better, in standard errors of that difference σ·sqrt(1/n_cand + 1/n_best). The
  * reference is the best's mean of trials made `referenceShrink` of its standard errors worse
- * (a kept best looked good partly by luck; the baseline's mean is used as it is). Two stages:
+ * (a kept best looked good partly by luck; the baseline's mean is used as it is).
+ *
+ * Pairs: the loop gives trial k of every experiment the same seed, and part of a real run's
+ * noise is tied to the seed (data order, init). When the best's trials come with their seeds
+ * (JudgeInput.best.trials) and at least two of the candidate's trials share a seed with one of
+ * the best's, the difference is estimated so that the shared part cancels: the paired
+ * difference (candidate − best on the same seeds), moved toward the plain difference of means
+ * by the side's unpaired trials in proportion to the unshared share of the noise. Its variance
+ * uses Var(d) of a paired difference, measured from the pairs and pooled with the no-sharing
+ * value 2σ² (`pairPrior` degrees of freedom, which only errs toward caution); the keep
+ * threshold is the Student-t quantile at the Welch–Satterthwaite degrees of freedom, and the
+ * confirmation threshold the t quantile of confirmZ's one-sided probability at them. Without
+ * seeds, or with fewer than two pairs, the rule is the unpaired one above, unchanged.
+ * Two stages:
  *
  * Test (up to testTrials):
  *   - a failed trial (crash, timeout, tampered, violated constraint) decides at once, as greedy;
@@ -21,7 +34,9 @@
  *   - otherwise another trial; at testTrials, discarded as "not credibly better".
  * Confirmation (a candidate that passed, up to confirmTrials): more trials, discarded as soon as
  * z ≤ futilityZ; at confirmTrials kept when z ≥ confirmZ, reporting the mean pulled back toward
- * the best by `shrink` standard errors (the noise-corrected value). Confirming costs a few
+ * the best by `shrink` standard errors (the noise-corrected value; when paired, standard errors
+ * of the unshared noise Var(d)/2 as the pairs measure it, since a test on paired differences
+ * selects on that part only). Confirming costs a few
  * trials per keep, and buys a best measured on confirmTrials trials: the next candidates are
  * compared with a better-known, less lucky mean, which is what lets the rule accept smaller
  * real gains without keeping more truly worse changes. The judge is stateless: whether the
@@ -33,7 +48,7 @@ import { formatMetric } from "../core/format.ts";
 import type { Judge, JudgeInput, MoreTrials } from "../core/judge.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
 import { decideConstraints, decideFailure } from "./greedy-judge.ts";
-import { mean, pooledSd, tQuantile } from "./stats.ts";
+import { mean, normalCdf, pooledSd, satterthwaiteDf, sumSquares, tQuantile } from "./stats.ts";
 
 export interface NoiseJudgeOptions {
   /** Baseline trials with different seeds before any candidate: the first noise sample. Default 3. */
@@ -99,6 +114,20 @@ export interface NoiseJudgeOptions {
    */
   shrink?: number;
   /**
+   * Compare seed-matched trials of the candidate and the best as pairs (the loop gives trial k
+   * of every experiment the same seed) when the best's trials come with their seeds
+   * (JudgeInput.best.trials). Default true; false: always the unpaired test.
+   */
+  paired?: boolean;
+  /**
+   * Weight, in degrees of freedom, of the no-sharing assumption (variance of a paired difference
+   * = 2σ²) pooled with the variance the pairs measure. A handful of pairs measures that variance
+   * badly; the prior keeps one or two lucky pairs from making a difference look certain, and
+   * only errs toward caution (seed-shared noise makes the true variance smaller than 2σ²).
+   * Default 2.
+   */
+  pairPrior?: number;
+  /**
    * The baseline counts as too noisy when the smallest improvement the rule could ever accept
    * (at testTrials) exceeds this fraction of |best|. Default 0.1 (10%).
    */
@@ -120,6 +149,8 @@ const DEFAULTS = {
   relativeSigmaFloor: 1e-6,
   shrink: 1.5,
   tooNoisyRelative: 0.1,
+  paired: true,
+  pairPrior: 2,
 } satisfies Required<NoiseJudgeOptions>;
 
 export type ResolvedNoiseJudgeOptions = Required<NoiseJudgeOptions>;
@@ -173,6 +204,48 @@ export function keepThreshold(df: number, options: NoiseJudgeOptions = {}): numb
   const o = { ...DEFAULTS, ...options };
   const q = tQuantile(1 - o.alpha, df > 0 ? df : Number.POSITIVE_INFINITY);
   return Math.max(o.keepZ, q);
+}
+
+/**
+ * The z a confirmed candidate needs: confirmZ, or, when the variance rests on few degrees of
+ * freedom (paired differences), the Student-t quantile of the same one-sided probability.
+ */
+export function confirmThreshold(df: number, options: NoiseJudgeOptions = {}): number {
+  const o = { ...DEFAULTS, ...options };
+  if (!(df > 0)) return o.confirmZ;
+  return Math.max(o.confirmZ, tQuantile(normalCdf(o.confirmZ), df));
+}
+
+/**
+ * The candidate's and the best's values of the trials that share a seed, in the candidate's
+ * order: each ok trial of the candidate with the best's first ok trial of the same seed, each
+ * seed once. Empty without the best's trials.
+ */
+export function seedPairs(
+  candidate: readonly TrialResult[],
+  best: readonly TrialResult[] | undefined,
+  metric: string,
+): { candidate: number[]; best: number[] } {
+  const out = { candidate: [] as number[], best: [] as number[] };
+  if (!best?.length) return out;
+  const value = (t: TrialResult): number | undefined => {
+    const v = t.metrics[metric];
+    return t.status === "ok" && typeof v === "number" && Number.isFinite(v) ? v : undefined;
+  };
+  const bySeed = new Map<number, number>();
+  for (const t of best) {
+    const v = value(t);
+    if (v !== undefined && !bySeed.has(t.seed)) bySeed.set(t.seed, v);
+  }
+  for (const t of candidate) {
+    const v = value(t);
+    const b = bySeed.get(t.seed);
+    if (v === undefined || b === undefined) continue;
+    bySeed.delete(t.seed);
+    out.candidate.push(v);
+    out.best.push(b);
+  }
+  return out;
 }
 
 /**
@@ -270,16 +343,75 @@ export function createNoiseJudge(
       // mean); a best recorded without trial values falls back to its metric, as one trial.
       const nBest = Math.max(1, bestValues.length);
       const raw = bestValues.length > 0 ? mean(bestValues) : best.metric;
+      const bestTrials = o.paired && bestValues.length > 0 ? best.trials : undefined;
       /** The test on the candidate's first n trials (what the judge saw after trial n). */
       const assess = (n: number) => {
         const values = all.slice(0, n);
         const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
         const seBest = noise.sigma / Math.sqrt(nBest);
         const ref = best.n === 0 ? raw : raw + sign * o.referenceShrink * seBest;
-        const seDiff = noise.sigma * Math.sqrt(1 / n + 1 / nBest);
+        const s2 = noise.sigma ** 2;
+        // Seed-matched pairs: the shared part of their noise cancels in the difference.
+        const pairs = seedPairs(trials.slice(0, n), bestTrials, name);
+        const p = Math.min(pairs.candidate.length, n, nBest);
         const m = mean(values);
         // Positive: the candidate is better.
-        const improvement = sign * (ref - m);
+        let improvement = sign * (ref - m);
+        let varDiff = s2 * (1 / n + 1 / nBest);
+        let df = noise.df;
+        let ownPairVar = 2 * s2;
+        if (p >= 2) {
+          const d = pairs.candidate.slice(0, p).map((x, i) => x - (pairs.best[i] as number));
+          const ss = sumSquares(d);
+          ownPairVar = ss / (p - 1);
+          // Var(d) of a paired difference: the pairs' own estimate pooled with the no-sharing
+          // value 2σ² (pairPrior degrees of freedom), never below the floor's.
+          const prior = Math.min(o.pairPrior, noise.df);
+          const pairDf = p - 1 + prior;
+          const pairVar = Math.max((ss + prior * 2 * s2) / pairDf, 2 * noise.floor ** 2);
+          const extraCand = n - p;
+          const extraBest = nBest - p;
+          const sum = (xs: readonly number[]) => xs.reduce((acc, x) => acc + x, 0);
+          const pc = mean(pairs.candidate.slice(0, p));
+          const pb = mean(pairs.best.slice(0, p));
+          let diff: number; // candidate − best, the shared seed noise cancelled as far as it can be
+          let aS: number; // coefficient of σ² in the variance of diff
+          let bD: number; // coefficient of Var(d)
+          if (extraCand > 0 && extraBest > 0) {
+            // Both sides have unpaired trials (seeds that do not line up): plain means, whose
+            // variance is σ²·(1/n + 1/n_best) − 2p·σ_s²/(n·n_best) with σ_s² = σ² − Var(d)/2.
+            diff = m - raw;
+            aS = 1 / n + 1 / nBest - (2 * p) / (n * nBest);
+            bD = p / (n * nBest);
+          } else {
+            // One side has `extra` unpaired trials. The estimate is the paired difference
+            // moved by λ·(paired mean − unpaired mean) of that side; λ = extra/(p + extra) is
+            // the plain mean (best without shared noise), λ = 0 the pairs alone (best when all
+            // noise is shared): λ = ρ·extra/(p + extra), ρ the unshared share Var(d)/(2σ²).
+            const extra = Math.max(extraCand, extraBest);
+            const rho = Math.min(1, pairVar / (2 * s2));
+            const lambda = extra > 0 ? (rho * extra) / (p + extra) : 0;
+            const extraMean =
+              extraCand > 0
+                ? (sum(values) - sum(pairs.candidate.slice(0, p))) / extraCand
+                : extraBest > 0
+                  ? (sum(bestValues) - sum(pairs.best.slice(0, p))) / extraBest
+                  : 0;
+            diff =
+              extraCand > 0
+                ? (1 - lambda) * pc + lambda * extraMean - pb
+                : pc - ((1 - lambda) * pb + lambda * extraMean);
+            aS = extra > 0 ? lambda * lambda * (1 / p + 1 / extra) : 0;
+            bD = (1 - lambda) / p;
+          }
+          improvement = sign * (ref - raw - diff);
+          varDiff = aS * s2 + bD * pairVar;
+          df = satterthwaiteDf([
+            [aS * s2, noise.df],
+            [bD * pairVar, pairDf],
+          ]);
+        }
+        const seDiff = Math.sqrt(varDiff);
         const z = seDiff > 0 ? improvement / seDiff : Math.sign(improvement) * Number.POSITIVE_INFINITY;
         return {
           n,
@@ -287,9 +419,19 @@ export function createNoiseJudge(
           ref,
           z,
           noise,
+          pairs: p,
+          df,
           seBest,
           seCand: noise.sigma / Math.sqrt(n),
-          threshold: keepThreshold(noise.df, o),
+          // The winner's curse of a paired test is in the unshared noise only (selection on the
+          // difference cannot pick the shared part): pull back by its standard error.
+          seShrink:
+            p >= 2
+              ? Math.sqrt(Math.max(Math.min(ownPairVar / 2, s2), noise.floor ** 2) / n)
+              : noise.sigma / Math.sqrt(n),
+          threshold: keepThreshold(df, o),
+          paired: p >= 2,
+          confirmAt: p >= 2 ? confirmThreshold(df, o) : o.confirmZ,
         };
       };
       const passes = (a: ReturnType<typeof assess>) => a.n >= minKeep && a.noise.df > 0 && a.z >= a.threshold;
@@ -305,11 +447,11 @@ export function createNoiseJudge(
           ? ` (repeats ${noise.measured === 0 ? "identical" : "nearly identical"}: σ is the floor)`
           : "";
       const cmp = `${name} ${meanText(m, a.seCand, n)} vs best ${meanText(ref, a.seBest, nBest).replace(")", `, #${best.n})`)}`;
-      const margin = `margin ${fmtZ(z)}σ${floorNote}`;
+      const margin = `margin ${fmtZ(z)}σ${a.paired ? ` (paired on ${a.pairs} seeds)` : ""}${floorNote}`;
       const keep = (why: string): Decision => {
         // Noise-corrected value: the mean pulled back toward the best by `shrink` standard
         // errors (the winner's curse), never past the best's reported value.
-        const pulled = m + sign * o.shrink * a.seCand;
+        const pulled = m + sign * o.shrink * a.seShrink;
         const metric = sign > 0 ? Math.min(pulled, best.metric) : Math.max(pulled, best.metric);
         return {
           action: "keep",
@@ -332,12 +474,12 @@ export function createNoiseJudge(
           );
         }
         if (n >= o.confirmTrials) {
-          return z >= o.confirmZ
+          return z >= a.confirmAt
             ? keep(
-                `${margin} ≥ ${fmtZ(o.confirmZ)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
+                `${margin} ≥ ${fmtZ(a.confirmAt)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
               )
             : discard(
-                `not confirmed: ${cmp}; ${margin} < ${fmtZ(o.confirmZ)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
+                `not confirmed: ${cmp}; ${margin} < ${fmtZ(a.confirmAt)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
               );
         }
         return {

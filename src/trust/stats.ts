@@ -38,6 +38,23 @@ export function pooledSd(groups: readonly (readonly number[])[]): { sd: number; 
   return { sd: df > 0 ? Math.sqrt(ss / df) : Number.NaN, df };
 }
 
+/**
+ * Welch–Satterthwaite degrees of freedom of a sum of independent variance estimates, each
+ * given as [its value, its degrees of freedom]; terms with value 0 are ignored, and a term with
+ * 0 degrees of freedom makes the sum's 0 (nothing is known about it).
+ */
+export function satterthwaiteDf(terms: readonly (readonly [number, number])[]): number {
+  let total = 0;
+  let denom = 0;
+  for (const [v, df] of terms) {
+    if (!(v > 0)) continue;
+    if (!(df > 0)) return 0;
+    total += v;
+    denom += (v * v) / df;
+  }
+  return denom > 0 ? (total * total) / denom : 0;
+}
+
 /** Complementary error function; fractional error < 1.2e-7 (Numerical Recipes, erfcc). */
 const ERFC_COEFFS = [
   -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
