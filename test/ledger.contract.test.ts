@@ -22,8 +22,22 @@ const readNotes = (l: Ledger, runId: number) =>
     .all(runId)
     .map((r) => ({ experimentId: r.experiment_id as number | null, text: r.text as string }));
 
-ledgerContract("SqliteLedger (file)", () => new SqliteLedger(dbPath()), { readNotes });
+/** Where each file ledger lives, so the contract can open another one on the same file. */
+const paths = new WeakMap<Ledger, string>();
+const atNewPath = (opts: { cache?: boolean } = {}) => {
+  const path = dbPath();
+  const l = new SqliteLedger(path, opts);
+  paths.set(l, path);
+  return l;
+};
+const openAnother = (l: Ledger) => new SqliteLedger(paths.get(l) as string);
+
+ledgerContract("SqliteLedger (file)", () => atNewPath(), { readNotes, openAnother });
 ledgerContract("SqliteLedger (:memory:)", () => new SqliteLedger(":memory:"), { readNotes });
+ledgerContract("SqliteLedger (file, uncached reads)", () => atNewPath({ cache: false }), {
+  readNotes,
+  openAnother,
+});
 
 describe("SqliteLedger on disk", () => {
   const open: SqliteLedger[] = [];
@@ -86,6 +100,28 @@ describe("SqliteLedger on disk", () => {
     writer.addExperiment(newExperiment(run.id, 0));
     expect(reader.getRun("nov22")).toEqual(run);
     expect(reader.listExperiments(run.id).map((e) => e.n)).toEqual([0]);
+  });
+
+  it("reads a cached run again whole when another connection added more than it re-reads piecemeal", () => {
+    const path = dbPath();
+    const reader = openAt(path);
+    const writer = openAt(path);
+    const run = writer.createRun(newRun());
+    const other = writer.createRun(newRun({ tag: "other", branch: "autolab/other" }));
+    writer.addExperiment(newExperiment(run.id, 0));
+    expect(reader.listExperiments(run.id)).toHaveLength(1);
+    expect(reader.listExperiments(other.id)).toHaveLength(0);
+    writer.db.exec("BEGIN");
+    for (let n = 1500; n > 0; n--) {
+      const e = writer.addExperiment(newExperiment(n % 2 ? run.id : other.id, n));
+      writer.decide(e.id, { action: "discard", reason: "worse", metric: n });
+    }
+    writer.db.exec("COMMIT");
+    const truth = openAt(path);
+    expect(reader.listExperiments(run.id)).toEqual(truth.listExperiments(run.id));
+    expect(reader.listExperiments(run.id)).toHaveLength(751);
+    expect(reader.getExperiment(other.id, 2)).toEqual(truth.getExperiment(other.id, 2));
+    expect(reader.listExperiments(other.id)).toEqual(truth.listExperiments(other.id));
   });
 
   it("refuses a notebook written by a newer autolab: LEDGER_TOO_NEW", () => {

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { AutolabError } from "../core/errors.ts";
 import type {
   ExperimentRecord,
@@ -18,14 +18,54 @@ type Row = Record<string, SQLInputValue>;
 
 const now = () => new Date().toISOString();
 
+export interface SqliteLedgerOptions {
+  /**
+   * Keep each listed run's experiments in memory (default true). false reads every experiment
+   * and trial of the run again on each listExperiments (the plain read path; bench/notebook.ts
+   * compares the two).
+   */
+  cache?: boolean;
+}
+
+/** One run's experiments as of the last sync with the database, plus this instance's own writes. */
+interface RunCache {
+  /** PRAGMA data_version at the last sync: another connection's commit changes it. */
+  version: number;
+  /** Highest experiments.id and trial_starts.id at the last sync (rowids only grow: append-only). */
+  maxExpId: number;
+  maxTrialId: number;
+  /** Ordered by n; frozen records, replaced (never changed) when a row of theirs is added. */
+  sorted: ExperimentRecord[];
+  byN: Map<number, ExperimentRecord>;
+  /** Ids of experiments that are not settled (see settled): a sync reads them again. */
+  unsettled: Set<number>;
+}
+
+/** Above this many experiments to re-read, a sync reads the whole run again instead. */
+const MAX_INCREMENTAL = 500;
+
 /**
  * The embedded ledger: `.autolab/lab.db`. WAL mode, so a harness killed at any moment leaves
  * every committed row intact; each write is its own transaction.
+ *
+ * Reads are cached per run (see docs/notebook.md): the first listExperiments of a run reads it
+ * whole; this instance's own writes then re-read only the experiment they touched, and a commit
+ * by another connection (PRAGMA data_version moves) re-reads only the experiments that can have
+ * changed — new ones, undecided ones, ones with an open trial or a new trial start. So the
+ * loop's many reads per experiment cost O(1) database work instead of O(experiments).
+ * Records from listExperiments/getExperiment are then deeply frozen and shared: treat them as
+ * read-only (a write to one throws). The array listExperiments returns is the caller's own.
+ * (Writes are assumed to commit: whoever opens a transaction on `db` around ledger writes and
+ * rolls it back must use a ledger with `{ cache: false }`; nothing in autolab does either.)
  */
 export class SqliteLedger implements Ledger {
   readonly db: DatabaseSync;
+  private readonly caching: boolean;
+  private readonly runs = new Map<number, RunCache>();
+  private readonly statements = new Map<string, StatementSync>();
 
-  constructor(path: string) {
+  constructor(path: string, opts: SqliteLedgerOptions = {}) {
+    this.caching = opts.cache ?? true;
     this.db = openDatabase(path);
     try {
       this.migrate();
@@ -66,162 +106,171 @@ export class SqliteLedger implements Ledger {
 
   createRun(run: Omit<RunRecord, "id" | "startedAt">): RunRecord {
     const startedAt = now();
-    const res = this.db
-      .prepare(
-        `INSERT INTO runs (tag, branch, program_path, program_name, metric, direction, base_commit,
+    const res = this.stmt(
+      `INSERT INTO runs (tag, branch, program_path, program_name, metric, direction, base_commit,
           protected_hashes, seed, started_at, contract) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        run.tag,
-        run.branch,
-        run.programPath,
-        run.programName,
-        run.metric,
-        run.direction,
-        run.baseCommit,
-        JSON.stringify(run.protectedHashes),
-        run.seed,
-        startedAt,
-        run.contract ? JSON.stringify(run.contract) : null,
-      );
+    ).run(
+      run.tag,
+      run.branch,
+      run.programPath,
+      run.programName,
+      run.metric,
+      run.direction,
+      run.baseCommit,
+      JSON.stringify(run.protectedHashes),
+      run.seed,
+      startedAt,
+      run.contract ? JSON.stringify(run.contract) : null,
+    );
     return { ...run, id: Number(res.lastInsertRowid), startedAt };
   }
 
   getRun(tag: string): RunRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM runs WHERE tag = ?").get(tag) as Row | undefined;
+    const row = this.stmt("SELECT * FROM runs WHERE tag = ?").get(tag) as Row | undefined;
     return row ? toRun(row) : undefined;
   }
 
   latestRun(): RunRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM runs ORDER BY id DESC LIMIT 1").get() as Row | undefined;
+    const row = this.stmt("SELECT * FROM runs ORDER BY id DESC LIMIT 1").get() as Row | undefined;
     return row ? toRun(row) : undefined;
   }
 
   listRuns(): RunRecord[] {
-    return (this.db.prepare("SELECT * FROM runs ORDER BY id").all() as Row[]).map(toRun);
+    return (this.stmt("SELECT * FROM runs ORDER BY id").all() as Row[]).map(toRun);
   }
 
   addExperiment(exp: NewExperiment): ExperimentRecord {
     const createdAt = now();
-    const res = this.db
-      .prepare(
-        `INSERT INTO experiments (run_id, n, agent, parent_commit, commit_sha, ref, hypothesis, mechanism,
+    const res = this.stmt(
+      `INSERT INTO experiments (run_id, n, agent, parent_commit, commit_sha, ref, hypothesis, mechanism,
           expected, params, diff_files, diff_insertions, diff_deletions, usage, created_at, role, rebase_of)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        exp.runId,
-        exp.n,
-        exp.agent,
-        exp.parentCommit,
-        exp.commit,
-        exp.ref,
-        exp.hypothesis,
-        exp.mechanism ?? null,
-        exp.expected ?? null,
-        exp.params ? JSON.stringify(exp.params) : null,
-        exp.diff.files,
-        exp.diff.insertions,
-        exp.diff.deletions,
-        exp.usage ? JSON.stringify(exp.usage) : null,
-        createdAt,
-        exp.role ?? null,
-        exp.rebaseOf ?? null,
-      );
-    return { ...exp, id: Number(res.lastInsertRowid), createdAt, trials: [] };
+    ).run(
+      exp.runId,
+      exp.n,
+      exp.agent,
+      exp.parentCommit,
+      exp.commit,
+      exp.ref,
+      exp.hypothesis,
+      exp.mechanism ?? null,
+      exp.expected ?? null,
+      exp.params ? JSON.stringify(exp.params) : null,
+      exp.diff.files,
+      exp.diff.insertions,
+      exp.diff.deletions,
+      exp.usage ? JSON.stringify(exp.usage) : null,
+      createdAt,
+      exp.role ?? null,
+      exp.rebaseOf ?? null,
+    );
+    const id = Number(res.lastInsertRowid);
+    if (this.runs.has(exp.runId)) this.reread([id]);
+    return { ...exp, id, createdAt, trials: [] };
   }
 
   startTrial(t: NewTrial): number {
-    const res = this.db
-      .prepare(
-        `INSERT INTO trial_starts (experiment_id, attempt, seed, command, commit_sha, budget_ms, env, started_at, slot)
+    const res = this.stmt(
+      `INSERT INTO trial_starts (experiment_id, attempt, seed, command, commit_sha, budget_ms, env, started_at, slot)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        t.experimentId,
-        t.attempt,
-        t.seed,
-        t.command,
-        t.commit,
-        t.budgetMs,
-        JSON.stringify(t.env),
-        now(),
-        t.slot ?? null,
-      );
+    ).run(
+      t.experimentId,
+      t.attempt,
+      t.seed,
+      t.command,
+      t.commit,
+      t.budgetMs,
+      JSON.stringify(t.env),
+      now(),
+      t.slot ?? null,
+    );
+    if (this.runs.size > 0) this.reread([t.experimentId]);
     return Number(res.lastInsertRowid);
   }
 
   finishTrial(trialId: number, r: TrialResult, logDir: string): void {
-    this.db
-      .prepare(
-        `INSERT INTO trial_results (trial_id, status, reason, exit_code, signal, wall_s, cpu_s, peak_rss_mb,
+    this.stmt(
+      `INSERT INTO trial_results (trial_id, status, reason, exit_code, signal, wall_s, cpu_s, peak_rss_mb,
           metrics, self_reported, stdout_path, stderr_path, log_dir, log_tail, finished_at, progress)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        trialId,
-        r.status,
-        r.reason ?? null,
-        r.exitCode,
-        r.signal,
-        r.wallS,
-        r.cpuS,
-        r.peakRssMb,
-        JSON.stringify(r.metrics, finiteOrString),
-        r.selfReported ? 1 : 0,
-        r.stdoutPath,
-        r.stderrPath,
-        logDir,
-        r.logTail,
-        now(),
-        r.progress?.length ? JSON.stringify(r.progress) : null,
-      );
+    ).run(
+      trialId,
+      r.status,
+      r.reason ?? null,
+      r.exitCode,
+      r.signal,
+      r.wallS,
+      r.cpuS,
+      r.peakRssMb,
+      JSON.stringify(r.metrics, finiteOrString),
+      r.selfReported ? 1 : 0,
+      r.stdoutPath,
+      r.stderrPath,
+      logDir,
+      r.logTail,
+      now(),
+      r.progress?.length ? JSON.stringify(r.progress) : null,
+    );
+    if (this.runs.size > 0) {
+      const row = this.stmt("SELECT experiment_id FROM trial_starts WHERE id = ?").get(trialId) as
+        | { experiment_id: number }
+        | undefined;
+      if (row) this.reread([row.experiment_id]);
+    }
   }
 
   decide(experimentId: number, d: Decision): void {
-    this.db
-      .prepare(
-        `INSERT INTO decisions (experiment_id, action, reason, metric, mechanism_confirmed, decided_at)
+    this.stmt(
+      `INSERT INTO decisions (experiment_id, action, reason, metric, mechanism_confirmed, decided_at)
           VALUES (?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        experimentId,
-        d.action,
-        d.reason,
-        d.metric ?? null,
-        d.mechanismConfirmed === undefined || d.mechanismConfirmed === null
-          ? null
-          : d.mechanismConfirmed
-            ? 1
-            : 0,
-        now(),
-      );
+    ).run(
+      experimentId,
+      d.action,
+      d.reason,
+      d.metric ?? null,
+      d.mechanismConfirmed === undefined || d.mechanismConfirmed === null
+        ? null
+        : d.mechanismConfirmed
+          ? 1
+          : 0,
+      now(),
+    );
+    if (this.runs.size > 0) this.reread([experimentId]);
   }
 
   getExperiment(runId: number, n: number): ExperimentRecord | undefined {
-    return this.queryExperiments("e.run_id = ? AND e.n = ?", [runId, n])[0];
+    // A run nobody listed is not worth reading whole for one experiment (`autolab show`).
+    if (!this.runs.has(runId)) return this.queryExperiments("e.run_id = ? AND e.n = ?", [runId, n])[0];
+    return this.current(runId).byN.get(n);
   }
 
   listExperiments(runId: number): ExperimentRecord[] {
-    return this.queryExperiments("e.run_id = ?", [runId]);
+    if (!this.caching) return this.queryExperiments("e.run_id = ?", [runId]);
+    return this.current(runId).sorted.slice();
   }
 
   addNote(runId: number, experimentId: number | null, text: string): void {
-    this.db
-      .prepare("INSERT INTO notes (run_id, experiment_id, text, created_at) VALUES (?, ?, ?, ?)")
-      .run(runId, experimentId, text, now());
+    this.stmt("INSERT INTO notes (run_id, experiment_id, text, created_at) VALUES (?, ?, ?, ?)").run(
+      runId,
+      experimentId,
+      text,
+      now(),
+    );
   }
 
   startSession(runId: number, slots: number): SessionRecord {
     const startedAt = now();
-    const res = this.db
-      .prepare("INSERT INTO sessions (run_id, slots, pid, started_at) VALUES (?, ?, ?, ?)")
-      .run(runId, slots, process.pid, startedAt);
+    const res = this.stmt("INSERT INTO sessions (run_id, slots, pid, started_at) VALUES (?, ?, ?, ?)").run(
+      runId,
+      slots,
+      process.pid,
+      startedAt,
+    );
     return { id: Number(res.lastInsertRowid), runId, slots, pid: process.pid, startedAt };
   }
 
   listSessions(runId: number): SessionRecord[] {
-    const rows = this.db.prepare("SELECT * FROM sessions WHERE run_id = ? ORDER BY id").all(runId) as Row[];
+    const rows = this.stmt("SELECT * FROM sessions WHERE run_id = ? ORDER BY id").all(runId) as Row[];
     return rows.map((r) => ({
       id: r.id as number,
       runId: r.run_id as number,
@@ -232,27 +281,107 @@ export class SqliteLedger implements Ledger {
   }
 
   close(): void {
+    this.runs.clear();
+    this.statements.clear();
     if (this.db.isOpen) this.db.close();
   }
 
+  /** A prepared statement, prepared once per SQL text. */
+  private stmt(sql: string): StatementSync {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  private dataVersion(): number {
+    return (this.stmt("PRAGMA data_version").get() as { data_version: number }).data_version;
+  }
+
+  /**
+   * The sync point's watermarks. Read after data_version and before the rows: a commit after
+   * data_version was read moves it again (the next read syncs again, from these watermarks),
+   * and a row at or below them was committed before the rows are read, so it is seen.
+   */
+  private watermarks(): { version: number; maxExpId: number; maxTrialId: number } {
+    const version = this.dataVersion();
+    const e = this.stmt("SELECT MAX(id) AS m FROM experiments").get() as { m: number | null };
+    const t = this.stmt("SELECT MAX(id) AS m FROM trial_starts").get() as { m: number | null };
+    return { version, maxExpId: e.m ?? 0, maxTrialId: t.m ?? 0 };
+  }
+
+  /** The run's cache, read whole the first time and brought up to date after that. */
+  private current(runId: number): RunCache {
+    const cache = this.runs.get(runId);
+    if (!cache) return this.load(runId);
+    return this.dataVersion() === cache.version ? cache : this.sync(runId, cache);
+  }
+
+  /** Reads a run whole into a new cache entry. */
+  private load(runId: number): RunCache {
+    const marks = this.watermarks();
+    const cache: RunCache = { ...marks, sorted: [], byN: new Map(), unsettled: new Set() };
+    for (const e of this.queryExperiments("e.run_id = ?", [runId])) {
+      cache.sorted.push(deepFreeze(e));
+      cache.byN.set(e.n, e);
+      if (!settled(e)) cache.unsettled.add(e.id);
+    }
+    this.runs.set(runId, cache);
+    return cache;
+  }
+
+  /**
+   * Brings a cached run up to date after another connection committed. Rows are only ever
+   * added, so an experiment can change only by a new trial start (id above the watermark), a
+   * result of a trial the cache has open, or a decision the cache lacks; new experiments have
+   * ids above the watermark. Those are read again; everything else stands.
+   */
+  private sync(runId: number, cache: RunCache): RunCache {
+    const marks = this.watermarks();
+    const ids = new Set(cache.unsettled);
+    const fresh = this.stmt(
+      // `+run_id`: walk the rowids above the watermarks, not the run's whole index.
+      `SELECT id FROM experiments WHERE id > ? AND +run_id = ?
+       UNION ALL SELECT s.experiment_id FROM trial_starts s JOIN experiments e ON e.id = s.experiment_id
+         WHERE s.id > ? AND +e.run_id = ?`,
+    ).all(cache.maxExpId, runId, cache.maxTrialId, runId) as { id: number }[];
+    for (const r of fresh) ids.add(r.id);
+    if (ids.size > MAX_INCREMENTAL) return this.load(runId);
+    this.reread([...ids]);
+    Object.assign(cache, marks);
+    return cache;
+  }
+
+  /** Reads these experiments again and puts them into their runs' caches (if cached). */
+  private reread(ids: number[]): void {
+    if (ids.length === 0) return;
+    const exps =
+      ids.length === 1
+        ? this.queryExperiments("e.id = ?", ids)
+        : this.queryExperiments("e.id IN (SELECT value FROM json_each(?))", [JSON.stringify(ids)]);
+    for (const e of exps) {
+      const cache = this.runs.get(e.runId);
+      if (cache) upsert(cache, deepFreeze(e));
+    }
+  }
+
+  /** Experiments matching `where` (over `e`, experiments) with their trials, ordered by n. */
   private queryExperiments(where: string, args: SQLInputValue[]): ExperimentRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT e.*, d.action, d.reason AS d_reason, d.metric AS d_metric, d.mechanism_confirmed, d.decided_at
-         FROM experiments e LEFT JOIN decisions d ON d.experiment_id = e.id
-         WHERE ${where} ORDER BY e.n`,
-      )
-      .all(...args) as Row[];
+    const rows = this.stmt(
+      `SELECT e.*, d.action, d.reason AS d_reason, d.metric AS d_metric, d.mechanism_confirmed, d.decided_at
+       FROM experiments e LEFT JOIN decisions d ON d.experiment_id = e.id
+       WHERE ${where} ORDER BY e.n`,
+    ).all(...args) as Row[];
     if (rows.length === 0) return [];
-    const ids = rows.map((r) => r.id as number);
-    const trialRows = this.db
-      .prepare(
-        `SELECT s.*, r.status, r.reason, r.exit_code, r.signal, r.wall_s, r.cpu_s, r.peak_rss_mb, r.metrics,
-           r.self_reported, r.stdout_path, r.stderr_path, r.log_dir, r.log_tail, r.finished_at, r.progress
-         FROM trial_starts s LEFT JOIN trial_results r ON r.trial_id = s.id
-         WHERE s.experiment_id IN (${ids.map(() => "?").join(",")}) ORDER BY s.experiment_id, s.attempt`,
-      )
-      .all(...ids) as Row[];
+    const trialRows = this.stmt(
+      `SELECT s.*, r.status, r.reason, r.exit_code, r.signal, r.wall_s, r.cpu_s, r.peak_rss_mb, r.metrics,
+         r.self_reported, r.stdout_path, r.stderr_path, r.log_dir, r.log_tail, r.finished_at, r.progress
+       FROM trial_starts s LEFT JOIN trial_results r ON r.trial_id = s.id
+       WHERE s.experiment_id IN (SELECT e.id FROM experiments e WHERE ${where})
+       ORDER BY s.experiment_id, s.attempt`,
+    ).all(...args) as Row[];
     const trialsByExp = new Map<number, TrialRecord[]>();
     for (const t of trialRows) {
       const list = trialsByExp.get(t.experiment_id as number) ?? [];
@@ -261,6 +390,37 @@ export class SqliteLedger implements Ledger {
     }
     return rows.map((r) => toExperiment(r, trialsByExp.get(r.id as number) ?? []));
   }
+}
+
+/** Puts a record into its place by n, replacing the one with the same n. */
+function upsert(cache: RunCache, e: ExperimentRecord): void {
+  const list = cache.sorted;
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as ExperimentRecord).n < e.n) lo = mid + 1;
+    else hi = mid;
+  }
+  if (list[lo]?.n === e.n) list[lo] = e;
+  else list.splice(lo, 0, e);
+  cache.byN.set(e.n, e);
+  if (settled(e)) cache.unsettled.delete(e.id);
+  else cache.unsettled.add(e.id);
+}
+
+/** Decided, with every trial finished: no row can be added to it except a new trial start. */
+function settled(e: ExperimentRecord): boolean {
+  return e.decision !== undefined && e.trials.every((t) => t.result !== undefined);
+}
+
+/** Freezes an object and everything it holds (records are plain objects and arrays). */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }
 
 /** Opens (creating it and its directory if needed) and configures the database; any failure is LEDGER_OPEN_FAILED. */

@@ -12,6 +12,11 @@ export interface LedgerContractOptions {
    * (nothing in the harness reads them yet), so each implementation says how to look.
    */
   readNotes?: (ledger: Ledger, runId: number) => { experimentId: number | null; text: string }[];
+  /**
+   * Opens another ledger over the same store as `ledger` (as another process would: `autolab
+   * status`, the dashboard, a second harness). Absent when the store cannot be shared (memory).
+   */
+  openAnother?: (ledger: Ledger) => Ledger;
 }
 
 type NewRun = Omit<RunRecord, "id" | "startedAt">;
@@ -427,6 +432,169 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
             { experimentId: exp.id, text: "" },
           ]);
         }
+      });
+    });
+
+    describe("reads after writes", () => {
+      const trialOf = (experimentId: number, attempt: number): NewTrial => newTrial(experimentId, attempt);
+
+      it("keeps ordering by n when experiments arrive out of order after a read", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        expect(l.listExperiments(run.id)).toEqual([]);
+        const five = l.addExperiment(newExperiment(run.id, 5));
+        expect(l.listExperiments(run.id).map((e) => e.n)).toEqual([5]);
+        for (const n of [2, 9, 0]) l.addExperiment(newExperiment(run.id, n));
+        l.startTrial(trialOf(five.id, 1));
+        expect(l.getExperiment(run.id, 2)?.n).toBe(2);
+        l.addExperiment(newExperiment(run.id, 7));
+        expect(l.listExperiments(run.id).map((e) => e.n)).toEqual([0, 2, 5, 7, 9]);
+        expect(l.listExperiments(run.id).map((e) => e.trials.length)).toEqual([0, 0, 1, 0, 0]);
+        expect(l.getExperiment(run.id, 7)?.hypothesis).toBe("hypothesis 7");
+        expect(l.getExperiment(run.id, 3)).toBeUndefined();
+      });
+
+      it("shows each write at the next read: trial start, result, decision, new experiment", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const a = l.addExperiment(newExperiment(run.id, 0));
+        expect(l.listExperiments(run.id)).toHaveLength(1);
+        const id = l.startTrial(trialOf(a.id, 1));
+        expect(l.getExperiment(run.id, 0)?.trials.map((t) => t.id)).toEqual([id]);
+        expect(l.listExperiments(run.id)[0]?.trials[0]?.result).toBeUndefined();
+        l.finishTrial(id, trialResult(), "/logs/0/1");
+        expect(l.listExperiments(run.id)[0]?.trials[0]?.result?.status).toBe("ok");
+        expect(l.getExperiment(run.id, 0)?.decision).toBeUndefined();
+        l.decide(a.id, { action: "keep", reason: "baseline", metric: 0.9979 });
+        expect(l.getExperiment(run.id, 0)?.decision?.action).toBe("keep");
+        expect(l.listExperiments(run.id)[0]?.decision?.metric).toBe(0.9979);
+        l.addExperiment(newExperiment(run.id, 1));
+        expect(l.listExperiments(run.id).map((e) => [e.n, e.decision?.action ?? "pending"])).toEqual([
+          [0, "keep"],
+          [1, "pending"],
+        ]);
+      });
+
+      it("does not change objects it returned earlier when later rows are written", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const a = l.addExperiment(newExperiment(run.id, 0, { params: { LR: 0.1 } }));
+        const t1 = l.startTrial(trialOf(a.id, 1));
+        const list = l.listExperiments(run.id);
+        const got = l.getExperiment(run.id, 0);
+        const snapshot = structuredClone(got);
+        const trials = got?.trials;
+        l.finishTrial(t1, trialResult(), "/logs");
+        l.startTrial(trialOf(a.id, 2));
+        l.decide(a.id, { action: "keep", reason: "baseline", metric: 1 });
+        l.addExperiment(newExperiment(run.id, 1));
+        expect(got).toEqual(snapshot);
+        expect(trials).toHaveLength(1);
+        expect(trials?.[0]?.result).toBeUndefined();
+        expect(got?.decision).toBeUndefined();
+        expect(list).toHaveLength(1);
+        expect(list[0]).toEqual(snapshot);
+        // ...while the ledger itself has moved on.
+        expect(l.getExperiment(run.id, 0)?.trials).toHaveLength(2);
+        expect(l.listExperiments(run.id)).toHaveLength(2);
+      });
+
+      it("cannot be corrupted through returned objects, returned lists or the inputs given to it", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const params = { LR: 0.1 };
+        const env = { AUTOLAB_SEED: "7" };
+        const a = l.addExperiment(newExperiment(run.id, 0, { params }));
+        l.addExperiment(newExperiment(run.id, 1));
+        const id = l.startTrial({ ...trialOf(a.id, 1), env });
+        const result = trialResult({ metrics: { val_bpb: 1.5 }, progress: [[0.5, 2]] });
+        l.finishTrial(id, result, "/logs");
+        const before = structuredClone(l.listExperiments(run.id));
+        params.LR = 99;
+        env.AUTOLAB_SEED = "99";
+        result.metrics.val_bpb = 99;
+        (result.progress as Array<[number, number]>).push([1, 1]);
+        const list = l.listExperiments(run.id);
+        list.reverse();
+        list.push(list[0] as (typeof list)[0]);
+        const got = l.getExperiment(run.id, 0);
+        // Writing to a returned record either throws (frozen) or changes only the caller's copy.
+        const attempts: Array<() => void> = [
+          () => Object.assign(got as object, { hypothesis: "rewritten" }),
+          () => got?.trials.push(got.trials[0] as (typeof got.trials)[0]),
+          () => Object.assign(got?.params ?? {}, { LR: 42 }),
+          () => Object.assign(got?.trials[0]?.result?.metrics ?? {}, { val_bpb: 42 }),
+          () => Object.assign(got?.trials[0]?.env ?? {}, { AUTOLAB_SEED: "42" }),
+        ];
+        for (const attempt of attempts) {
+          try {
+            attempt();
+          } catch {
+            // frozen: fine
+          }
+        }
+        expect(l.listExperiments(run.id)).toEqual(before);
+        expect(l.getExperiment(run.id, 0)).toEqual(before[0]);
+        expect(l.getExperiment(run.id, 0)?.params).toEqual({ LR: 0.1 });
+      });
+
+      it("sees experiments, trials, results and decisions written by another ledger on the same store", () => {
+        if (!opts.openAnother) return;
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const e0 = l.addExperiment(newExperiment(run.id, 0));
+        const t0 = l.startTrial(trialOf(e0.id, 1));
+        expect(l.listExperiments(run.id)).toHaveLength(1);
+        expect(l.getExperiment(run.id, 0)?.trials).toHaveLength(1);
+
+        const other = opts.openAnother(l);
+        open.push(other);
+        const check = () => {
+          const fresh = opts.openAnother?.(l) as Ledger;
+          open.push(fresh);
+          const truth = fresh.listExperiments(run.id);
+          expect(l.listExperiments(run.id)).toEqual(truth);
+          for (const e of truth) expect(l.getExperiment(run.id, e.n)).toEqual(e);
+          fresh.close();
+        };
+
+        // The other finishes our trial, decides our experiment, adds one below and one above.
+        other.finishTrial(t0, trialResult(), "/logs/0/1");
+        expect(l.getExperiment(run.id, 0)?.trials[0]?.result?.status).toBe("ok");
+        other.decide(e0.id, { action: "keep", reason: "baseline", metric: 1 });
+        expect(l.getExperiment(run.id, 0)?.decision?.action).toBe("keep");
+        const e5 = other.addExperiment(newExperiment(run.id, 5));
+        const e3 = other.addExperiment(newExperiment(run.id, 3));
+        expect(l.listExperiments(run.id).map((e) => e.n)).toEqual([0, 3, 5]);
+        check();
+
+        // Interleaved without reads in between: each side's rows all show.
+        const t5 = other.startTrial(trialOf(e5.id, 1));
+        other.addExperiment(newExperiment(run.id, 2));
+        const e4 = l.addExperiment(newExperiment(run.id, 4));
+        const t4 = l.startTrial(trialOf(e4.id, 1));
+        other.finishTrial(t5, trialResult({ status: "crash", reason: "exit 1" }), "/logs/5/1");
+        l.finishTrial(t4, trialResult(), "/logs/4/1");
+        other.decide(e4.id, { action: "discard", reason: "worse", metric: 2 });
+        l.decide(e5.id, { action: "crash", reason: "exit 1" });
+        expect(l.listExperiments(run.id).map((e) => e.n)).toEqual([0, 2, 3, 4, 5]);
+        expect(l.getExperiment(run.id, 4)?.decision?.action).toBe("discard");
+        expect(l.getExperiment(run.id, 5)?.trials[0]?.result?.status).toBe("crash");
+        check();
+
+        // A note from another process changes no experiment; a new trial of a decided one shows.
+        other.addNote(run.id, e0.id, "noted elsewhere");
+        check();
+        other.startTrial(trialOf(e0.id, 2));
+        l.startTrial(trialOf(e3.id, 1));
+        expect(l.getExperiment(run.id, 0)?.trials.map((t) => t.attempt)).toEqual([1, 2]);
+        expect(l.getExperiment(run.id, 3)?.trials.map((t) => t.attempt)).toEqual([1]);
+        check();
+
+        // And the other sees ours.
+        l.addExperiment(newExperiment(run.id, 6));
+        expect(other.getExperiment(run.id, 6)?.n).toBe(6);
+        expect(other.listExperiments(run.id)).toEqual(l.listExperiments(run.id));
       });
     });
 
