@@ -291,6 +291,19 @@ describe("trustworthy progress in the loop", () => {
     expect(loss?.decision?.action).toBe("discard");
   });
 
+  it("compares trials that share a seed pairwise: a small gain that is the same on every seed is kept", async () => {
+    // This project's noise is a function of AUTOLAB_SEED alone, so candidate and best trials
+    // with one seed differ by exactly the change (common random numbers); unpaired, a 0.03 gain
+    // against a seed-to-seed spread of ~0.03 is not credible.
+    const dir = project({ acceptance: "noise", noise: 0.05 });
+    const { experiments } = await run(dir, [{ hypothesis: "X 5 → 4.97", edits: setX(4.97) }]);
+    const [base, cand] = experiments;
+    expect(cand?.decision?.action).toBe("keep");
+    expect(cand?.decision?.reason).toMatch(/paired on \d+ seeds/);
+    const seeds = new Set(base?.trials.map((t) => t.seed));
+    expect(cand?.trials.every((t) => seeds.has(t.seed) || t.seed > 2)).toBe(true);
+  });
+
   it("prunes a trial whose learning curve is confidently worse than the best's, and records it", async () => {
     const dir = project({ steps: 20, budget: "4s" });
     const { experiments } = await run(dir, [

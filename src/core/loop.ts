@@ -466,15 +466,17 @@ export async function evaluateExperiment(
   // Judged against the best it was built on (in a parallel run the best may have moved since).
   const parent = exps.find((e) => e.commit === exp.parentCommit && e.decision?.action === "keep") ?? best;
   const parentMetric = objectiveOf(parent, metric) ?? bestMetric;
-  const okValues = (e: ExperimentRecord | undefined) =>
+  // The full-budget ok trials of an experiment, in order (values and trials must stay aligned:
+  // the judge pairs candidate and best trials by seed).
+  const okTrials = (e: ExperimentRecord | undefined): TrialResult[] =>
     (e?.trials ?? [])
       .filter((t) => isFullBudget(program, t))
       .map((t) => t.result)
-      .filter((r) => r?.status === "ok")
-      .map((r) => r?.metrics[metric] as number);
+      .filter((r): r is NonNullable<typeof r> => r?.status === "ok");
+  const okValues = (e: ExperimentRecord | undefined) => okTrials(e).map((r) => r.metrics[metric] as number);
   const input = {
     program,
-    best: { n: parent.n, metric: parentMetric, values: okValues(parent) },
+    best: { n: parent.n, metric: parentMetric, values: okValues(parent), trials: okTrials(parent) },
     baseline: okValues(exps.find((e) => e.n === 0)),
   };
   // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
