@@ -229,6 +229,25 @@ describe("autolab watch", () => {
     );
   });
 
+  it("shows the roles' credit and the slots' utilization of an org run", () => {
+    const dir = tempDir();
+    const roles = ["tuner", "explorer", "tuner", "explorer", "tuner", "tuner", "explorer"];
+    buildNotebook(dir, [
+      { experiments: LAB.map((x, i) => (i === 0 ? x : { ...x, role: roles[i], slot: i % 2 })) },
+    ]);
+    const { ledger, run, exps } = open(dir);
+    ledger.startSession(run.id, 2);
+    const sessions = ledger.listSessions(run.id);
+    ledger.close();
+    const screen = watchScreen(run, exps, [], { last: 3, columns: 120, rows: 40, now: Date.now(), sessions });
+    expect(screen).toMatch(/Roles:\n +role +proposals/);
+    expect(screen).toMatch(/^ +tuner +3 +2 /m);
+    expect(screen).toMatch(/^slots: 2 · utilization /m);
+    expect(watchScreen(run, exps, [], { last: 3, columns: 120, rows: 40, now: Date.now() })).not.toContain(
+      "Roles:",
+    );
+  });
+
   it("plain output when not a terminal: status once, then a line per event; Ctrl-C exits 0", async () => {
     const dir = tempDir();
     const ledgerPath = buildNotebook(dir, [{ tag: "w", experiments: LAB.slice(0, 3) }]);

@@ -3,9 +3,10 @@ import { LabReader, type OpenTrial } from "../app/lab-reader.ts";
 import { statusOf } from "../app/status.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
-import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import { lastResult, objectiveOf } from "../core/views.ts";
 import { type NotebookEvent, SqliteEventFeed } from "../ledger/sqlite-event-feed.ts";
+import { orgLines } from "./views.ts";
 
 export interface WatchFlags {
   program?: string;
@@ -78,13 +79,14 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
             columns: out.columns || 100,
             rows: out.rows || 40,
             now: now(),
+            ...(run ? { sessions: reader.sessions(run) } : {}),
           });
           // Home, each line cleared to its end, the rest of the screen cleared: no flicker.
           out.write(`\x1b[H${screen.replace(/\n/g, "\x1b[K\n")}\x1b[J`);
         }
       } else {
         if (!printedHeader && run) {
-          out.write(`${statusLines(run, reader.experiments(run), now()).join("\n")}\n`);
+          out.write(`${statusLines(run, reader.experiments(run), now(), reader.sessions(run)).join("\n")}\n`);
           printedHeader = true;
         } else if (!printedHeader) {
           out.write("waiting for a run to start (autolab run)…\n");
@@ -112,8 +114,13 @@ function findRun(reader: LabReader, tag: string | undefined): RunRecord | undefi
   }
 }
 
-function statusLines(run: RunRecord, exps: ExperimentRecord[], now: number): string[] {
-  const s = statusOf(run, exps);
+function statusLines(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  now: number,
+  sessions?: SessionRecord[],
+): string[] {
+  const s = statusOf(run, exps, undefined, sessions ? { sessions, now } : {});
   const c = s.counts;
   const lines = [
     `Run ${s.tag} (${s.program}) on ${s.branch}: ${s.direction} ${s.metric}${s.selfReported ? " [self-reported]" : ""}`,
@@ -129,6 +136,8 @@ function statusLines(run: RunRecord, exps: ExperimentRecord[], now: number): str
     `${best} · baseline ${formatMetric(s.baseline?.metric ?? undefined)} · ${c.total} experiments: ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending` : ""}`,
   );
   lines.push(`trial time ${s.trialSeconds.toFixed(1)}s · last activity ${ago(s.lastActivity, now)}`);
+  // Roles' credit and the slots line (the per-slot lines are the running trials below).
+  if (sessions) lines.push(...orgLines(s).filter((l) => !l.startsWith("  slot ")));
   return lines;
 }
 
@@ -137,12 +146,12 @@ export function watchScreen(
   run: RunRecord | undefined,
   exps: ExperimentRecord[],
   open: OpenTrial[],
-  o: { last: number; columns: number; rows: number; now: number },
+  o: { last: number; columns: number; rows: number; now: number; sessions?: SessionRecord[] },
 ): string {
   const cut = (s: string) => (s.length > o.columns - 1 ? `${s.slice(0, o.columns - 2)}…` : s);
   const time = new Date(o.now).toLocaleTimeString();
   if (!run) return `autolab watch · ${time}\n\nWaiting for a run to start (autolab run)…\n\nCtrl-C quits.\n`;
-  const lines = [`autolab watch · ${time}`, ...statusLines(run, exps, o.now), ""];
+  const lines = [`autolab watch · ${time}`, ...statusLines(run, exps, o.now, o.sessions), ""];
   if (open.length === 0) lines.push("idle: no trial running");
   for (const t of open) {
     if (t.state === "interrupted") {
