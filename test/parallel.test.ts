@@ -196,6 +196,20 @@ describe("parallel slots", () => {
     expect(new Set(slots)).toEqual(new Set([0, 1]));
   });
 
+  it("discards a winner whose change the new best already holds (the same idea found twice)", async () => {
+    const dir = pairProject();
+    const { experiments: exps } = await run(dir, [setA(3), setA(3)], 2);
+    const [e1, e2] = [exps[1] as ExperimentRecord, exps[2] as ExperimentRecord];
+    const kept = [e1, e2].find((e) => e.decision?.action === "keep") as ExperimentRecord;
+    const other = [e1, e2].find((e) => e !== kept) as ExperimentRecord;
+    expect(other.decision?.action).toBe("discard");
+    expect(other.decision?.reason).toMatch(
+      new RegExp(`the same change is already in the new best #${kept.n}$`),
+    );
+    expect(exps).toHaveLength(3);
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(kept.commit);
+  });
+
   it("gives each slot its GPU (CUDA_VISIBLE_DEVICES) and records the slot of every trial", async () => {
     const dir = pairProject({ slots: "{ gpus: [2, 5] }", sleepMs: 300 });
     const { experiments: exps } = await run(dir, [setA(4), setB(4), setA(2), setB(1)], 4);

@@ -589,6 +589,12 @@ async function mergeOnto(
         : undefined;
       if (byKnobs) res = byKnobs;
     }
+    if ("alreadyIn" in res) {
+      const reason = `${beat}; the same change is already in the new best #${best.n}`;
+      ledger.decide(exp.id, { action: "discard", reason, mechanismConfirmed: null });
+      emit({ type: "decision", n: exp.n, action: "discard", reason, best: bestNow });
+      return;
+    }
     if ("conflicts" in res) {
       const reason = `stale: ${beat}, but its change conflicts with the new best #${best.n} in ${res.conflicts.join(", ") || "the same lines"}`;
       ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });

@@ -49,12 +49,15 @@ export interface Workspace {
   fileAt(commit: string, path: string): Promise<string | undefined>;
   /**
    * Re-applies `commit` (a candidate built on an older best) onto `onto` as a new commit,
-   * reachable as refs/autolab/<tag>/<n>; or the paths that conflict.
+   * reachable as refs/autolab/<tag>/<n>; or the paths that conflict; or alreadyIn when `onto`
+   * already holds the change (nothing is committed).
    */
   rebase(
     n: number,
     commit: string,
     onto: string,
     message: string,
-  ): Promise<{ commit: string; ref: string; diff: DiffStats } | { conflicts: string[] }>;
+  ): Promise<
+    { commit: string; ref: string; diff: DiffStats } | { conflicts: string[] } | { alreadyIn: true }
+  >;
 }

@@ -415,7 +415,9 @@ export class GitWorkspace implements Workspace {
     commit: string,
     onto: string,
     message: string,
-  ): Promise<{ commit: string; ref: string; diff: DiffStats } | { conflicts: string[] }> {
+  ): Promise<
+    { commit: string; ref: string; diff: DiffStats } | { conflicts: string[] } | { alreadyIn: true }
+  > {
     // The ratchet is linear, so the merge base of the new best and a candidate is the old best
     // the candidate was built on: a three-way merge without a worktree is a cherry-pick.
     const out = await gitRaw(this.worktree, [
@@ -431,6 +433,8 @@ export class GitWorkspace implements Workspace {
     if (out.code !== 0 || !lines[0]) {
       throw new AutolabError("GIT_FAILED", `git merge-tree ${onto} ${commit} failed: ${out.stderr.trim()}`);
     }
+    // The same change was found twice: the new best already has it.
+    if (lines[0] === (await this.g(["rev-parse", `${onto}^{tree}`])).trim()) return { alreadyIn: true };
     const made = await gitRaw(
       this.worktree,
       [...this.identity, "commit-tree", lines[0], "-p", onto, "-F", "-"],
