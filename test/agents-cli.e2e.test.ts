@@ -104,6 +104,50 @@ describe.each([
   });
 });
 
+describe("two pi agents at once (slots: 2)", () => {
+  it("each edits its own proposer worktree; both changes end up in the best", async () => {
+    const t = createToyProject({
+      evaluate: true,
+      slots: 2,
+      score: "decreasing",
+      agent: `{ backend: pi, base_url: "${fake.url}/v1", model: fake-model }`,
+    });
+    toys.push(t);
+    // The prompt names the agent's worktree: proposer 0 lowers LR, proposer 1 widens the model.
+    const worktrees = join(t.dir, ".autolab", "worktrees");
+    fake.script = {
+      ...script(join(worktrees, `${TAG}.p0`)),
+      targetFor: (text) => {
+        const p = /\.autolab\/worktrees\/t\.(p\d)\/train\.mjs/.exec(text)?.[1];
+        if (p === "p0") return { file: join(worktrees, `${TAG}.p0`, "train.mjs") };
+        if (p === "p1")
+          return {
+            file: join(worktrees, `${TAG}.p1`, "train.mjs"),
+            oldText: "const WIDTH = 10;",
+            newText: "const WIDTH = 32;",
+          };
+        return undefined;
+      },
+    };
+    fake.requests.length = 0;
+    const { experiments } = await createRun({ program: t.dir, tag: TAG, maxExperiments: 2 }).then((o) => {
+      o.lab.ledger.close();
+      return o;
+    });
+    const candidates = experiments.filter((e) => e.n > 0 && e.rebaseOf === undefined);
+    expect(candidates).toHaveLength(2);
+    for (const e of candidates) expect(e.agent).toBe("pi:fake-model");
+    // Both proposals came from separate worktrees, at once, and both changes are in the best.
+    const diffs = candidates.map((e) => t.git(["diff", "--unified=0", e.parentCommit, e.commit]));
+    expect(diffs.some((d) => d.includes("+const LR = 0.05;"))).toBe(true);
+    expect(diffs.some((d) => d.includes("+const WIDTH = 32;"))).toBe(true);
+    const best = t.git(["show", `autolab/${TAG}:train.mjs`]);
+    expect(best).toContain("const LR = 0.05;");
+    expect(best).toContain("const WIDTH = 32;");
+    expect(experiments.filter((e) => e.rebaseOf !== undefined)).toHaveLength(1);
+  });
+});
+
 describe("an agent that edits the protected evaluator", () => {
   it("with a CLI that cannot be limited (command): the candidate is rejected (scope) and the file restored", async () => {
     const { toy: t, worktree } = toy(

@@ -7,17 +7,17 @@ import type { Program } from "../core/types.ts";
 type RebaseKnobs = NonNullable<ParallelHooks["rebaseKnobs"]>;
 
 /**
- * The rebase of a tuner's candidate whose knob lines conflict with the new best: a proposal of
- * the built-in optimizer is a point in knob space, so rebasing it means writing its knob values
- * into the new best's files. Only when the candidate changed nothing but knob literals (its
- * files equal its parent's with those literals replaced); otherwise undefined (stale).
+ * The rebase of a candidate whose knob lines conflict with the new best (git merges line by
+ * line, and knob lines sit next to each other): when the candidate changed nothing but knob
+ * literals (the built-in optimizer always; a coding agent sometimes), rebasing it means writing
+ * those values into the new best's files. Otherwise undefined (stale).
  */
 export function knobRebaser(program: Program): RebaseKnobs {
-  const names = new Set(Object.keys(program.search));
-  return async ({ workspace: ws, exp, onto, n, message, changed }) => {
-    const knobs = Object.keys(changed).filter((k) => names.has(k));
-    if (knobs.length === 0) return undefined;
-    // The literal each changed knob has in the candidate, and the candidate is knob-only.
+  const names = Object.keys(program.search);
+  return async ({ workspace: ws, exp, onto, n, message }) => {
+    if (names.length === 0) return undefined;
+    // Which knobs the candidate changed (their literals in its files), and that it changed
+    // nothing else: its files equal its parent's with those literals replaced.
     const literals = new Map<string, string>();
     const paths = await ws.changedPaths(exp.parentCommit, exp.commit);
     for (const path of paths) {
@@ -25,14 +25,16 @@ export function knobRebaser(program: Program): RebaseKnobs {
       const after = await ws.fileAt(exp.commit, path);
       if (before === undefined || after === undefined) return undefined;
       let replayed = before;
-      for (const k of knobs) {
-        const literal = literalOf(after, path, k);
-        if (literal === undefined) continue;
-        literals.set(k, literal);
-        replayed = writeKnob(replayed, k, literal);
+      for (const k of names) {
+        const from = literalOf(before, path, k);
+        const to = literalOf(after, path, k);
+        if (to === undefined || from === undefined || from === to) continue;
+        literals.set(k, to);
+        replayed = writeKnob(replayed, k, to);
       }
       if (replayed !== after) return undefined;
     }
+    if (literals.size === 0) return undefined;
     await ws.resetTo(onto);
     const snapshot = await ws.snapshot();
     for (const path of paths) {

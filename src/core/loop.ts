@@ -66,7 +66,7 @@ export interface ParallelHooks {
   /**
    * When a rebase conflicts and the candidate changed only knob values (search: knobs), writes
    * those values into the new best's files in `workspace` and commits them as candidate n;
-   * undefined when the change is more than knob values.
+   * undefined when the change is more than knob values. (src/app/knob-rebase.ts)
    */
   rebaseKnobs?(args: {
     workspace: Workspace;
@@ -74,7 +74,6 @@ export interface ParallelHooks {
     onto: string;
     n: number;
     message: string;
-    changed: Record<string, number>;
   }): Promise<{ commit: string; ref: string; diff: DiffStats } | undefined>;
 }
 
@@ -582,11 +581,8 @@ async function mergeOnto(
     let res = await ws.rebase(m, exp.commit, best.commit, message);
     // A tuner's change is a set of knob values: on conflicting knob lines, it is the values
     // that are rebased (written into the new best's files), not the lines.
-    if ("conflicts" in res && parallel.rebaseKnobs && exp.params) {
-      const changed = changedParams(exp, exps);
-      const byKnobs = Object.keys(changed).length
-        ? await parallel.rebaseKnobs({ workspace: ws, exp, onto: best.commit, n: m, message, changed })
-        : undefined;
+    if ("conflicts" in res && parallel.rebaseKnobs) {
+      const byKnobs = await parallel.rebaseKnobs({ workspace: ws, exp, onto: best.commit, n: m, message });
       if (byKnobs) res = byKnobs;
     }
     if ("alreadyIn" in res) {

@@ -32,6 +32,12 @@ export interface FakeSummary {
 export interface FakeScript {
   /** The file to read and edit, as the agent should address it (Claude needs an absolute path). */
   file: string;
+  /**
+   * Several agents at once (parallel proposers, each in its own worktree): the edit for this
+   * request, picked from its text (e.g. the worktree path in the prompt); unset fields (or
+   * undefined) fall back to file, oldText and newText.
+   */
+  targetFor?: (requestText: string) => Partial<Pick<FakeScript, "file" | "oldText" | "newText">> | undefined;
   oldText: string;
   newText: string;
   summary: FakeSummary;
@@ -179,7 +185,8 @@ export async function startFakeModel(script?: FakeScript): Promise<FakeModel> {
       );
       return;
     }
-    const action = decide(s, tools, rec.toolResults);
+    const target = s?.targetFor?.(JSON.stringify(body));
+    const action = decide(s && target ? { ...s, ...target } : s, tools, rec.toolResults);
     rec.reply = action.reply;
     if (action.kind === "tool") rec.toolCalled = action.name;
     const id = `fake${++seq}`;
