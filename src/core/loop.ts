@@ -655,8 +655,11 @@ export async function runTrial(
   const { program, ledger, run, workspace: ws, executor } = deps;
   const budgetMs = rung?.budgetMs ?? program.run.budgetMs;
   // A previous trial may have scribbled over a protected file: restore the pristine copy.
-  if (await ws.verifyProtected()) await ws.restoreProtected();
-  const stillBad = await ws.verifyProtected();
+  let stillBad = await ws.verifyProtected();
+  if (stillBad) {
+    await ws.restoreProtected();
+    stillBad = await ws.verifyProtected();
+  }
   if (stillBad) {
     throw new AutolabError(
       "PROTECTED_CHANGED",
