@@ -9,6 +9,8 @@ export interface DemoOptions {
   dir?: string;
   maxExperiments?: number;
   budgetMs?: number;
+  /** Trials at once (tiny-lm trains on one core: 2 slots use both cores of a 2-core machine). */
+  slots?: number;
   signal?: AbortSignal;
   onEvent?: LoopEventListener;
 }
@@ -22,6 +24,7 @@ export async function runDemo(opts: DemoOptions): Promise<RunOutcome> {
     tag: "demo",
     maxExperiments: opts.maxExperiments ?? 10,
     ...(opts.budgetMs !== undefined ? { budgetMs: opts.budgetMs } : {}),
+    ...(opts.slots !== undefined ? { slots: opts.slots } : {}),
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
   });

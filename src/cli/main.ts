@@ -86,6 +86,7 @@ cli
   .description("run the tiny-lm example in a temporary repository: about ten 10-second experiments")
   .option("-n, --max-experiments <n>", "experiments besides the baseline", positiveInt, 10)
   .option("-b, --budget <duration>", "per-trial budget", duration)
+  .option("-s, --slots <n>", "trials at once (tiny-lm trains on one core each)", positiveInt)
   .option("--dir <dir>", "where to create the demo project (default: a new temporary directory)")
   .action(demoCommand);
 

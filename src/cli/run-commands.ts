@@ -89,6 +89,7 @@ export function runCommand(flags: RunFlags): Promise<void> {
 export function demoCommand(flags: {
   maxExperiments?: number;
   budget?: number;
+  slots?: number;
   dir?: string;
 }): Promise<void> {
   process.stdout.write(
@@ -101,6 +102,7 @@ export function demoCommand(flags: {
         ...(flags.dir ? { dir: flags.dir } : {}),
         ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
         ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
+        ...(flags.slots !== undefined ? { slots: flags.slots } : {}),
         signal,
         onEvent,
       }),
