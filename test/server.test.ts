@@ -523,6 +523,7 @@ describe("event stream", () => {
         action: "keep",
         metric: 2.5,
         hypothesis: "LEARNING_RATE 0.001 → 0.01",
+        slot: 3,
       });
       const types: string[] = [];
       const events: Json[] = [];
@@ -533,6 +534,7 @@ describe("event stream", () => {
       }
       expect(types).toEqual(["experiment_created", "trial_started", "trial_finished", "decision"]);
       expect(events[0]).toMatchObject({ run: "live", n: 1, hypothesis: "LEARNING_RATE 0.001 → 0.01" });
+      expect(events[1]).toMatchObject({ n: 1, attempt: 1, slot: 3 });
       expect(events[2]).toMatchObject({ n: 1, status: "ok", metric: 2.5 });
       expect(events[3]).toMatchObject({ n: 1, action: "keep", metric: 2.5, best: { n: 1, metric: 2.5 } });
 

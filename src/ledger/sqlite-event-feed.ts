@@ -107,7 +107,7 @@ export class SqliteEventFeed {
       }
 
       for (const r of this.all(
-        `SELECT s.id, s.attempt, s.seed, s.budget_ms, s.started_at, e.run_id, e.n, e.hypothesis
+        `SELECT s.id, s.attempt, s.seed, s.budget_ms, s.started_at, s.slot, e.run_id, e.n, e.hypothesis
          FROM trial_starts s JOIN experiments e ON e.id = s.experiment_id WHERE s.id > ? ORDER BY s.id`,
         this.lastTrialId,
       )) {
@@ -125,6 +125,7 @@ export class SqliteEventFeed {
             budgetMs: r.budget_ms as number,
             startedAt: Date.parse(r.started_at as string),
             hypothesis: r.hypothesis as string,
+            ...(r.slot !== null && r.slot !== undefined ? { slot: r.slot as number } : {}),
           },
         });
       }
