@@ -6,23 +6,13 @@ import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-a
 import { createRun } from "../src/app/create-run.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import { buildContext } from "../src/core/views.ts";
+import { runScripted } from "./helpers/scripted-run.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
 const setX = (x: number): ScriptedStep["edits"] => ({ "value.mjs": `export const X = ${x};\n` });
 const project = valueProject;
 
-async function run(dir: string, steps: ScriptedStep[], max = steps.length) {
-  const events: LoopEvent[] = [];
-  const outcome = await createRun({
-    program: dir,
-    tag: "t",
-    maxExperiments: max,
-    agent: createScriptedAgent(steps),
-    onEvent: (e) => events.push(e),
-  });
-  outcome.lab.ledger.close();
-  return { ...outcome, events };
-}
+const run = runScripted;
 
 describe("the research loop", () => {
   it("keeps improvements, discards the rest, and the branch follows the best", async () => {

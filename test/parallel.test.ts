@@ -10,9 +10,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
 import type { CrashPoint } from "../src/core/crash-points.ts";
-import type { LoopEvent } from "../src/core/events.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { runScripted } from "./helpers/scripted-run.ts";
 import { createToyProject, readLedger, runCli, spawnCli, type ToyProject } from "./helpers/toy-project.ts";
 
 /** Whether pid is a live train.mjs process (a zombie has no command line; a reused pid another). */
@@ -88,18 +88,7 @@ const setB = (b: number): ScriptedStep => ({
   edits: { "b.mjs": `export const B = ${b};\n` },
 });
 
-async function run(dir: string, steps: ScriptedStep[], max: number) {
-  const events: LoopEvent[] = [];
-  const outcome = await createRun({
-    program: dir,
-    tag: "t",
-    maxExperiments: max,
-    agent: createScriptedAgent(steps),
-    onEvent: (e) => events.push(e),
-  });
-  outcome.lab.ledger.close();
-  return { ...outcome, events };
-}
+const run = runScripted;
 
 const interval = (e: ExperimentRecord) => {
   const t = e.trials[0];
