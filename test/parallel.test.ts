@@ -109,8 +109,11 @@ describe("parallel slots", () => {
     expect(e1.parentCommit).toBe(exps[0]?.commit);
     expect(e2.parentCommit).toBe(exps[0]?.commit);
     expect(new Set([e1.trials[0]?.slot, e2.trials[0]?.slot])).toEqual(new Set([0, 1]));
-    const [i1, i2] = [interval(e1), interval(e2)];
-    expect(i1.start < i2.end && i2.start < i1.end).toBe(true);
+    // Trials of different experiments overlapped (the first candidate may even run beside the
+    // baseline, on the slot the baseline leaves free).
+    const spans = exps.map(interval);
+    const overlap = spans.some((a, i) => spans.some((b, j) => i < j && a.start < b.end && b.start < a.end));
+    expect(overlap).toBe(true);
     expect(existsSync(join(dir, ".autolab", "worktrees", "t.s1"))).toBe(true);
     expect(existsSync(join(dir, ".autolab", "worktrees", "t.p0"))).toBe(true);
 
@@ -130,6 +133,23 @@ describe("parallel slots", () => {
     expect(git(dir, "show", "autolab/t:a.mjs")).toBe("export const A = 3;");
     expect(git(dir, "show", "autolab/t:b.mjs")).toBe("export const B = 2;");
     expect(git(dir, "rev-parse", "refs/autolab/t/3")).toBe(merged.commit);
+  });
+
+  it("proposes and starts candidates on free slots while the baseline is measured, judging them after it", async () => {
+    // Greedy: the baseline is one trial on slot 0, so slot 1 is free from the start.
+    const dir = pairProject({ sleepMs: 800 });
+    const { experiments: exps } = await run(dir, [setA(4), setB(4)], 2);
+    const base = exps[0] as ExperimentRecord;
+    const baseDecided = Date.parse(base.decision?.decidedAt ?? "");
+    const early = exps.filter((e) => e.n > 0 && Date.parse(e.trials[0]?.startedAt ?? "") < baseDecided);
+    expect(early.length).toBeGreaterThan(0);
+    for (const e of early) {
+      expect(e.parentCommit).toBe(base.commit);
+      expect(e.trials[0]?.slot).toBe(1);
+      // Judged after the baseline, against it.
+      expect(Date.parse(e.decision?.decidedAt ?? "")).toBeGreaterThanOrEqual(baseDecided);
+      expect(e.decision?.reason).toMatch(/vs best 10 \(#0\)/);
+    }
   });
 
   it("rejects a winner whose change conflicts with the new best as stale, naming the file", async () => {

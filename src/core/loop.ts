@@ -64,6 +64,11 @@ export interface ParallelHooks {
   /** A merge candidate was recorded: queue it for evaluation. */
   onMerged(exp: ExperimentRecord): void;
   /**
+   * Set while the baseline is being measured: resolves true once it is kept (false if it failed
+   * or the run stopped). Meanwhile proposals build on the baseline and their first trials run.
+   */
+  baselineDecided?: Promise<boolean>;
+  /**
    * When a rebase conflicts and the candidate changed only knob values (search: knobs), writes
    * those values into the new best's files in `workspace` and commits them as candidate n;
    * undefined when the change is more than knob values. (src/app/knob-rebase.ts)
@@ -269,8 +274,13 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const metric = program.objective.metric;
   const emit = opts.emit ?? (() => {});
   const exps = ledger.listExperiments(run.id);
-  const best = bestOf(exps);
-  const bestMetric = best ? objectiveOf(best, metric) : undefined;
+  let best = bestOf(exps);
+  let bestMetric = best ? objectiveOf(best, metric) : undefined;
+  if (!best && deps.parallel?.baselineDecided) {
+    // A parallel run proposes while the baseline is still measured: candidates build on it.
+    best = exps.find((e) => e.n === 0);
+    bestMetric = Number.NaN;
+  }
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
   // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
   const bestCommit = best.commit;
@@ -422,6 +432,16 @@ export async function evaluateExperiment(
     const r = await runTrial(deps, exp.n, finished().length, emit, signal);
     return r.status !== "interrupted";
   };
+
+  if (exp.n !== 0 && !best && deps.parallel?.baselineDecided) {
+    // Built while the baseline is measured: its first trial runs now, on a slot the baseline
+    // does not use; judging it waits for the baseline (without a ladder: rungs rank against it).
+    if (!program.ladder && finished().length === 0 && !(await another())) return;
+    if (!(await deps.parallel.baselineDecided)) return;
+    const now = ledger.getExperiment(run.id, exp.n);
+    if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
+    return;
+  }
 
   if (exp.n === 0) {
     // With a proxy ladder, the baseline first measures every cheaper rung (candidates rank against it).

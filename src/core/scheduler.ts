@@ -150,10 +150,15 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   nextN = Math.max(0, ...exps.map((e) => e.n), ...refs) + 1;
 
   for (const e of exps.filter((x) => !x.decision)) await closeOpenTrials(deps, e);
-  await measureBaseline(slotDeps, emit, signal);
   exps = list();
-  if (stopped()) return finish(stopReason);
   assertBaselineOk(program, exps);
+  // While the baseline is measured, proposals already build on it and slots it leaves free run
+  // their first trials (judged once the baseline is kept).
+  const measuring = !exps.find((e) => e.n === 0)?.decision;
+  // Slot 0 at least: the baseline's decision (and a ladder's rung trials) happen in its worktree.
+  const baselineSlots = measuring ? Math.max(1, Math.min(deps.slots.length, baselineTrialsMissing(deps))) : 0;
+  let baselineDone: (ok: boolean) => void = () => {};
+  if (measuring) hooks.baselineDecided = new Promise<boolean>((r) => (baselineDone = r));
 
   // Undecided candidates (a previous session stopped during them) go first, oldest first.
   queue.push(...exps.filter((e) => !e.decision && e.n !== 0));
@@ -275,7 +280,20 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
       wake();
     }),
   );
-  await Promise.all([...proposers, ...deps.slots.map((_, j) => slotWorker(j))]);
+  const early = deps.slots.map((_, j) => j).filter((j) => !measuring || j >= baselineSlots);
+  const workers = [...proposers, ...early.map((j) => slotWorker(j))];
+  if (measuring) {
+    try {
+      await measureBaseline(slotDeps.slice(0, baselineSlots), emit, signal);
+      assertBaselineOk(program, list());
+    } catch (err) {
+      fail(err);
+    }
+    const ok = !stopped() && list().find((e) => e.n === 0)?.decision?.action === "keep";
+    baselineDone(ok);
+    if (ok) for (let j = 0; j < baselineSlots; j++) workers.push(slotWorker(j));
+  }
+  await Promise.all(workers);
   await lockChain;
   if (fatal) {
     // Every worker has stopped (its trial recorded as interrupted): nothing is lost on resume.
@@ -308,6 +326,17 @@ export function roleOutcome(
   return { improvement, compute };
 }
 
+/** How many of the baseline's noise-sample trials are still to run (0 once it is decided). */
+function baselineTrialsMissing(deps: LoopDeps): number {
+  const baseline = deps.ledger.getExperiment(deps.run.id, 0);
+  if (!baseline || baseline.decision) return 0;
+  // Rung trials of a proxy ladder are not part of the noise sample (evaluateExperiment runs them).
+  const done = baseline.trials.filter(
+    (t) => t.result && t.result.status !== "interrupted" && isFullBudget(deps.program, t),
+  ).length;
+  return Math.max(0, deps.judge.baselineTrials - done);
+}
+
 /**
  * The baseline's repeated trials (the noise sample) run at once, one per slot, seeds 0..k-1;
  * then the usual decision. Trials finished in an earlier session count.
@@ -321,11 +350,8 @@ async function measureBaseline(
   const { ledger, run, judge } = first;
   const baseline = ledger.getExperiment(run.id, 0);
   if (!baseline || baseline.decision) return;
-  // Rung trials of a proxy ladder are not part of the noise sample (evaluateExperiment runs them).
-  const done = baseline.trials.filter(
-    (t) => t.result && t.result.status !== "interrupted" && isFullBudget(first.program, t),
-  ).length;
-  const missing = Math.max(0, judge.baselineTrials - done);
+  const missing = baselineTrialsMissing(first);
+  const done = judge.baselineTrials - missing;
   for (let k = 0; k < missing && !signal.aborted; k += slotDeps.length) {
     const batch = slotDeps.slice(0, Math.min(slotDeps.length, missing - k));
     await Promise.all(
