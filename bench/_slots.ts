@@ -16,12 +16,18 @@ export interface SlotRun {
   experiments: number;
   /** Seconds from the first candidate trial's start to the last trial's end. */
   wallS: number;
-  /** Busy trial time / (wall × slots) over that window (after the baseline). */
+  /**
+   * Steady state: busy trial time / (window × slots), the window running from the moment every
+   * slot has started its first trial to the moment the first slot has finished its last one
+   * (ramp-up and the last partial round left out).
+   */
   utilization: number;
   /** The same over the whole session, baseline and start-up included. */
   sessionUtilization: number;
-  /** Candidate trials finished per minute in the window. */
+  /** Candidate trials finished per minute from the first candidate trial to the end. */
   throughputPerMin: number;
+  /** Trials per minute in the steady-state window: busy trial time there / trial length. */
+  steadyPerMin: number;
 }
 
 export async function slotRun(opts: {
@@ -72,20 +78,26 @@ ${opts.slots === "serial" ? "" : `slots: ${opts.slots}\n`}---
   const exps = outcome.experiments;
   const slotCount = opts.slots === "serial" ? 1 : opts.slots;
   const windowStart = Math.min(...candidateTrials(exps).map((t) => t.start));
+  const perSlot = [...Array(slotCount).keys()].map((j) =>
+    slotTrials(exps, opts.slots === "serial" ? undefined : j),
+  );
+  const steadyFrom = Math.max(...perSlot.map((ts) => Math.min(...ts.map((t) => t.start))));
+  const steadyTo = Math.min(...perSlot.map((ts) => Math.max(...ts.map((t) => t.end))));
   const sessionStart = sessions[0]
     ? Date.parse(sessions[0].startedAt)
     : Math.min(...allTrials(exps).map((t) => t.start));
   const end = Math.max(...allTrials(exps).map((t) => t.end));
-  const busy = (from: number) =>
-    allTrials(exps).reduce((a, t) => a + Math.max(0, t.end - Math.max(t.start, from)), 0);
+  const busy = (from: number, to = Number.POSITIVE_INFINITY) =>
+    allTrials(exps).reduce((a, t) => a + Math.max(0, Math.min(t.end, to) - Math.max(t.start, from)), 0);
   const wallMs = end - windowStart;
   return {
     slots: opts.slots,
     experiments: candidateTrials(exps).length,
     wallS: wallMs / 1000,
-    utilization: busy(windowStart) / (wallMs * slotCount),
+    utilization: busy(steadyFrom, steadyTo) / ((steadyTo - steadyFrom) * slotCount),
     sessionUtilization: busy(sessionStart) / ((end - sessionStart) * slotCount),
     throughputPerMin: (candidateTrials(exps).length / wallMs) * 60_000,
+    steadyPerMin: (busy(steadyFrom, steadyTo) / opts.trialMs / (steadyTo - steadyFrom)) * 60_000,
   };
 }
 
@@ -93,6 +105,17 @@ function allTrials(exps: ExperimentRecord[]): Array<{ start: number; end: number
   return exps.flatMap((e) =>
     e.trials
       .filter((t) => t.result?.finishedAt)
+      .map((t) => ({ start: Date.parse(t.startedAt), end: Date.parse(t.result?.finishedAt ?? "") })),
+  );
+}
+
+function slotTrials(
+  exps: ExperimentRecord[],
+  slot: number | undefined,
+): Array<{ start: number; end: number }> {
+  return exps.flatMap((e) =>
+    e.trials
+      .filter((t) => t.result?.finishedAt && t.slot === slot)
       .map((t) => ({ start: Date.parse(t.startedAt), end: Date.parse(t.result?.finishedAt ?? "") })),
   );
 }

@@ -158,7 +158,19 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   // Slot 0 at least: the baseline's decision (and a ladder's rung trials) happen in its worktree.
   const baselineSlots = measuring ? Math.max(1, Math.min(deps.slots.length, baselineTrialsMissing(deps))) : 0;
   let baselineDone: (ok: boolean) => void = () => {};
-  if (measuring) hooks.baselineDecided = new Promise<boolean>((r) => (baselineDone = r));
+  // Candidates whose first trial ran before the baseline was kept wait here for it; queued
+  // again, they mostly need a decision, not a slot's time, so the queue's bound ignores them.
+  const waitingForBaseline: ExperimentRecord[] = [];
+  const toJudge = new Set<number>();
+  if (measuring) {
+    hooks.baselineDecided = new Promise<boolean>((r) => (baselineDone = r));
+    hooks.afterBaseline = (exp) => {
+      toJudge.add(exp.n);
+      if (bestOf(list())) queue.unshift(exp);
+      else waitingForBaseline.push(exp);
+      wake();
+    };
+  }
 
   // Undecided candidates (a previous session stopped during them) go first, oldest first.
   queue.push(...exps.filter((e) => !e.decision && e.n !== 0));
@@ -175,7 +187,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   const proposer = async (i: number): Promise<void> => {
     const agents = new Map<Researcher, Agent>();
     while (!stopped() && issued < max) {
-      if (queue.length + proposing >= capacity) {
+      if (queue.filter((e) => !toJudge.has(e.n)).length + proposing >= capacity) {
         await changed();
         continue;
       }
@@ -252,6 +264,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
         await changed();
         continue;
       }
+      toJudge.delete(exp.n);
       wake(); // room in the queue: a proposer may start the next candidate
       if (stopped()) {
         queue.unshift(exp);
@@ -291,6 +304,8 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     }
     const ok = !stopped() && list().find((e) => e.n === 0)?.decision?.action === "keep";
     baselineDone(ok);
+    if (ok) queue.unshift(...waitingForBaseline.splice(0));
+    wake();
     if (ok) for (let j = 0; j < baselineSlots; j++) workers.push(slotWorker(j));
   }
   await Promise.all(workers);
