@@ -68,6 +68,8 @@ export interface ParallelHooks {
    * or the run stopped). Meanwhile proposals build on the baseline and their first trials run.
    */
   baselineDecided?: Promise<boolean>;
+  /** Queues `exp` again once the baseline is kept (set with baselineDecided). */
+  afterBaseline?(exp: ExperimentRecord): void;
   /**
    * When a rebase conflicts and the candidate changed only knob values (search: knobs), writes
    * those values into the new best's files in `workspace` and commits them as candidate n;
@@ -435,9 +437,14 @@ export async function evaluateExperiment(
 
   if (exp.n !== 0 && !best && deps.parallel?.baselineDecided) {
     // Built while the baseline is measured: its first trial runs now, on a slot the baseline
-    // does not use; judging it waits for the baseline (without a ladder: rungs rank against it).
+    // does not use (not with a ladder: its rungs rank against the baseline's). Judging it waits
+    // for the baseline, without holding the slot: it goes back to the queue once the baseline
+    // is kept.
     if (!program.ladder && finished().length === 0 && !(await another())) return;
-    if (!(await deps.parallel.baselineDecided)) return;
+    if (!bestOf(ledger.listExperiments(run.id))) {
+      deps.parallel.afterBaseline?.(exp);
+      return;
+    }
     const now = ledger.getExperiment(run.id, exp.n);
     if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
     return;
