@@ -85,8 +85,13 @@ export async function parallelDeps(
         },
       ];
   // A role whose agent cannot be built (an unknown backend, a missing CLI) is bad input: say so
-  // before any worktree is made.
-  for (const r of researchers) await r.agentFor(0);
+  // before any worktree is made. Agents are made once per worker (proposer 0's is this one).
+  for (const r of researchers) {
+    const make = r.agentFor;
+    const made = new Map<number, Promise<Agent>>();
+    r.agentFor = (i) => made.get(i) ?? (made.set(i, make(i)).get(i) as Promise<Agent>);
+    await r.agentFor(0);
+  }
 
   const slots: Slot[] = [];
   for (let j = 0; j < slotsSpec.count; j++) {

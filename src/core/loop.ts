@@ -22,7 +22,7 @@ import type {
   TrialPruner,
   TrialResult,
 } from "./types.ts";
-import { bestOf, buildContext, lastResult, objectiveOf, toView } from "./views.ts";
+import { bestOf, buildContext, firstLine, lastResult, objectiveOf, toView } from "./views.ts";
 import type { Snapshot, Workspace } from "./workspace.ts";
 
 export interface LoopDeps {
@@ -256,7 +256,8 @@ export interface StepOptions {
 
 export interface StepResult {
   n: number;
-  action: DecisionAction | "interrupted";
+  /** "queued": recorded with deferEvaluation, waiting for a slot. */
+  action: DecisionAction | "interrupted" | "queued";
   reason: string;
   metric?: number;
   best: { n: number; metric: number };
@@ -305,9 +306,14 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       program,
       best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
       history: exps.map((e) => toView(e, program)),
-      contextText: deps.instructions
-        ? `${buildContext(program, run, exps)}\n\n## Your role: ${deps.role ?? "researcher"}\n${deps.instructions.trim()}`
-        : buildContext(program, run, exps),
+      contextText: buildContext(
+        program,
+        run,
+        exps,
+        deps.instructions
+          ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
+          : {},
+      ),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
@@ -366,8 +372,8 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   if (opts.deferEvaluation) {
     return {
       n,
-      action: "interrupted",
-      reason: "queued",
+      action: "queued",
+      reason: "recorded; a slot evaluates it",
       best: { n: best.n, metric: bestMetric },
       researcherFailed: false,
       experiment: exp,
@@ -653,10 +659,6 @@ function changedParams(exp: ExperimentRecord, exps: ExperimentRecord[]): Record<
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(exp.params ?? {})) if (parent[k] !== v) out[k] = v;
   return out;
-}
-
-function firstLine(s: string): string {
-  return (s.split("\n")[0] ?? "").slice(0, 200);
 }
 
 /** "± sd" of a few values, for reasons people read. */

@@ -48,6 +48,8 @@ export interface ContextOptions {
   recent?: number;
   /** Character budget of the whole text. */
   maxChars?: number;
+  /** The org role the reader proposes for: its name and instructions (kept whole, before the history). */
+  role?: { name: string; instructions: string };
 }
 
 /**
@@ -71,6 +73,7 @@ export function buildContext(
         ? ` Protected (never edit): ${program.files.protected.join(", ")}.`
         : ""),
   );
+  if (opts.role) lines.push("", `## Your role: ${opts.role.name}`, opts.role.instructions.trim());
   if (!run) {
     lines.push("", "No run yet. `autolab run` starts one (the first experiment measures the baseline).");
   } else {
@@ -121,7 +124,8 @@ export function buildContext(
   return text;
 }
 
-function firstLine(s: string): string {
+/** The first line of a text, at most 160 characters. */
+export function firstLine(s: string): string {
   const line = s.split("\n")[0] ?? "";
   return line.length > 160 ? `${line.slice(0, 157)}…` : line;
 }
