@@ -120,8 +120,14 @@ export interface TrialSpec {
   /** Extra environment; AUTOLAB_SEED and AUTOLAB_BUDGET_S are always set by the runner. */
   env?: Record<string, string>;
   objective: string;
-  /** Called between `command` and `evaluate`; returns a reason if protected files were tampered with. */
+  /**
+   * Called between `command` and `evaluate`: checks protected files and turns the worktree into
+   * the pristine tree evaluate runs on (committed files, setup's files, declared outputs).
+   * Returns a reason when the trial must not be scored (tampering, a missing output).
+   */
   beforeEvaluate?: () => Promise<string | undefined>;
+  /** Confinement of the command and of the evaluate step; absent: they run unsandboxed. */
+  sandbox?: { command: SandboxSpec; evaluate: SandboxSpec };
   /** Called for every metric line as it appears on the command's stdout. */
   onMetric?: (name: string, value: number) => void;
   signal?: AbortSignal;
@@ -161,6 +167,7 @@ export interface Executor {
     timeoutMs: number,
     logDir: string,
     signal?: AbortSignal,
+    sandbox?: SandboxSpec,
   ): Promise<TrialResult>;
   runTrial(spec: TrialSpec): Promise<TrialResult>;
   /**
@@ -168,6 +175,40 @@ export interface Executor {
    * AUTOLAB_TRIAL_TOKEN=<token>); returns how many processes were killed.
    */
   reap?(token: string): Promise<number>;
+}
+
+/**
+ * How one process (a trial's command, the evaluate step, setup, a researcher) is confined
+ * (src/runner/sandbox.ts turns it into a bubblewrap command line). Everything not named here is
+ * read-only (`/`), except a private `/tmp`; mounts apply parents first, so a path named here
+ * may lie inside another (a hidden file inside a writable tree). Paths are absolute; missing
+ * ones are skipped, except `writable` and `devices`, which must exist.
+ */
+export interface SandboxSpec {
+  /** Bound read-write (the worktree, declared caches, a researcher's log directory). */
+  writable: string[];
+  /** Bound read-only on top of a writable one (protected files, the worktree's .git file, setup's files). */
+  readOnly: string[];
+  /** Made invisible: an empty read-only directory or an empty read-only file (holdout data, .autolab, the repository's .git). */
+  hidden: string[];
+  /** Network namespace shared with the host (researchers, `sandbox: { network: true }`); otherwise loopback only. */
+  network: boolean;
+  /** The whole environment inside: nothing else of the harness's environment enters. */
+  env: Record<string, string>;
+  limits: SandboxLimits;
+  /** Device nodes passed through (/dev/nvidia0, /dev/nvidiactl, …). */
+  devices: string[];
+}
+
+export interface SandboxLimits {
+  /** Address space (RLIMIT_AS) in MiB; a cgroup memory limit where one can be made. */
+  memoryMb?: number;
+  /** Processes and threads. */
+  processes?: number;
+  /** Largest file the process may write (RLIMIT_FSIZE), MiB. */
+  fileSizeMb?: number;
+  /** CPU time (RLIMIT_CPU), seconds. */
+  cpuSeconds?: number;
 }
 
 export type DecisionAction = "keep" | "discard" | "crash" | "reject";
