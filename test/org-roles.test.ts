@@ -32,7 +32,7 @@ function failure(fn: () => unknown): AutolabError {
 }
 
 const PROGRAM = {
-  files: { editable: ["train.ts", "model"], protected: ["evaluate.ts"] },
+  files: { editable: ["train.ts", "model"], protected: ["evaluate.ts"], holdout: [] },
   search: { LR: { low: 0.001, high: 0.1, log: true, int: false } },
 };
 

@@ -55,7 +55,35 @@ export interface Program {
     setupTimeoutMs: number;
     evaluateTimeoutMs: number;
   };
-  files: { editable: string[]; protected: string[] };
+  files: {
+    editable: string[];
+    protected: string[];
+    /**
+     * Holdout data (e.g. the test split): protected, and hidden from the command and from
+     * researchers; only the evaluate step reads them. May be files that setup creates.
+     */
+    holdout: string[];
+  };
+  /**
+   * What the command writes for the evaluate step (a checkpoint, predictions), relative to the
+   * project. Evaluate runs on the committed tree, setup's files and these: nothing else the
+   * command wrote.
+   */
+  outputs: string[];
+  /** How trials and researchers are confined (docs/security.md). */
+  sandbox: {
+    /** false: `sandbox: off`, an explicit choice to run unsandboxed. */
+    enabled: boolean;
+    /** Refuse to run when no sandbox can be made (default: warn once, run unsandboxed). */
+    required: boolean;
+    /** Trials may reach the network (researchers always may: they call model endpoints). */
+    network: boolean;
+    /** Writable in every trial and kept between trials: project-relative, absolute or ~/. */
+    caches: string[];
+    /** Names of environment variables passed into trials (the rest of autolab's stays out). */
+    env: string[];
+    limits: SandboxLimits;
+  };
   metrics: {
     /** Recorded for every trial, never shown to an agent. */
     holdout: string[];

@@ -52,6 +52,34 @@ export function crossFieldIssues(raw: unknown): ProgramIssue[] {
     });
   }
 
+  const protectedPaths = strings(raw, ["files", "protected"]).map(([, p]) => normalizePath(p));
+  const holdout = strings(raw, ["files", "holdout"]).map(([, p]) => normalizePath(p));
+  for (const [i, p] of strings(raw, ["files", "holdout"])) {
+    const h = normalizePath(p);
+    const clash = editable.find((e) => contains(e, h) || contains(h, e));
+    if (clash === undefined) continue;
+    issues.push({
+      path: ["files", "holdout", i],
+      message: `holdout ${JSON.stringify(p)} overlaps editable ${JSON.stringify(clash)}: holdout data is hidden from researchers, so it cannot be editable`,
+    });
+  }
+  for (const [i, p] of strings(raw, ["outputs"])) {
+    const o = normalizePath(p);
+    if (o === ".") {
+      issues.push({
+        path: ["outputs", i],
+        message: `${JSON.stringify(p)} is the whole project: name the files or directories the command writes for evaluate (e.g. out/)`,
+      });
+      continue;
+    }
+    const clash = [...editable, ...protectedPaths, ...holdout].find((f) => contains(f, o) || contains(o, f));
+    if (clash === undefined) continue;
+    issues.push({
+      path: ["outputs", i],
+      message: `output ${JSON.stringify(p)} overlaps ${JSON.stringify(clash)} listed under files: outputs are what the command writes, never the project's own files`,
+    });
+  }
+
   const objective = at(raw, ["objective", "metric"]);
   for (const [i, h] of strings(raw, ["metrics", "holdout"])) {
     if (h !== objective) continue;

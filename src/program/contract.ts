@@ -16,6 +16,9 @@ export function contractOf(p: Program): Record<string, unknown> {
     "files.editable": [...p.files.editable].sort(),
     "files.protected": [...p.files.protected].sort(),
     "metrics.holdout": [...p.metrics.holdout].sort(),
+    // Added later: present only when used, so runs recorded before them resume unchanged.
+    ...(p.files.holdout.length ? { "files.holdout": [...p.files.holdout].sort() } : {}),
+    ...(p.outputs.length ? { outputs: [...p.outputs].sort() } : {}),
   };
 }
 

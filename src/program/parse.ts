@@ -74,6 +74,10 @@ export function parseProgram(text: string, path: string): Program {
     // `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }`.
     const l = raw as { ladder?: unknown };
     if (Array.isArray(l.ladder)) l.ladder = { budgets: l.ladder };
+    // `sandbox: off` / `sandbox: on` are shorthands for `sandbox: { enabled: false | true }`.
+    const sb = raw as { sandbox?: unknown };
+    if (sb.sandbox === false || sb.sandbox === "off") sb.sandbox = { enabled: false };
+    else if (sb.sandbox === true || sb.sandbox === "on") sb.sandbox = { enabled: true };
   }
   const parsed = frontmatterSchema.safeParse(raw);
   const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
@@ -100,7 +104,23 @@ export function parseProgram(text: string, path: string): Program {
       setupTimeoutMs: fm.run.setup_timeout ?? DEFAULT_SETUP_TIMEOUT_MS,
       evaluateTimeoutMs: fm.run.evaluate_timeout ?? DEFAULT_EVALUATE_TIMEOUT_MS,
     },
-    files: { editable: fm.files.editable, protected: fm.files.protected },
+    files: { editable: fm.files.editable, protected: fm.files.protected, holdout: fm.files.holdout },
+    outputs: fm.outputs,
+    sandbox: {
+      enabled: fm.sandbox.enabled,
+      required: fm.sandbox.required,
+      network: fm.sandbox.network,
+      caches: fm.sandbox.caches,
+      env: fm.sandbox.env,
+      limits: {
+        ...(fm.sandbox.limits.memory !== undefined && { memoryMb: fm.sandbox.limits.memory }),
+        ...(fm.sandbox.limits.processes !== undefined && { processes: fm.sandbox.limits.processes }),
+        ...(fm.sandbox.limits.file_size !== undefined && { fileSizeMb: fm.sandbox.limits.file_size }),
+        ...(fm.sandbox.limits.cpu_time !== undefined && {
+          cpuSeconds: Math.ceil(fm.sandbox.limits.cpu_time / 1000),
+        }),
+      },
+    },
     metrics: {
       holdout: fm.metrics.holdout,
       ...(fm.metrics.progress !== undefined && { progress: fm.metrics.progress }),

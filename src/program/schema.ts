@@ -98,6 +98,7 @@ const runShape = {
 const filesShape = {
   editable: z.array(relPath).min(1, { error: "must list at least one file the researcher may edit" }),
   protected: z.array(relPath).default([]),
+  holdout: z.array(relPath).default([]),
 };
 
 const metricsShape = {
@@ -202,6 +203,63 @@ const orgShape = {
   policy: z.enum(["bandit", "round-robin"]).default("bandit"),
 };
 
+/** "8G", "512M", "1.5G" or a number of MiB → MiB. */
+const sizeMb = z.union([z.number(), z.string()]).transform((v, ctx) => {
+  const mb = parseSizeMb(v);
+  if (mb === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      input: v,
+      message: `${describe(v)} is not a size: write e.g. 512M, 8G or a number of MiB`,
+    });
+    return 0;
+  }
+  return mb;
+});
+
+/** Sizes as people write them: 512M, 8G, 1.5T, or a number of MiB. Undefined when unreadable or not positive. */
+export function parseSizeMb(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) && v > 0 ? v : undefined;
+  if (typeof v !== "string") return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$/i.exec(v);
+  if (!m) return undefined;
+  const scale = { "": 1, K: 1 / 1024, M: 1, G: 1024, T: 1024 * 1024 }[(m[2] ?? "").toUpperCase()] ?? 1;
+  const mb = Number(m[1]) * scale;
+  return mb > 0 ? mb : undefined;
+}
+
+const limitsShape = {
+  memory: sizeMb.optional(),
+  processes: z.number().int().min(1).optional(),
+  file_size: sizeMb.optional(),
+  cpu_time: optionalDuration(true),
+};
+
+/** A cache path: relative to the project, absolute, or under the home directory (~/). */
+const cachePath = z.string().superRefine((p, ctx) => {
+  if (p.trim() === "") ctx.addIssue({ code: "custom", input: p, message: "must not be empty" });
+  else if (!p.startsWith("/") && !p.startsWith("~/") && p.split(/[\\/]/).includes("..")) {
+    ctx.addIssue({
+      code: "custom",
+      input: p,
+      message: `${JSON.stringify(p)} leaves the project: ".." is not allowed`,
+    });
+  }
+});
+
+/** How trials and researchers are confined (docs/security.md). `sandbox: off` is shorthand for `{ enabled: false }`. */
+const sandboxShape = {
+  enabled: z.boolean().default(true),
+  /** Refuse to run when no sandbox can be made (instead of running unsandboxed with a warning). */
+  required: z.boolean().default(false),
+  network: z.boolean().default(false),
+  caches: z.array(cachePath).default([]),
+  env: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "must be an environment variable name" }))
+    .default([]),
+  limits: z.strictObject(limitsShape).default({}),
+};
+
 /** The proxy ladder: cheaper budgets a candidate must pass before its trial at run.budget. */
 const ladderShape = {
   budgets: z
@@ -240,6 +298,12 @@ const topShape = {
   org: z.strictObject(orgShape).optional(),
   /** `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }` (expanded in parse.ts). */
   ladder: z.strictObject(ladderShape).optional(),
+  /** What the command writes for the evaluate step (a checkpoint, predictions): all evaluate sees besides the committed files and setup's. */
+  outputs: z.array(relPath).default([]),
+  /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
+  sandbox: z
+    .strictObject(sandboxShape)
+    .default({ enabled: true, required: false, network: false, caches: [], env: [], limits: {} }),
 };
 
 export const frontmatterSchema = z.strictObject(topShape);
@@ -266,6 +330,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   slots: Object.keys(slotsShape),
   org: Object.keys(orgShape),
   ladder: Object.keys(ladderShape),
+  sandbox: Object.keys(sandboxShape),
+  "sandbox.limits": Object.keys(limitsShape),
 };
 
 export const MINIMAL_PROGRAM = `---
@@ -298,6 +364,22 @@ export const EXAMPLES: Record<string, string> = {
   files: "files:\n  editable: [train.ts]\n  protected: [prepare.ts, evaluate.ts]",
   "files.editable": "editable: [train.ts]",
   "files.protected": "protected: [prepare.ts, evaluate.ts]",
+  "files.holdout":
+    "holdout: [data/test.txt]   # hidden from the command and from researchers; only evaluate reads them",
+  outputs:
+    "outputs: [out/model.json]   # what the command writes for the evaluate step (files or directories)",
+  sandbox:
+    "sandbox:\n  network: false            # default; true lets trials reach the network\n  caches: [~/.cache/torch]  # writable in every trial, kept between trials\n  env: [HF_HOME]            # environment variables passed into trials\n  limits: { memory: 16G, processes: 4096, file_size: 20G, cpu_time: 2h }\n# or: sandbox: off   (run trials and researchers unsandboxed)",
+  "sandbox.enabled": "enabled: true   # or: sandbox: off",
+  "sandbox.required": "required: true   # refuse to run when no sandbox can be made",
+  "sandbox.network": "network: true   # trials may reach the network (default: off)",
+  "sandbox.caches": "caches: [~/.cache/torch, .cache]   # writable, kept between trials",
+  "sandbox.env": "env: [HF_HOME, WANDB_MODE]   # passed into trials from autolab's environment",
+  "sandbox.limits": "limits: { memory: 16G, processes: 4096, file_size: 20G, cpu_time: 2h }",
+  "sandbox.limits.memory": "memory: 16G",
+  "sandbox.limits.processes": "processes: 4096",
+  "sandbox.limits.file_size": "file_size: 20G",
+  "sandbox.limits.cpu_time": "cpu_time: 2h",
   metrics: "metrics:\n  holdout: [test_bpb]\n  progress: train_loss",
   "metrics.holdout": "holdout: [test_bpb]",
   "metrics.progress": "progress: train_loss",
