@@ -3,6 +3,8 @@ import type { DiffStats } from "./ledger.ts";
 /** What untracked files existed before a proposal, so new ones can be told apart. */
 export interface Snapshot {
   untracked: Set<string>;
+  /** HEAD when the snapshot was taken: a researcher's own commits after it still count as its changes. */
+  head: string;
 }
 
 /**
@@ -19,8 +21,23 @@ export interface Workspace {
   /** Puts the worktree at `commit`, dropping tracked changes and the given new untracked files. */
   resetTo(commit: string, dropUntracked?: string[]): Promise<void>;
   snapshot(): Promise<Snapshot>;
-  /** Paths changed since the snapshot: tracked edits and new untracked files ("../x" if outside the project). */
+  /**
+   * Paths changed since the snapshot: tracked edits and new untracked files ("../x" if outside
+   * the project), compared with the snapshot's HEAD whatever commits were made since (a
+   * researcher's own commits are undone, their changes left in the files, so they are checked).
+   */
   changes(since: Snapshot): Promise<string[]>;
+  /**
+   * Puts the worktree at `commit` and removes every untracked and ignored file except those
+   * under `keep` (setup's files, declared caches, declared outputs) and symlinks under
+   * `outputs`: what a trial wrote is gone, whatever it was. Fails closed (throws) when
+   * something cannot be removed.
+   */
+  cleanTree(commit: string, keep: string[], outputs?: string[]): Promise<void>;
+  /** Untracked and ignored paths now (directories as "dir/"), relative to the program's directory. */
+  untrackedPaths(): Promise<string[]>;
+  /** Who or what last moved the ratchet branch, from git's reflog ("" when unknown). */
+  ratchetLastMove(): Promise<string>;
   /** Paths among `paths` that are symlinks in the worktree. */
   symlinks(paths: string[]): Promise<string[]>;
   /** Paths (relative to the program's directory) that differ between two commits. */

@@ -1,12 +1,12 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { appendFile, lstat, mkdir, readFile, realpath, rm } from "node:fs/promises";
+import { appendFile, lstat, mkdir, readdir, readFile, realpath, rm } from "node:fs/promises";
 import { join, posix, relative, resolve, sep } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import type { DiffStats } from "../core/ledger.ts";
 import type { Snapshot, Workspace } from "../core/workspace.ts";
-import { git, gitRaw } from "./git.ts";
+import { git, gitRaw, SAFE_GIT_CONFIG } from "./git.ts";
 
 export interface RepoInfo {
   /** Top level of the user's git checkout. */
@@ -122,7 +122,7 @@ function gitBuffer(cwd: string, args: string[]): Promise<Buffer> {
   return new Promise((res, rej) => {
     execFile(
       "git",
-      args,
+      [...SAFE_GIT_CONFIG, ...args],
       { cwd, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 },
       (err, stdout, stderr) => {
         if (err)
@@ -255,30 +255,112 @@ export class GitWorkspace implements Workspace {
   }
 
   async snapshot(): Promise<Snapshot> {
-    const { untracked } = await this.status();
-    return { untracked: new Set(untracked) };
+    const { untracked, head } = await this.status();
+    return { untracked: new Set(untracked), head };
   }
 
   /** Tracked paths with changes, as seen by the last status call. */
   private lastTracked = new Set<string>();
 
-  private async status(): Promise<{ tracked: string[]; untracked: string[] }> {
-    const out = await this.g(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]);
+  /** One `git status` (porcelain v2): changed tracked paths, untracked paths and HEAD. */
+  private async status(): Promise<{ tracked: string[]; untracked: string[]; head: string }> {
+    const out = await this.g([
+      "status",
+      "--porcelain=v2",
+      "--branch",
+      "-z",
+      "--untracked-files=all",
+      "--no-renames",
+    ]);
     const tracked: string[] = [];
     const untracked: string[] = [];
+    let head = "";
     for (const entry of out.split("\0")) {
       if (!entry) continue;
-      const code = entry.slice(0, 2);
-      const path = this.fromRepoPath(entry.slice(3));
-      (code === "??" ? untracked : tracked).push(path);
+      if (entry.startsWith("# branch.oid ")) head = entry.slice("# branch.oid ".length);
+      else if (entry.startsWith("? ")) untracked.push(this.fromRepoPath(entry.slice(2)));
+      else if (entry.startsWith("1 ")) tracked.push(this.fromRepoPath(nthField(entry, 8)));
+      else if (entry.startsWith("u ")) tracked.push(this.fromRepoPath(nthField(entry, 10)));
     }
     this.lastTracked = new Set(tracked);
-    return { tracked, untracked };
+    return { tracked, untracked, head };
   }
 
   async changes(since: Snapshot): Promise<string[]> {
-    const { tracked, untracked } = await this.status();
-    return [...tracked, ...untracked.filter((p) => !since.untracked.has(p))].sort();
+    let now = await this.status();
+    if (since.head && now.head !== since.head) {
+      // The researcher committed (or checked out) on its own: its commits are not the harness's.
+      // Back to the snapshot's HEAD, keeping the files, so every change it made is checked.
+      await this.g(["reset", "-q", "--mixed", since.head]);
+      now = await this.status();
+    }
+    return [...now.tracked, ...now.untracked.filter((p) => !since.untracked.has(p))].sort();
+  }
+
+  async untrackedPaths(): Promise<string[]> {
+    return (await this.listUntracked()).map((p) => this.fromRepoPath(p));
+  }
+
+  /** Untracked and ignored entries, repo-relative, directories collapsed ("data/"). */
+  private async listUntracked(): Promise<string[]> {
+    const out = await this.g([
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--ignored=traditional",
+      "--untracked-files=normal",
+      "--no-renames",
+    ]);
+    return out
+      .split("\0")
+      .filter((e) => e.startsWith("?? ") || e.startsWith("!! "))
+      .map((e) => e.slice(3));
+  }
+
+  async cleanTree(commit: string, keep: string[], outputs: string[] = []): Promise<void> {
+    await this.g(["reset", "-q", "--hard", commit]);
+    const keepAbs = keep.map((k) => resolve(this.projectDir, k));
+    const outAbs = outputs.map((k) => resolve(this.projectDir, k));
+    const within = (p: string, dir: string) => p === dir || p.startsWith(dir + sep);
+    // Walks an untracked path: kept, removed whole, or (when something kept lies inside) entered.
+    const visit = async (abs: string): Promise<void> => {
+      const st = await lstat(abs).catch(() => undefined);
+      if (!st) return;
+      const inOutput = outAbs.some((o) => within(abs, o));
+      if (st.isSymbolicLink() && inOutput) {
+        await rm(abs, { force: true }); // an output that points elsewhere is not the trial's output
+        return;
+      }
+      if (keepAbs.some((k) => within(abs, k))) {
+        if (inOutput && st.isDirectory()) for (const e of await readdir(abs)) await visit(join(abs, e));
+        return;
+      }
+      if (st.isDirectory() && keepAbs.some((k) => within(k, abs))) {
+        for (const e of await readdir(abs)) await visit(join(abs, e));
+        return;
+      }
+      await rm(abs, { recursive: true, force: true });
+    };
+    for (const p of await this.listUntracked()) {
+      const abs = resolve(this.worktree, p);
+      if (!within(abs, this.worktree) || abs === this.worktree) continue;
+      // The worktree's own .git file is git's, never a trial's.
+      if (abs === join(this.worktree, ".git")) continue;
+      await visit(abs);
+    }
+  }
+
+  async ratchetLastMove(): Promise<string> {
+    const out = await gitRaw(this.worktree, [
+      "reflog",
+      "show",
+      "-n",
+      "1",
+      "--date=iso",
+      "--format=%gs (by %gn <%ge>, %gd)",
+      `refs/heads/${this.branch}`,
+    ]);
+    return out.code === 0 ? out.stdout.trim() : "";
   }
 
   async symlinks(paths: string[]): Promise<string[]> {
@@ -461,6 +543,13 @@ export class GitWorkspace implements Workspace {
   async commitMessage(commit: string): Promise<string> {
     return this.g(["log", "-1", "--format=%B", commit]);
   }
+}
+
+/** The path of a porcelain v2 entry: everything after the first `n` space-separated fields. */
+function nthField(entry: string, n: number): string {
+  let i = 0;
+  for (let k = 0; k < n; k++) i = entry.indexOf(" ", i) + 1;
+  return entry.slice(i);
 }
 
 function parseNumstat(out: string): DiffStats {

@@ -8,12 +8,28 @@ export interface GitOutput {
   stderr: string;
 }
 
+/**
+ * Configuration for every git call of the harness: git never runs a program a candidate could
+ * have planted (hooks, an fsmonitor), and stat checks are strict, so a file rewritten with its
+ * old mtime is still seen as changed (ctime cannot be forged).
+ */
+export const SAFE_GIT_CONFIG = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.trustctime=true",
+  "-c",
+  "core.checkStat=default",
+];
+
 /** Runs git and returns its output as data, whatever the exit code. */
 export function gitRaw(cwd: string, args: string[], input?: string): Promise<GitOutput> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
-      args,
+      [...SAFE_GIT_CONFIG, ...args],
       { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } },
       (err, stdout, stderr) => {
         if (err && (err as NodeJS.ErrnoException).code === "ENOENT") {
