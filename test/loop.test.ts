@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
@@ -183,20 +184,25 @@ describe("resuming a run", () => {
   it("runs setup again when the worktree was recreated", async () => {
     const dir = project({ command: "node run.mjs" });
     const programFile = join(dir, "program.md");
+    // Setup counts its runs in a directory outside the project, declared as a cache (writable).
+    const scratch = mkdtempSync(join(tmpdir(), "autolab-setup-count-"));
+    const counter = join(scratch, "setup-count");
     writeFileSync(
       programFile,
-      readFileSync(programFile, "utf8").replace(
-        "  command:",
-        "  setup: node -e \"require('fs').appendFileSync('../../setup-count', 'x')\"\n  command:",
-      ),
+      readFileSync(programFile, "utf8")
+        .replace(
+          "  command:",
+          `  setup: node -e "require('fs').appendFileSync('${counter}', 'x')"\n  command:`,
+        )
+        .replace("acceptance:", `sandbox: { caches: [${JSON.stringify(scratch)}] }\nacceptance:`),
     );
     git(dir, "commit", "-qam", "setup");
     await run(dir, [{ hypothesis: "X 5 → 4", edits: setX(4) }]);
     await run(dir, [{ hypothesis: "X 4 → 3", edits: setX(3) }], 2);
-    expect(readFileSync(join(dir, ".autolab", "setup-count"), "utf8")).toBe("x");
+    expect(readFileSync(counter, "utf8")).toBe("x");
     execFileSync("rm", ["-rf", join(dir, ".autolab", "worktrees", "t")]);
     await run(dir, [{ hypothesis: "X 3 → 2", edits: setX(2) }], 3);
-    expect(readFileSync(join(dir, ".autolab", "setup-count"), "utf8")).toBe("xx");
+    expect(readFileSync(counter, "utf8")).toBe("xx");
   });
 });
 

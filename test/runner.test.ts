@@ -300,7 +300,7 @@ describe("LocalExecutor.runTrial", () => {
       spec("echo 'score: 1'", {
         cwd: dir,
         evaluate: "touch evaluated; echo 'score: 2'",
-        beforeEvaluate: async () => "evaluate.ts changed (sha256 mismatch)",
+        beforeEvaluate: async () => ({ status: "tampered", reason: "evaluate.ts changed (sha256 mismatch)" }),
       }),
     );
     expect(r.status).toBe("tampered");

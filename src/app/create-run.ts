@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
@@ -16,6 +16,7 @@ import { createPruner } from "../trust/pruner.ts";
 import { git } from "../workspace/git.ts";
 import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
 import { alarmsOf } from "./alarms.ts";
+import { createConfinement } from "./confinement.ts";
 import { type Lab, openLab, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 import { isParallel, parallelDeps } from "./parallel.ts";
@@ -162,7 +163,7 @@ export async function openRunSession(
         metric: program.objective.metric,
         direction: program.objective.direction,
         baseCommit,
-        protectedHashes: await hashesAt(repo, baseCommit, program.files.protected),
+        protectedHashes: await hashesAt(repo, baseCommit, await pinnedFiles(repo, baseCommit, program)),
         seed: opts.seed ?? 0,
         contract,
       });
@@ -170,13 +171,32 @@ export async function openRunSession(
     mkdirSync(lab.stateDir, { recursive: true });
     const release = acquireLock(join(lab.stateDir, `run-${run.tag}.lock`), `run ${run.tag}`);
     try {
+      // The protected files' hashes come from git (the base commit), not from the notebook's
+      // copy: a notebook row is data anyone with write access could change. A difference is
+      // reported as tampering.
+      const pinned = await hashesAt(repo, run.baseCommit, await pinnedFiles(repo, run.baseCommit, program));
+      const changed = Object.keys({ ...pinned, ...run.protectedHashes }).filter(
+        (f) => pinned[f] !== run.protectedHashes[f],
+      );
+      if (changed.length && Object.keys(run.protectedHashes).length) {
+        ledger.addNote(
+          run.id,
+          null,
+          `ALARM tamper:hashes: the notebook's protected-file hashes differ from git's for ${changed.join(", ")}; git's (the base commit's) are used`,
+        );
+      }
+      const confinement = createConfinement(program, {
+        programDir: dirname(program.path),
+        stateDir: lab.stateDir,
+        gitCommonDir: resolve(repo.root, (await git(repo.root, ["rev-parse", "--git-common-dir"])).trim()),
+      });
       const workspace = await GitWorkspace.open({
         repo,
         tag: run.tag,
         stateDir: lab.stateDir,
         baseCommit: run.baseCommit,
-        protectedFiles: Object.keys(run.protectedHashes),
-        protectedHashes: run.protectedHashes,
+        protectedFiles: Object.keys(pinned),
+        protectedHashes: pinned,
       });
       const deps: LoopDeps = {
         program,
@@ -189,6 +209,7 @@ export async function openRunSession(
         makePruner: (best) => createPruner(best, { direction: program.objective.direction }),
         checkAlarms: (exps) => alarmsOf(program, exps),
         logDir: join(lab.stateDir, "logs", run.tag),
+        confinement,
         // In the worktree's private git dir: a recreated worktree runs setup again.
         setupStamp: join(workspace.gitDir, "autolab-setup-done"),
       };
@@ -201,6 +222,35 @@ export async function openRunSession(
     lab.ledger.close();
     throw err;
   }
+}
+
+/**
+ * The files whose bytes are pinned for the run: the protected ones, and the holdout files the
+ * base commit holds (holdout files that setup makes are guarded by the sandbox instead).
+ */
+async function pinnedFiles(
+  repo: Awaited<ReturnType<typeof findRepo>>,
+  commit: string,
+  program: ReturnType<typeof loadProgram>,
+): Promise<string[]> {
+  if (program.files.holdout.length === 0) return program.files.protected;
+  const prefix = repo.prefix ? `${repo.prefix}/` : "";
+  const tracked = (
+    await git(repo.root, [
+      "ls-tree",
+      "-r",
+      "--name-only",
+      commit,
+      "--",
+      ...program.files.holdout.map((h) => `${prefix}${h}`),
+    ])
+  )
+    .split("\n")
+    .filter(Boolean);
+  const holdout = program.files.holdout.filter((h) =>
+    tracked.some((t) => t === `${prefix}${h}` || t.startsWith(`${prefix}${h}/`)),
+  );
+  return [...program.files.protected, ...holdout];
 }
 
 /** The newest run, unless its baseline failed (then a fresh run is wanted). */

@@ -73,6 +73,14 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
     `Objective: ${run.direction} \`${run.metric}\`. Branch \`${run.branch}\`, started ${run.startedAt}` +
       (s.lastActivity ? `, last activity ${s.lastActivity}.` : "."),
   );
+  if (s.unsandboxed) {
+    lines.push(
+      "",
+      `> **Unsandboxed:** trials and researchers ran with autolab's own privileges${s.sandbox?.startsWith("unsandboxed") ? ` (${s.sandbox.slice("unsandboxed: ".length)})` : " in at least one session"}; the sandbox's guarantees (docs/security.md) did not hold.`,
+    );
+  } else if (s.sandbox) {
+    lines.push("", `Sandbox: ${s.sandbox}.`);
+  }
   if (s.selfReported) {
     lines.push(
       "",

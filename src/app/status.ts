@@ -1,4 +1,10 @@
-import { countDecisions, type ExperimentRecord, type RunRecord, type SessionRecord } from "../core/ledger.ts";
+import {
+  countDecisions,
+  type ExperimentRecord,
+  type NoteRecord,
+  type RunRecord,
+  type SessionRecord,
+} from "../core/ledger.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
 import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
@@ -41,6 +47,13 @@ export interface StatusJson {
   roles: RoleCredit[];
   /** The slots of the latest harness session and their utilization; `count` 0 without a session. */
   slots: StatusSlots;
+  /**
+   * How the latest harness session confined trials and researchers ("bubblewrap 0.8.0",
+   * "unsandboxed: <why>"); null when no session recorded it (older notebooks).
+   */
+  sandbox: string | null;
+  /** True when any session of the run ran unsandboxed: its results had no sandbox's guarantees. */
+  unsandboxed: boolean;
 }
 
 /** One step of the proxy ladder: candidates measured on `low`, promoted to `high`, and the rungs' rank correlation. */
@@ -75,6 +88,8 @@ export interface StatusOrgInput {
   now?: Date | number | string;
   /** Whether a harness runs the latest session (its lock is held); default: inferred from open trials. */
   live?: boolean;
+  /** The run's notes: tampering alarms (`ALARM tamper:…`) are shown with the other alarms. */
+  notes?: NoteRecord[];
 }
 
 export function statusOf(
@@ -126,10 +141,22 @@ export function statusOf(
     lastActivity: last,
     acceptance: program?.acceptance ?? null,
     noise: noiseLine(program, exps),
-    alarms: program ? alarmsOf(program, exps) : [],
+    alarms: [...(program ? alarmsOf(program, exps) : []), ...tamperAlarms(org.notes ?? [])],
     ladder: program ? ladderStatus(program, exps) : null,
     ...orgStatus(run, exps, org),
+    sandbox: [...(org.sessions ?? [])].reverse().find((s) => s.sandbox !== undefined)?.sandbox ?? null,
+    unsandboxed: (org.sessions ?? []).some((s) => s.sandbox?.startsWith("unsandboxed") === true),
   };
+}
+
+/** `ALARM tamper:<what>: <reason>` notes (written by the loop and createRun) as alarms. */
+function tamperAlarms(notes: NoteRecord[]): Alarm[] {
+  const out: Alarm[] = [];
+  for (const n of notes) {
+    const m = /^ALARM (tamper:[^:\s]+): (.*)$/s.exec(n.text);
+    if (m) out.push({ kind: m[1] as string, reason: m[2] as string });
+  }
+  return out;
 }
 
 function orgStatus(

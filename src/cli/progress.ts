@@ -72,6 +72,15 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
             ? `Resuming run ${e.tag} (${e.experiments} experiments so far) on branch ${e.branch}`
             : `Starting run ${e.tag} on branch ${e.branch}`,
         );
+        if (e.sandbox?.startsWith("unsandboxed")) {
+          // Said once per session: the run's trials and researchers have the harness's privileges.
+          print(
+            `warning: trials and researchers run UNSANDBOXED (${e.sandbox.slice("unsandboxed: ".length)})${e.sandboxHint ? ` — ${e.sandboxHint}` : ""}`,
+          );
+        }
+        break;
+      case "alarm":
+        print(`ALARM ${e.kind}: ${e.reason}`);
         break;
       case "setup_started":
         print(`setup: ${e.command}`);

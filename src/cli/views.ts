@@ -56,6 +56,7 @@ export function statusCommand(flags: ViewFlags): void {
   withRun(flags, (run, exps, _holdout, lab) => {
     const s = statusOf(run, exps, programOf(run), {
       sessions: lab.ledger.listSessions(run.id),
+      notes: lab.ledger.listNotes(run.id),
       live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
     });
     if (flags.json) return print(JSON.stringify(s, null, 2));
@@ -63,6 +64,13 @@ export function statusCommand(flags: ViewFlags): void {
     lines.push(
       `Objective: ${s.direction} ${s.metric}${s.selfReported ? "  [self-reported: no protected evaluate step]" : ""}`,
     );
+    if (s.sandbox !== null || s.unsandboxed) {
+      lines.push(
+        s.unsandboxed
+          ? `Sandbox: UNSANDBOXED${s.sandbox?.startsWith("unsandboxed") ? ` (${s.sandbox.slice("unsandboxed: ".length)})` : " in an earlier session"} — trials and researchers ran with autolab's privileges`
+          : `Sandbox: ${s.sandbox}`,
+      );
+    }
     if (s.baseline) lines.push(`Baseline: ${formatMetric(s.baseline.metric ?? undefined)}`);
     if (s.best) {
       const change =
@@ -297,9 +305,9 @@ export function failuresCommand(flags: ViewFlags): void {
         JSON.stringify(
           failed.map((e) => ({
             id: e.n,
-            hypothesis: e.hypothesis,
+            hypothesis: redactHoldouts(e.hypothesis, holdout),
             decision: e.decision?.action,
-            reason: e.decision?.reason,
+            reason: redactHoldouts(e.decision?.reason ?? "", holdout),
             logTail: redactHoldouts(lastResult(e)?.logTail ?? "", holdout),
           })),
           null,

@@ -13,6 +13,10 @@ export type LoopEvent =
       metric: string;
       resumed: boolean;
       experiments: number;
+      /** "bubblewrap 0.8.0" or "unsandboxed: <why>" (docs/security.md). */
+      sandbox?: string;
+      /** How to get a sandbox, when the run has none. */
+      sandboxHint?: string;
     }
   | { type: "setup_started"; command: string }
   | { type: "setup_finished"; ok: boolean; wallS: number; reason?: string }
@@ -48,7 +52,7 @@ export type LoopEvent =
       best: { n: number; metric: number };
     }
   | { type: "warning"; message: string }
-  | { type: "alarm"; kind: string; reason: string; n: number }
+  | { type: "alarm"; kind: string; reason: string; n?: number }
   | { type: "run_finished"; reason: string; best: { n: number; metric: number } | undefined };
 
 export type LoopEventListener = (event: LoopEvent) => void;

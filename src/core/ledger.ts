@@ -84,12 +84,23 @@ export interface NewTrial {
 }
 
 /** One start of the harness on a run: how many slots it ran (slot utilization is per session). */
+export interface NoteRecord {
+  experimentId: number | null;
+  text: string;
+  createdAt: string;
+}
+
 export interface SessionRecord {
   id: number;
   runId: number;
   slots: number;
   pid: number;
   startedAt: string;
+  /**
+   * How trials and researchers were confined: "bubblewrap <version>", or "unsandboxed: <why>"
+   * (`sandbox: off`, bubblewrap missing, …). Absent for sessions recorded before autolab knew.
+   */
+  sandbox?: string;
 }
 
 export interface Ledger {
@@ -104,7 +115,9 @@ export interface Ledger {
   getExperiment(runId: number, n: number): ExperimentRecord | undefined;
   listExperiments(runId: number): ExperimentRecord[];
   addNote(runId: number, experimentId: number | null, text: string): void;
-  startSession(runId: number, slots: number): SessionRecord;
+  /** A run's notes, oldest first (alarms such as `ALARM tamper:ratchet: …` are notes). */
+  listNotes(runId: number): NoteRecord[];
+  startSession(runId: number, slots: number, sandbox?: string): SessionRecord;
   /** Sessions of a run, oldest first. */
   listSessions(runId: number): SessionRecord[];
   close(): void;

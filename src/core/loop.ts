@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type AgentFailure, isAgentFailure } from "./agent-failure.ts";
+import type { Confinement } from "./confinement.ts";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
@@ -49,6 +50,8 @@ export interface LoopDeps {
   instructions?: string;
   /** Parallel runs (src/core/scheduler.ts); absent in the serial loop. */
   parallel?: ParallelHooks;
+  /** How setup, trials and researchers are confined (src/app/confinement.ts); absent: unsandboxed. */
+  confinement?: Confinement;
 }
 
 /**
@@ -120,7 +123,7 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   const finish = (reason: string): LoopSummary => finishRun(deps, reason, emit);
   const finishEarly = () => finish(STOPPED_BY_SIGNAL);
 
-  await reconcileBranch(deps, exps);
+  await reconcileBranch(deps, exps, emit);
   await runSetup(deps, emit, opts.signal);
   if (stopped()) return finishEarly();
 
@@ -189,8 +192,10 @@ export function startRun(deps: LoopDeps, slots: number, emit: (e: LoopEvent) => 
     metric: program.objective.metric,
     resumed: exps.length > 0,
     experiments: exps.length,
+    ...(deps.confinement ? { sandbox: deps.confinement.description } : {}),
+    ...(deps.confinement?.hint ? { sandboxHint: deps.confinement.hint } : {}),
   });
-  ledger.startSession(run.id, slots);
+  ledger.startSession(run.id, slots, deps.confinement?.description);
   return exps;
 }
 
@@ -317,6 +322,8 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
+    const sandbox = deps.confinement?.researcher(ws, setupFilesOf(deps), [agentLogDir], {});
+    if (sandbox) ctx.sandbox = sandbox;
     proposal = await (opts.propose ?? ((c) => agent.propose(c)))(ctx);
   } catch (err) {
     if (!isAgentFailure(err)) throw err;
@@ -550,6 +557,7 @@ async function recordDecision(
   const bestMetric = best ? objectiveOf(best, metric) : undefined;
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
   const bestCommit = best.commit;
+  await verifyRatchet(deps, bestCommit, exp, emit);
   if (decision.action === "keep" && exp.parentCommit !== bestCommit && deps.parallel) {
     await mergeOnto(deps, exp, decision, best, exps, emit);
     return;
@@ -683,6 +691,13 @@ export async function runTrial(
 ): Promise<TrialResult> {
   const { program, ledger, run, workspace: ws, executor } = deps;
   const budgetMs = rung?.budgetMs ?? program.run.budgetMs;
+  const exp0 = ledger.getExperiment(run.id, n);
+  if (!exp0) throw new AutolabError("NO_EXPERIMENT", `experiment #${n} is not in the notebook.`);
+  // Whatever an earlier trial or researcher left behind is gone: the committed tree, setup's
+  // files and declared caches, nothing else (docs/security.md).
+  const setupFiles = setupFilesOf(deps);
+  const caches = deps.confinement?.projectCaches ?? [];
+  await ws.cleanTree(exp0.commit, [...setupFiles, ...caches]);
   // A previous trial may have scribbled over a protected file: restore the pristine copy.
   let stillBad = await ws.verifyProtected();
   if (stillBad) {
@@ -696,8 +711,7 @@ export async function runTrial(
       "The repository may be corrupt; start a new run.",
     );
   }
-  const exp = ledger.getExperiment(run.id, n);
-  if (!exp) throw new AutolabError("NO_EXPERIMENT", `experiment #${n} is not in the notebook.`);
+  const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
   const seed = run.seed + seedIndex;
   const logDir = join(deps.logDir, String(exp.n), String(attempt));
@@ -744,6 +758,7 @@ export async function runTrial(
       ? deps.makePruner(bestCurve)
       : undefined;
   const prune = new AbortController();
+  const sandbox = deps.confinement?.trial(ws, setupFiles, deps.slot?.env ?? {});
   const result = await executor.runTrial({
     cwd: ws.projectDir,
     command: program.run.command,
@@ -755,7 +770,19 @@ export async function runTrial(
     logDir,
     env,
     objective: program.objective.metric,
-    beforeEvaluate: () => ws.verifyProtected(),
+    beforeEvaluate: async () => {
+      const tampered = await ws.verifyProtected();
+      if (tampered) return { status: "tampered", reason: tampered };
+      // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs.
+      await ws.cleanTree(exp.commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
+      const missing = program.outputs.filter((o) => !existsSync(join(ws.projectDir, o)));
+      if (missing.length === 0) return undefined;
+      return {
+        status: "crash",
+        reason: `the command did not write its declared output${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (outputs: in program.md; a symlink does not count)`,
+      };
+    },
+    ...(sandbox ? { sandbox } : {}),
     onMetric: (name, value) => {
       if (name !== progressName) return;
       const x = (Date.now() - startedAt) / budgetMs;
@@ -770,6 +797,13 @@ export async function runTrial(
     ...(signal ? { signal } : {}),
   });
   if (curve.length) result.progress = curve;
+  if (
+    result.status === "crash" &&
+    result.reason?.startsWith("evaluate step failed") &&
+    !program.outputs.length
+  ) {
+    result.reason += `; evaluate runs on a pristine tree (the committed files and setup's): if it reads a file the command wrote, declare it under \`outputs:\` in program.md`;
+  }
   ledger.finishTrial(trialId, result, logDir);
   crashPoint("after-trial-result");
   if (result.status === "tampered") await ws.restoreProtected();
@@ -819,13 +853,59 @@ export async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Pr
   }
 }
 
-/** Makes the branch match the ledger: the last kept experiment's commit, or the base. */
-export async function reconcileBranch(deps: LoopDeps, exps: ExperimentRecord[]): Promise<void> {
+/**
+ * Makes the branch match the ledger: the last kept experiment's commit, or the base. A branch
+ * one keep behind is a harness killed between its decision and the branch (docs/loop.md); a
+ * branch anywhere else was moved by something other than autolab: tampering, reported.
+ */
+export async function reconcileBranch(
+  deps: LoopDeps,
+  exps: ExperimentRecord[],
+  emit: (e: LoopEvent) => void = () => {},
+): Promise<void> {
   const { workspace: ws, run } = deps;
   const target = bestOf(exps)?.commit ?? run.baseCommit;
   const current = await ws.bestCommit();
-  if (current !== target) await ws.advance(target, current);
+  if (current !== target) {
+    const known = new Set([
+      run.baseCommit,
+      ...exps.filter((e) => e.decision?.action === "keep").map((e) => e.commit),
+    ]);
+    if (!known.has(current)) await reportRatchetMove(deps, current, target, undefined, emit);
+    await ws.advance(target, current);
+  }
   await ws.resetTo(target);
+}
+
+/**
+ * The ratchet is checked at every decision: only autolab moves it, so a branch that is not at
+ * the best is tampering — reported (who and what, from git's reflog), repaired, and the run
+ * goes on from the best the notebook holds.
+ */
+async function verifyRatchet(
+  deps: LoopDeps,
+  bestCommit: string,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+): Promise<void> {
+  const current = await deps.workspace.bestCommit();
+  if (current === bestCommit) return;
+  await reportRatchetMove(deps, current, bestCommit, exp, emit);
+  await deps.workspace.advance(bestCommit, current);
+}
+
+async function reportRatchetMove(
+  deps: LoopDeps,
+  current: string,
+  expected: string,
+  exp: ExperimentRecord | undefined,
+  emit: (e: LoopEvent) => void,
+): Promise<void> {
+  const { ws, run } = { ws: deps.workspace, run: deps.run };
+  const how = await ws.ratchetLastMove();
+  const reason = `${ws.branch} was moved to ${current.slice(0, 8)} outside autolab${how ? ` (git reflog: ${how})` : ""}; restored to the best ${expected.slice(0, 8)}`;
+  deps.ledger.addNote(run.id, exp?.id ?? null, `ALARM tamper:ratchet: ${reason}`);
+  emit({ type: "alarm", kind: "tamper:ratchet", reason, ...(exp ? { n: exp.n } : {}) });
 }
 
 export async function runSetup(
@@ -835,14 +915,24 @@ export async function runSetup(
 ): Promise<void> {
   const { program, workspace: ws, executor } = deps;
   const setup = program.run.setup;
-  if (!setup || existsSync(deps.setupStamp)) return;
+  if (!setup || validStamp(deps.setupStamp)) return;
   emit({ type: "setup_started", command: setup });
   const logDir = join(
     deps.logDir,
     deps.slot && deps.slot.index > 0 ? `setup-slot${deps.slot.index}` : "setup",
   );
   await mkdir(logDir, { recursive: true });
-  const res = await executor.setup(ws.projectDir, setup, program.run.setupTimeoutMs, logDir, signal);
+  // Setup runs on the base commit in a clean tree, so that what it leaves is exactly its files.
+  const caches = deps.confinement?.projectCaches ?? [];
+  await ws.cleanTree(deps.run.baseCommit, caches);
+  const res = await executor.setup(
+    ws.projectDir,
+    setup,
+    program.run.setupTimeoutMs,
+    logDir,
+    signal,
+    deps.confinement?.setup(ws, deps.slot?.env ?? {}),
+  );
   if (res.status === "interrupted") return;
   emit({
     type: "setup_finished",
@@ -858,7 +948,47 @@ export async function runSetup(
       `Fix it so that \`${setup}\` succeeds in a fresh checkout, commit, and run again. Logs: ${logDir}`,
     );
   }
-  writeFileSync(deps.setupStamp, `${new Date().toISOString()} ${setup}\n`);
+  const files = (await ws.untrackedPaths())
+    .map((p) => p.replace(/\/$/, ""))
+    .filter((p) => !caches.includes(p));
+  const stamp: SetupStamp = { at: new Date().toISOString(), command: setup, files };
+  writeFileSync(deps.setupStamp, `${JSON.stringify(stamp)}\n`);
+  setupFilesCache.set(deps.setupStamp, files);
+  await ws.resetTo(await ws.bestCommit());
+}
+
+/** A stamp of this autolab's format (older ones did not list setup's files: setup runs again). */
+function validStamp(path: string): boolean {
+  if (!existsSync(path)) return false;
+  try {
+    return Array.isArray((JSON.parse(readFileSync(path, "utf8")) as SetupStamp).files);
+  } catch {
+    return false;
+  }
+}
+
+/** What runSetup records: the untracked files setup left in the worktree (kept, read-only, in every trial). */
+interface SetupStamp {
+  at: string;
+  command: string;
+  files: string[];
+}
+
+const setupFilesCache = new Map<string, string[]>();
+
+/** The files setup made in this worker's worktree (project-relative); none without a setup step. */
+export function setupFilesOf(deps: LoopDeps): string[] {
+  if (!deps.program.run.setup) return [];
+  const cached = setupFilesCache.get(deps.setupStamp);
+  if (cached) return cached;
+  let files: string[] = [];
+  try {
+    files = (JSON.parse(readFileSync(deps.setupStamp, "utf8")) as SetupStamp).files ?? [];
+  } catch {
+    // No stamp yet (setup has not run), or one from an older autolab: runSetup runs it again.
+  }
+  setupFilesCache.set(deps.setupStamp, files);
+  return files;
 }
 
 /** Which changed paths a candidate may not touch; undefined when the change is in scope. */

@@ -136,7 +136,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     }),
   );
 
-  await reconcileBranch(deps, exps);
+  await reconcileBranch(deps, exps, emit);
   await Promise.all(slotDeps.map((d) => runSetup(d, emit, signal)));
   if (stopped()) return finish(stopReason);
 

@@ -153,7 +153,7 @@ export interface TrialSpec {
    * the pristine tree evaluate runs on (committed files, setup's files, declared outputs).
    * Returns a reason when the trial must not be scored (tampering, a missing output).
    */
-  beforeEvaluate?: () => Promise<string | undefined>;
+  beforeEvaluate?: () => Promise<{ status: "tampered" | "crash"; reason: string } | undefined>;
   /** Confinement of the command and of the evaluate step; absent: they run unsandboxed. */
   sandbox?: { command: SandboxSpec; evaluate: SandboxSpec };
   /** Called for every metric line as it appears on the command's stdout. */
@@ -285,6 +285,12 @@ export interface ProposalContext {
   /** Where the agent keeps its own logs (transcripts, raw output) for this proposal. */
   logDir: string;
   signal?: AbortSignal;
+  /**
+   * How a researcher that runs as a process (a coding-agent CLI, the command backend) is
+   * confined: writable worktree and logDir, holdout data and the notebook invisible. `env` is
+   * empty: the agent puts its own environment there. Absent: the run is unsandboxed.
+   */
+  sandbox?: SandboxSpec;
 }
 
 export interface Agent {

@@ -12,6 +12,8 @@ export interface Snapshot {
  * the program's directory (where program.md lives) unless they say otherwise.
  */
 export interface Workspace {
+  /** The git worktree's top directory (absolute). */
+  readonly worktree: string;
   /** Directory inside the worktree where the program's commands run. */
   readonly projectDir: string;
   /** The ratchet: `autolab/<tag>`. */

@@ -107,4 +107,9 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX sessions_run ON sessions(run_id, id);
   `,
+  // 5: how each harness session confined trials and researchers ("bubblewrap 0.8.0", or
+  // "unsandboxed: <why>"), so status and reports can say that a run was not sandboxed
+  `
+  ALTER TABLE sessions ADD COLUMN sandbox TEXT;
+  `,
 ];

@@ -7,6 +7,7 @@ import type {
   Ledger,
   NewExperiment,
   NewTrial,
+  NoteRecord,
   RunRecord,
   SessionRecord,
   TrialRecord,
@@ -249,6 +250,15 @@ export class SqliteLedger implements Ledger {
     return this.current(runId).sorted.slice();
   }
 
+  listNotes(runId: number): NoteRecord[] {
+    const rows = this.stmt("SELECT * FROM notes WHERE run_id = ? ORDER BY id").all(runId) as Row[];
+    return rows.map((r) => ({
+      experimentId: (r.experiment_id as number | null) ?? null,
+      text: r.text as string,
+      createdAt: r.created_at as string,
+    }));
+  }
+
   addNote(runId: number, experimentId: number | null, text: string): void {
     this.stmt("INSERT INTO notes (run_id, experiment_id, text, created_at) VALUES (?, ?, ?, ?)").run(
       runId,
@@ -258,15 +268,19 @@ export class SqliteLedger implements Ledger {
     );
   }
 
-  startSession(runId: number, slots: number): SessionRecord {
+  startSession(runId: number, slots: number, sandbox?: string): SessionRecord {
     const startedAt = now();
-    const res = this.stmt("INSERT INTO sessions (run_id, slots, pid, started_at) VALUES (?, ?, ?, ?)").run(
+    const res = this.stmt(
+      "INSERT INTO sessions (run_id, slots, pid, started_at, sandbox) VALUES (?, ?, ?, ?, ?)",
+    ).run(runId, slots, process.pid, startedAt, sandbox ?? null);
+    return {
+      id: Number(res.lastInsertRowid),
       runId,
       slots,
-      process.pid,
+      pid: process.pid,
       startedAt,
-    );
-    return { id: Number(res.lastInsertRowid), runId, slots, pid: process.pid, startedAt };
+      ...(sandbox !== undefined ? { sandbox } : {}),
+    };
   }
 
   listSessions(runId: number): SessionRecord[] {
@@ -277,6 +291,7 @@ export class SqliteLedger implements Ledger {
       slots: r.slots as number,
       pid: r.pid as number,
       startedAt: r.started_at as string,
+      ...(typeof r.sandbox === "string" ? { sandbox: r.sandbox } : {}),
     }));
   }
 

@@ -93,7 +93,7 @@ export function git(cwd: string, args: string[]): string {
   });
 }
 
-export function programMd(o: ToyOptions): string {
+export function programMd(o: ToyOptions, scratch?: string): string {
   const run = [
     ...(o.setupMs !== undefined ? ["  setup: node setup.mjs"] : []),
     `  command: ${o.command ?? "node train.mjs"}`,
@@ -109,11 +109,13 @@ export function programMd(o: ToyOptions): string {
     ...run,
     "files:",
     "  editable: [train.mjs]",
-    ...(o.evaluate ? ["  protected: [evaluate.mjs]"] : []),
+    ...(o.evaluate ? ["  protected: [evaluate.mjs]", "outputs: [out/]"] : []),
     ...(o.evaluate ? ["metrics:", "  holdout: [secret_holdout]", "  progress: train_loss"] : []),
     ...(o.agent ? [`agent: ${o.agent}`] : []),
     `acceptance: ${o.acceptance ?? "greedy"}`,
     ...(o.slots !== undefined ? [`slots: ${o.slots}`] : []),
+    // train.mjs counts its invocations in the scratch directory: writable in the sandbox.
+    ...(scratch ? [`sandbox: { caches: [${JSON.stringify(scratch)}] }`] : []),
     "search:",
     "  LR: { low: 0.0001, high: 1, log: true }",
     "  WIDTH: { low: 2, high: 256, int: true, log: true }",
@@ -183,7 +185,7 @@ export function createToyProject(opts: ToyOptions = {}): ToyProject {
   mkdirSync(dir);
   mkdirSync(scratch);
   const counter = join(scratch, "invocations");
-  writeFileSync(join(dir, "program.md"), programMd(opts));
+  writeFileSync(join(dir, "program.md"), programMd(opts, scratch));
   writeFileSync(join(dir, "train.mjs"), trainMjs(opts, counter));
   writeFileSync(join(dir, ".gitignore"), "out/\ndata/\n");
   if (opts.evaluate) writeFileSync(join(dir, "evaluate.mjs"), EVALUATE_MJS);

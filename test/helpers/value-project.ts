@@ -62,6 +62,7 @@ run:
 files:
   editable: [value.mjs]
   protected: [run.mjs, evaluate.mjs]
+outputs: [out.txt]
 metrics:
   holdout: [holdout_score]
   progress: train_loss

@@ -1,0 +1,221 @@
+/**
+ * What each process of a run may see and touch (docs/security.md): the SandboxSpecs of setup,
+ * a trial's command, its evaluate step and a researcher, built from program.md and the run's
+ * paths. The runner turns a spec into a bubblewrap command line (src/runner/sandbox.ts).
+ *
+ * The rules, in one place:
+ * - everything is read-only, the worktree is the only writable project path (plus declared
+ *   caches and a private /tmp);
+ * - the notebook and logs (`.autolab/`), the repository's git directory and the other
+ *   worktrees are invisible; so are the usual credential files of the home directory;
+ * - protected files, the worktree's `.git` file and setup's files are read-only inside it;
+ * - holdout data is invisible to the command and to researchers, in the worktree and in the
+ *   user's checkout; only the evaluate step reads it;
+ * - the environment is a short list (PATH, HOME, locale, …) plus `sandbox.env` names: no
+ *   token, key or password of the harness's environment enters;
+ * - no network for setup-less trials unless `sandbox.network`; setup and researchers have it
+ *   (setup downloads data, researchers call model endpoints).
+ */
+import { existsSync, mkdirSync, readdirSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import type { Confinement } from "../core/confinement.ts";
+import { AutolabError } from "../core/errors.ts";
+import type { Program, SandboxSpec } from "../core/types.ts";
+import type { Workspace } from "../core/workspace.ts";
+import { probeSandbox } from "../runner/sandbox.ts";
+
+export interface RunPaths {
+  /** The program's directory in the user's checkout. */
+  programDir: string;
+  /** `.autolab/` of the program: notebook, logs, worktrees. */
+  stateDir: string;
+  /** The repository's common git directory (objects, refs, config). */
+  gitCommonDir: string;
+}
+
+/** Variables of autolab's environment a trial gets (besides `sandbox.env`); the rest stays out. */
+const BASE_ENV = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL"];
+
+/** Credentials people keep in their home directory: invisible to every sandboxed process. */
+export const HOME_SECRETS = [
+  ".ssh",
+  ".gnupg",
+  ".aws",
+  ".azure",
+  ".kube",
+  ".docker",
+  ".netrc",
+  ".git-credentials",
+  ".npmrc",
+  ".pypirc",
+  ".config/gcloud",
+  ".config/gh",
+  ".cache/huggingface/token",
+  ".claude",
+  ".claude.json",
+  ".codex",
+  ".gemini",
+  ".qwen",
+  ".pi",
+  ".config/opencode",
+  ".local/share/opencode",
+];
+
+/**
+ * The run's confinement. `sandbox: off` and a machine without bubblewrap give an unsandboxed
+ * one (its description says why); `sandbox: { required: true }` turns the latter into an error.
+ */
+export function createConfinement(
+  program: Program,
+  paths: RunPaths,
+  probe: ReturnType<typeof probeSandbox> = probeSandbox(),
+): Confinement {
+  if (!program.sandbox.enabled) return unsandboxed("sandbox: off in program.md");
+  if (!probe.ok) {
+    if (program.sandbox.required) {
+      throw new AutolabError(
+        "SANDBOX_UNAVAILABLE",
+        `program.md requires a sandbox (sandbox: { required: true }), but none can be made here: ${probe.reason}.`,
+        probe.hint,
+      );
+    }
+    return unsandboxed(probe.reason, probe.hint);
+  }
+  const devices = gpuDevices(program);
+  const home = process.env.HOME ?? homedir();
+  const secrets = HOME_SECRETS.map((s) => join(home, s));
+  const under = (dir: string, list: string[]) => list.map((p) => resolve(dir, p));
+  const hiddenAlways = [paths.stateDir, paths.gitCommonDir, ...secrets];
+  const caches = (ws: Workspace) =>
+    program.sandbox.caches.map((c) =>
+      c.startsWith("~/") ? join(home, c.slice(2)) : isAbsolute(c) ? c : resolve(ws.projectDir, c),
+    );
+  const projectCaches = program.sandbox.caches.filter((c) => !c.startsWith("~/") && !isAbsolute(c));
+  const env = (extra: Record<string, string>) => ({
+    ...pickEnv(program.sandbox.env),
+    TMPDIR: "/tmp",
+    ...extra,
+  });
+  const ensure = (dirs: string[]) => {
+    for (const d of dirs) mkdirSync(d, { recursive: true });
+    return dirs;
+  };
+  const base = (ws: Workspace, extraEnv: Record<string, string>): SandboxSpec => ({
+    writable: [ws.worktree],
+    readOnly: [join(ws.worktree, ".git"), ...under(ws.projectDir, program.files.protected)],
+    hidden: hiddenAlways,
+    network: program.sandbox.network,
+    env: env(extraEnv),
+    limits: {},
+    devices,
+  });
+  const holdoutEverywhere = (ws: Workspace) => [
+    ...under(ws.projectDir, program.files.holdout),
+    ...under(paths.programDir, program.files.holdout),
+  ];
+
+  return {
+    description: `bubblewrap ${probe.version}`,
+    sandboxed: true,
+    projectCaches,
+    setup(ws, extraEnv) {
+      const b = base(ws, extraEnv);
+      return { ...b, writable: [...b.writable, ...ensure(caches(ws))], network: true };
+    },
+    trial(ws, setupFiles, extraEnv) {
+      const b = base(ws, extraEnv);
+      const setupRo = under(ws.projectDir, setupFiles);
+      const command: SandboxSpec = {
+        ...b,
+        writable: [...b.writable, ...ensure(caches(ws))],
+        readOnly: [...b.readOnly, ...setupRo],
+        hidden: [...b.hidden, ...holdoutEverywhere(ws)],
+        limits: program.sandbox.limits,
+      };
+      const evaluate: SandboxSpec = {
+        ...b,
+        readOnly: [...b.readOnly, ...setupRo, ...under(ws.projectDir, program.outputs)],
+        // Project caches are the command's scratch space: the evaluator never imports from them.
+        hidden: [
+          ...b.hidden,
+          ...under(ws.projectDir, projectCaches),
+          ...under(paths.programDir, program.files.holdout),
+        ],
+      };
+      return { command, evaluate };
+    },
+    researcher(ws, setupFiles, writable, extraEnv) {
+      const b = base(ws, {});
+      // The worktree is read-only but for the editable files and directories, each bound
+      // writable on top (docs/agents.md "Sandbox"): an edit anywhere else fails with EROFS
+      // instead of being left to the scope check. A bound file cannot be replaced by a rename
+      // and a read-only directory takes no new file: an editable path that does not exist yet
+      // cannot be created, and editors must write in place (every preset does).
+      // Only paths that exist, and (symlinks resolved) lie in the worktree: a symlink must not
+      // make something outside it writable.
+      const root = realpathSync(ws.worktree);
+      const editable = under(ws.projectDir, program.files.editable).filter((p) => {
+        try {
+          const real = realpathSync(p);
+          return real === root || real.startsWith(`${root}/`);
+        } catch {
+          return false;
+        }
+      });
+      return {
+        ...b,
+        writable: [...editable, ...writable],
+        readOnly: [ws.worktree, ...b.readOnly, ...under(ws.projectDir, setupFiles)],
+        hidden: [...b.hidden, ...holdoutEverywhere(ws)],
+        network: true,
+        env: extraEnv,
+      };
+    },
+  };
+}
+
+function unsandboxed(why: string, hint?: string): Confinement {
+  return {
+    description: `unsandboxed: ${why}`,
+    sandboxed: false,
+    ...(hint ? { hint } : {}),
+    projectCaches: [],
+    setup: () => undefined,
+    trial: () => undefined,
+    researcher: () => undefined,
+  };
+}
+
+/** The base variables that are set, and the program's `sandbox.env` names. */
+function pickEnv(names: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined) continue;
+    if (BASE_ENV.includes(k) || k.startsWith("LC_") || names.includes(k)) out[k] = v;
+  }
+  return out;
+}
+
+/** /dev/nvidia* when slots name GPUs; a clear error when there are none to pass through. */
+function gpuDevices(program: Program): string[] {
+  if (!program.slots?.gpus) return [];
+  let names: string[] = [];
+  try {
+    names = readdirSync("/dev").filter((d) => d.startsWith("nvidia"));
+  } catch {
+    // no /dev: reported below
+  }
+  const devices = names
+    .map((d) => join("/dev", d))
+    .filter((d) => existsSync(d) && !d.endsWith("/nvidia-caps"));
+  if (devices.length === 0) {
+    throw new AutolabError(
+      "GPU_DEVICE_MISSING",
+      `program.md's slots name GPUs (${program.slots.gpus.join(", ")}), but this machine has no /dev/nvidia* device to pass into the sandbox.`,
+      "Check the NVIDIA driver (nvidia-smi), or remove slots.gpus to run on CPU slots.",
+    );
+  }
+  const caps = "/dev/nvidia-caps";
+  return existsSync(caps) ? [...devices, caps] : devices;
+}
