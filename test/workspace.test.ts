@@ -1,5 +1,15 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AutolabError } from "../src/core/errors.ts";
@@ -328,6 +338,17 @@ describe("GitWorkspace snapshot and changes", () => {
     writeFileSync(join(ws.worktree, "scratch.txt"), "edited, but still not ours\n");
     unlinkSync(join(ws.worktree, "README.md"));
     expect(await ws.changes(snap)).toEqual(["README.md", "models/big.ts", "new.ts", "train.ts"]);
+  });
+
+  it("counts a file the researcher committed itself (HEAD moved): its commit is undone, the file checked", async () => {
+    const { ws, wt, base } = await openProject();
+    const snap = await ws.snapshot();
+    writeFileSync(join(ws.worktree, "extra.py"), "import os\n");
+    wt("add", "extra.py");
+    wt("-c", "user.name=r", "-c", "user.email=r@r", "commit", "-qm", "sneak");
+    writeFileSync(join(ws.worktree, "train.ts"), `${TRAIN}// edit\n`);
+    expect(await ws.changes(snap)).toEqual(["extra.py", "train.ts"]);
+    expect(wt("rev-parse", "HEAD")).toBe(base);
   });
 
   it("reports nothing when nothing changed", async () => {
@@ -661,5 +682,47 @@ describe("with no git identity configured", () => {
     writeFileSync(join(ws.worktree, "train.ts"), "changed\n");
     const { commit } = await ws.commitCandidate(1, ["train.ts"], "exp 1");
     expect(gitSync(ws.worktree, "log", "-1", "--format=%an <%ae>", commit)).toBe("Ada <ada@example.com>");
+  });
+});
+
+describe("GitWorkspace.cleanTree", () => {
+  it("removes what a trial wrote, keeps setup's files, caches and outputs, restores tracked files", async () => {
+    const { ws, base } = await openProject();
+    const at = (p: string) => join(ws.projectDir, p);
+    mkdirSync(at("data"));
+    writeFileSync(at("data/train.csv"), "setup made me\n");
+    mkdirSync(at("out/sub"), { recursive: true });
+    writeFileSync(at("out/model.json"), "{}");
+    writeFileSync(at("out/sub/extra.bin"), "x");
+    symlinkSync("/etc/passwd", at("out/leak"));
+    writeFileSync(at("statistics.py"), "planted\n");
+    mkdirSync(at(".cache"));
+    writeFileSync(at(".cache/k"), "cached");
+    writeFileSync(at("train.ts"), "rewritten at run time\n");
+    await ws.cleanTree(base, ["data", ".cache", "out/model.json"], ["out/model.json"]);
+    expect(readFileSync(at("data/train.csv"), "utf8")).toBe("setup made me\n");
+    expect(readFileSync(at(".cache/k"), "utf8")).toBe("cached");
+    expect(readFileSync(at("out/model.json"), "utf8")).toBe("{}");
+    expect(existsSync(at("out/sub"))).toBe(false);
+    expect(existsSync(at("out/leak"))).toBe(false);
+    expect(existsSync(at("statistics.py"))).toBe(false);
+    expect(readFileSync(at("train.ts"), "utf8")).toBe(TRAIN);
+    await ws.cleanTree(base, ["data"]);
+    expect(existsSync(at("out"))).toBe(false);
+    expect(existsSync(at(".cache"))).toBe(false);
+    expect(existsSync(at("data/train.csv"))).toBe(true);
+    expect(existsSync(join(ws.worktree, ".git"))).toBe(true);
+  });
+
+  it("drops a symlink declared as an output, and a rewritten file whose mtime was forged is still restored", async () => {
+    const { ws, base } = await openProject();
+    const at = (p: string) => join(ws.projectDir, p);
+    symlinkSync(at("evaluate.py"), at("model.json"));
+    const { mtime } = statSync(at("train.ts"));
+    writeFileSync(at("train.ts"), TRAIN.replace("0.1", "0.9"));
+    utimesSync(at("train.ts"), mtime, mtime);
+    await ws.cleanTree(base, ["model.json"], ["model.json"]);
+    expect(existsSync(at("model.json"))).toBe(false);
+    expect(readFileSync(at("train.ts"), "utf8")).toBe(TRAIN);
   });
 });

@@ -204,6 +204,23 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
         expect(l.listSessions(run.id + other.id + 100)).toEqual([]);
       });
 
+      it("records how each session was sandboxed, and a run's notes in order", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        l.startSession(run.id, 1, "bubblewrap 0.8.0");
+        l.startSession(run.id, 1, "unsandboxed: sandbox: off in program.md");
+        l.startSession(run.id, 1);
+        expect(l.listSessions(run.id).map((s) => s.sandbox)).toEqual([
+          "bubblewrap 0.8.0",
+          "unsandboxed: sandbox: off in program.md",
+          undefined,
+        ]);
+        l.addNote(run.id, null, "ALARM tamper:ratchet: moved");
+        l.addNote(run.id, null, "second");
+        expect(l.listNotes(run.id).map((n) => n.text)).toEqual(["ALARM tamper:ratchet: moved", "second"]);
+        expect(l.listNotes(run.id + 100)).toEqual([]);
+      });
+
       it("lists a run's experiments ordered by n, whatever the insertion order", () => {
         const l = fresh();
         const run = l.createRun(newRun());
