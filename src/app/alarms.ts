@@ -2,7 +2,7 @@ import { budgetName, isFullBudget, valueAt } from "../core/ladder.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, objectiveOf } from "../core/views.ts";
-import { checkHoldout, holdoutNoise } from "../trust/holdout-alarm.ts";
+import { checkHoldout, pooledNoise } from "../trust/holdout-alarm.ts";
 import { describeNoise, type NoiseReport } from "../trust/noise-judge.ts";
 import { checkProxy, type Pair, type ProxyCheck } from "../trust/proxy-ladder.ts";
 
@@ -17,17 +17,23 @@ const okValues = (e: ExperimentRecord | undefined, name: string, program?: Progr
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined);
 
 /**
- * Alarms over a run's notebook: the holdout canary (objective keeps improving while a holdout
- * metric worsens beyond noise) and a baseline too noisy to ever accept anything. Computed from
- * the records, so status, the loop and the dashboard agree.
+ * Alarms over a run's notebook: the holdout canary both ways (`overfitting:<holdout>`: the
+ * objective improves while the holdout does not follow; `leakage:<holdout>`: the holdout
+ * improves far more than the objective — src/trust/holdout-alarm.ts has the rule), a baseline
+ * too noisy to ever accept anything, a proxy rung that stopped predicting. Computed from the
+ * records, so status, the loop and the dashboard agree. Reasons carry holdout values: for
+ * people only (agent views drop holdout alarms, src/core/views.ts agentAlarms).
  */
 export function alarmsOf(program: Program, exps: ExperimentRecord[]): Alarm[] {
   const alarms: Alarm[] = [];
   const metric = program.objective.metric;
-  const baseline = exps.find((e) => e.n === 0);
   const kept = exps.filter((e) => e.decision?.action === "keep");
+  // The noise of one trial, pooled over every experiment with repeated trials (the baseline's
+  // three, each confirmed keep's, candidates that ran more than one), each around its own mean.
+  const repeated = exps.filter((e) => okValues(e, metric, program).length > 1);
+  const objectiveNoise = pooledNoise(repeated.map((e) => okValues(e, metric, program)));
   for (const h of program.metrics.holdout) {
-    const sigma = holdoutNoise(okValues(baseline, h, program));
+    const holdoutNoise = pooledNoise(repeated.map((e) => okValues(e, h, program)));
     const res = checkHoldout({
       kept: kept.map((e) => {
         const values = okValues(e, h, program);
@@ -37,13 +43,16 @@ export function alarmsOf(program: Program, exps: ExperimentRecord[]): Alarm[] {
           objective: objectiveOf(e, metric) ?? Number.NaN,
           ...(m !== undefined ? { holdout: m } : {}),
           trials: Math.max(1, values.length),
+          objectiveTrials: Math.max(1, okValues(e, metric, program).length),
         };
       }),
       objective: { name: metric, direction: program.objective.direction },
       holdout: { name: h },
-      holdoutSigma: sigma,
+      holdoutSigma: holdoutNoise.sigma,
+      objectiveSigma: objectiveNoise.sigma,
+      df: Math.min(objectiveNoise.df, holdoutNoise.df),
     });
-    if (res.alarm) alarms.push({ kind: `overfitting:${h}`, reason: res.reason });
+    if (res.alarm) alarms.push({ kind: `${res.kind ?? "overfitting"}:${h}`, reason: res.reason });
   }
   const noise = noiseOf(program, exps);
   if (noise?.tooNoisy) alarms.push({ kind: "too-noisy", reason: noise.reason });

@@ -1,10 +1,11 @@
 import { formatMetric } from "./format.ts";
 import type { ExperimentRecord, RunRecord } from "./ledger.ts";
-import type { ExperimentView, Program, TrialResult } from "./types.ts";
+import type { Alarm, ExperimentView, Program, TrialResult } from "./types.ts";
 
 /**
  * What agents may see of the notebook. Holdout metrics never leave this module: every view
- * an agent (or `autolab context`) reads is built here, from the objective metric only.
+ * an agent (or `autolab context`) reads is built here, from the objective metric only, and
+ * every text in it that a trial, a judge or an alarm wrote passes through redactHoldouts.
  */
 
 /** The last finished trial of an experiment. */
@@ -31,12 +32,14 @@ export function bestOf(exps: ExperimentRecord[]): ExperimentRecord | undefined {
 }
 
 export function toView(e: ExperimentRecord, program: Program): ExperimentView {
-  const v: ExperimentView = { n: e.n, hypothesis: e.hypothesis };
-  if (e.mechanism) v.mechanism = e.mechanism;
+  const names = holdoutNames(program);
+  const r = (s: string) => redactHoldouts(s, names);
+  const v: ExperimentView = { n: e.n, hypothesis: r(e.hypothesis) };
+  if (e.mechanism) v.mechanism = r(e.mechanism);
   if (e.params) v.params = e.params;
   if (e.decision) {
     v.action = e.decision.action;
-    v.reason = e.decision.reason;
+    v.reason = r(e.decision.reason);
   }
   const m = objectiveOf(e, program.objective.metric);
   if (m !== undefined) v.metric = m;
@@ -65,6 +68,9 @@ export function buildContext(
   const recentN = opts.recent ?? 20;
   const maxChars = opts.maxChars ?? 12_000;
   const metric = program.objective.metric;
+  const names = holdoutNames(program, run);
+  // Each text field before firstLine cuts it (a value must not survive without its name)…
+  const firstLine = (s: string) => firstLineOf(redactHoldouts(s, names));
   const lines: string[] = [];
   lines.push(`# Lab notebook: ${program.name}`);
   lines.push(
@@ -118,7 +124,8 @@ export function buildContext(
     }
   }
   if (program.directions.trim()) lines.push("", "## Research directions", program.directions.trim());
-  let text = lines.join("\n");
+  // … and the whole text again (role instructions, directions).
+  let text = redactHoldouts(lines.join("\n"), names);
   if (text.length > maxChars)
     text = `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
   return text;
@@ -129,27 +136,123 @@ export function firstLine(s: string): string {
   const line = s.split("\n")[0] ?? "";
   return line.length > 160 ? `${line.slice(0, 157)}…` : line;
 }
+const firstLineOf = firstLine;
 
-/** Log tails are shown to agents: lines that mention a holdout metric are removed. */
-export function redactHoldouts(text: string, holdout: string[]): string {
-  if (!holdout.length) return text;
+/** What a holdout value is replaced with in agent views. */
+export const HOLDOUT_REDACTED = "[holdout redacted]";
+
+/**
+ * The holdout metric names to keep from agents: the program's, and those the run's contract
+ * recorded when it started (program.md may have changed since).
+ */
+export function holdoutNames(program?: Pick<Program, "metrics">, run?: RunRecord): string[] {
+  const recorded = run?.contract?.["metrics.holdout"];
+  const fromRun = Array.isArray(recorded) ? recorded.filter((h): h is string => typeof h === "string") : [];
+  return [...new Set([...(program ? namesOf(program) : []), ...fromRun])].filter((h) => h.length > 0);
+}
+
+type Holdouts = readonly string[] | Pick<Program, "metrics">;
+const namesOf = (h: Holdouts): readonly string[] =>
+  Array.isArray(h) ? h : ((h as Partial<Pick<Program, "metrics">>).metrics?.holdout ?? []);
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** A number as trials print it (runner/metrics.ts): 2.1, -3e-4, .5, nan, inf, -Infinity. */
+const NUMBER = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?<![\p{L}\p{N}_])(?:inf(?:inity)?|nan)(?![\p{L}\p{N}_])`;
+const HAS_NUMBER = new RegExp(NUMBER, "iu");
+const redactors = new Map<string, RegExp[]>();
+
+/** [metric line, name then a number later on the line, a number right before the name]. */
+function redactorsFor(names: readonly string[]): RegExp[] {
+  const key = names.join("\u0000");
+  let res = redactors.get(key);
+  if (!res) {
+    // Longest first, so a holdout whose name extends another's is matched whole.
+    const alt = [...names]
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp)
+      .join("|");
+    // A name as a token: not inside a longer word (loss is not val_loss). Lines are split on
+    // "\n" first; the s flag lets `.` take a CRLF log's "\r".
+    const name = String.raw`(?<![\p{L}\p{N}_])(?:${alt})(?![\p{L}\p{N}_])`;
+    res = [
+      // runner/metrics.ts's three dialects naming a holdout: `name: 2.1` as the whole line,
+      // `METRIC … name=2.1 …`, a JSON object line with the name as a key.
+      new RegExp(
+        String.raw`^(?:\s*${name}\s*:\s*(?:${NUMBER})\s*|\s*METRIC\s.*${name}\s*=.*|\s*\{.*["']${name}["']\s*:.*)$`,
+        "ius",
+      ),
+      // The name with a number anywhere after it on the line: from the name to the line's end.
+      new RegExp(`${name}(?=.*?(?:${NUMBER})).*$`, "ius"),
+      // A number right before the name: `2.1 test_bpb`, `2.1=test_bpb`.
+      new RegExp(String.raw`(?:${NUMBER})[\s:=("']*${name}`, "gius"),
+    ];
+    if (redactors.size > 64) redactors.clear();
+    redactors.set(key, res);
+  }
+  return res;
+}
+
+/**
+ * Text an agent may read, without holdout values: a metric line naming a holdout (runner/
+ * metrics.ts's dialects: `test_bpb: 2.1`, `METRIC test_bpb=2.1`, `{"test_bpb": 2.1}`) becomes
+ * `[holdout redacted]` whole; elsewhere a holdout's name with a number after it on the same
+ * line is replaced from the name to the line's end (`holdout test_bpb moved 3 → 3.08`), and a
+ * number right before the name with it. A mention without a number stays. Every agent-facing
+ * view (contexts, views, failures, MCP tools) passes trial logs, reasons and notes through it.
+ */
+export function redactHoldouts(text: string, holdout: Holdouts): string {
+  const names = namesOf(holdout).filter((h) => h.length > 0);
+  if (!names.length || !text || !HAS_NUMBER.test(text)) return text;
+  const [metricLine, after, before] = redactorsFor(names) as [RegExp, RegExp, RegExp];
   return text
     .split("\n")
-    .filter((l) => !holdout.some((h) => l.includes(h)))
+    .map((line) => {
+      if (metricLine.test(line)) return HOLDOUT_REDACTED;
+      return line.replace(after, HOLDOUT_REDACTED).replace(before, HOLDOUT_REDACTED);
+    })
     .join("\n");
 }
 
+/** Holdout values taken out of every string in a JSON-like value (MCP status). */
+export function redactHoldoutsDeep<T>(value: T, holdout: Holdouts): T {
+  if (typeof value === "string") return redactHoldouts(value, holdout) as T;
+  if (Array.isArray(value)) return value.map((v) => redactHoldoutsDeep(v, holdout)) as T;
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = redactHoldoutsDeep(v, holdout);
+    return out as T;
+  }
+  return value;
+}
+
+/**
+ * Alarms as an agent may see them: without the holdout canary's (`overfitting:<holdout>`,
+ * `leakage:<holdout>`, any alarm naming a holdout). Their reasons carry holdout values, and even
+ * without numbers the alarm is a signal about the holdout: a researcher told when it fires can
+ * steer against the canary until it stops meaning anything. The rest with holdouts redacted.
+ */
+export function agentAlarms(alarms: readonly Alarm[], holdout: Holdouts): Alarm[] {
+  const names = namesOf(holdout);
+  return alarms
+    .filter((a) => {
+      const [kind, subject] = [a.kind.split(":")[0], a.kind.slice(a.kind.indexOf(":") + 1)];
+      if (kind === "overfitting" || kind === "leakage") return false;
+      return !names.some((h) => subject === h || a.kind === h);
+    })
+    .map((a) => ({ kind: a.kind, reason: redactHoldouts(a.reason, holdout) }));
+}
+
 /** Crashed and rejected experiments with reasons and (redacted) log tails: `autolab failures`. */
-export function failuresText(exps: ExperimentRecord[], holdout: string[]): string {
+export function failuresText(exps: ExperimentRecord[], holdout: Holdouts): string {
   const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
   if (!failed.length) return "No crashed or rejected experiments.";
+  const r = (s: string) => redactHoldouts(s, holdout);
   const lines: string[] = [];
   for (const e of failed) {
     lines.push(
-      `#${e.n} ${e.decision?.action}: ${firstLine(e.hypothesis)}`,
-      `  reason: ${e.decision?.reason}`,
+      `#${e.n} ${e.decision?.action}: ${firstLine(r(e.hypothesis))}`,
+      ...r(`  reason: ${e.decision?.reason}`).split("\n"),
     );
-    const tail = redactHoldouts(lastResult(e)?.logTail ?? "", holdout)
+    const tail = r(lastResult(e)?.logTail ?? "")
       .trim()
       .split("\n")
       .slice(-5);

@@ -6,7 +6,14 @@ import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { formatMetric } from "../core/format.ts";
 import { runLoop, runStep } from "../core/loop.ts";
 import type { Agent } from "../core/types.ts";
-import { buildContext, failuresText } from "../core/views.ts";
+import {
+  agentAlarms,
+  buildContext,
+  failuresText,
+  holdoutNames,
+  redactHoldouts,
+  redactHoldoutsDeep,
+} from "../core/views.ts";
 import type { Snapshot } from "../core/workspace.ts";
 
 export interface LabMcpOptions {
@@ -109,14 +116,19 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
     () =>
       guarded(async () => {
         const s = await open();
-        return failuresText(s.lab.ledger.listExperiments(s.run.id), s.lab.program.metrics.holdout);
+        return failuresText(s.lab.ledger.listExperiments(s.run.id), holdoutNames(s.lab.program, s.run));
       }),
   );
 
   server.registerTool("status", { description: "The run at a glance as JSON: baseline, best, counts." }, () =>
     guarded(async () => {
       const s = await open();
-      return JSON.stringify(statusOf(s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program), null, 2);
+      // `autolab status --json` for an agent: the holdout canary's alarms left out, holdout
+      // values taken out of every other text (src/core/views.ts).
+      const holdout = holdoutNames(s.lab.program, s.run);
+      const status = statusOf(s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program);
+      const shown = redactHoldoutsDeep({ ...status, alarms: agentAlarms(status.alarms, holdout) }, holdout);
+      return JSON.stringify(shown, null, 2);
     }),
   );
 
@@ -151,7 +163,9 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           if (!step) return "stopped before the experiment was recorded.";
           const metric = s.lab.program.objective.metric;
           const value = step.metric !== undefined ? ` ${metric} = ${formatMetric(step.metric)}.` : "";
-          return `Experiment #${step.n}: ${step.action}.${value} ${step.reason}\nBest: #${step.best.n} ${metric} = ${formatMetric(step.best.metric)}. The worktree is at the best again.`;
+          // A crash reason can quote what the trial printed, holdout lines included.
+          const reason = redactHoldouts(step.reason, holdoutNames(s.lab.program, s.run));
+          return `Experiment #${step.n}: ${step.action}.${value} ${reason}\nBest: #${step.best.n} ${metric} = ${formatMetric(step.best.metric)}. The worktree is at the best again.`;
         } finally {
           busy = false;
         }

@@ -1,5 +1,6 @@
 import { isAbsolute, join } from "node:path";
 import type { ProposalContext } from "../../core/types.ts";
+import { redactHoldouts } from "../../core/views.ts";
 
 /** The summary every researcher ends with, as a JSON schema (for `--json-schema` and submit tools). */
 export const SUMMARY_JSON_SCHEMA = {
@@ -62,7 +63,8 @@ export function buildPrompt(ctx: ProposalContext, opts: PromptOptions = {}): str
     "",
     "## The lab notebook",
     "",
-    ctx.contextText.trim(),
+    // Built by core/views.ts, redacted there; again here, in case a caller built its own.
+    redactHoldouts(ctx.contextText.trim(), ctx.program),
     "",
     "## When you are done",
     "",

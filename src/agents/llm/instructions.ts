@@ -1,9 +1,11 @@
 import { formatMetric } from "../../core/format.ts";
 import type { ProposalContext } from "../../core/types.ts";
+import { redactHoldouts } from "../../core/views.ts";
 
 /**
  * The llm researcher's system instructions: its role, the rules of the lab, then the notebook
- * (ctx.contextText, built by core/views.ts, so it never holds holdout metrics).
+ * (ctx.contextText, built by core/views.ts, so it never holds holdout metrics; redacted again
+ * here, in case a caller built its own).
  */
 export function researcherInstructions(ctx: ProposalContext, maxTurns: number): string {
   const p = ctx.program;
@@ -22,7 +24,7 @@ Rules:
 - When your change is in the files, call finish with hypothesis (one line: what you changed and what you expect), mechanism (why it should help) and expected (the ${metric} you expect). finish ends your turn; the files are evaluated as they are at that moment.
 - You have at most ${maxTurns} steps; read what you need, then act.
 
-${ctx.contextText}`;
+${redactHoldouts(ctx.contextText, ctx.program)}`;
 }
 
 export const PROPOSE_PROMPT =
