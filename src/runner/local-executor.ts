@@ -1,7 +1,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { join } from "node:path";
-import type { Executor, TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
+import type { Executor, SandboxSpec, TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
 import { findByToken } from "./process-tree.ts";
 import { type ProcessOutcome, type RunProcessOptions, runProcess } from "./run-process.ts";
 
@@ -29,6 +29,10 @@ export interface LocalExecutorOptions {
  * cost, not the experiment's. `logTail` is the command's output only: evaluate output may carry
  * holdout metrics and evaluator internals, which agents must never see (it stays in
  * evaluate.stdout.log / evaluate.stderr.log).
+ *
+ * With `TrialSpec.sandbox` (and setup's `sandbox`), each process runs in its sandbox
+ * (sandbox.ts), and its environment is only the sandbox's `env`, `TrialSpec.env` and what the
+ * runner sets (AUTOLAB_SEED, AUTOLAB_BUDGET_S, AUTOLAB_TRIAL_TOKEN): nothing of the harness's own.
  */
 export class LocalExecutor implements Executor {
   readonly #opts: Required<LocalExecutorOptions>;
@@ -49,6 +53,7 @@ export class LocalExecutor implements Executor {
     timeoutMs: number,
     logDir: string,
     signal?: AbortSignal,
+    sandbox?: SandboxSpec,
   ): Promise<TrialResult> {
     checkDuration("timeoutMs", timeoutMs);
     const stdoutPath = join(logDir, "setup.stdout.log");
@@ -59,11 +64,12 @@ export class LocalExecutor implements Executor {
     const out = await this.#run({
       command,
       cwd,
-      env: { ...process.env },
+      env: sandbox ? {} : { ...process.env },
       stdoutPath,
       stderrPath,
       killAfterMs: timeoutMs,
       ...(signal ? { signal } : {}),
+      ...(sandbox ? { sandbox } : {}),
     });
     if (typeof out === "string") return { ...base, ...notRun(), status: "crash", reason: out };
     const fields = { ...base, ...measured(out), metrics: Object.fromEntries(out.metrics) };
@@ -117,8 +123,9 @@ export class LocalExecutor implements Executor {
     const unusable = await prepare(spec.cwd, spec.logDir);
     if (unusable) return done("crash", unusable, { ...base, ...notRun() });
 
+    // Sandboxed, the harness's environment stays out: runProcess adds the sandbox's env instead.
     const env: NodeJS.ProcessEnv = {
-      ...process.env,
+      ...(spec.sandbox ? {} : process.env),
       ...spec.env,
       AUTOLAB_SEED: String(spec.seed),
       AUTOLAB_BUDGET_S: String(spec.budgetMs / 1000),
@@ -135,6 +142,7 @@ export class LocalExecutor implements Executor {
       killAfterMs: spec.budgetMs + spec.graceMs,
       ...(commandSignal ? { signal: commandSignal } : {}),
       ...(spec.onMetric ? { onMetric: spec.onMetric } : {}),
+      ...(spec.sandbox ? { sandbox: spec.sandbox.command } : {}),
     });
     if (typeof cmd === "string") return done("crash", cmd, { ...base, ...notRun() });
     if (cmd.callbackError !== undefined) throw cmd.callbackError;
@@ -177,6 +185,7 @@ export class LocalExecutor implements Executor {
         stderrPath: join(spec.logDir, "evaluate.stderr.log"),
         killAfterMs: spec.evaluateTimeoutMs,
         ...(spec.signal ? { signal: spec.signal } : {}),
+        ...(spec.sandbox ? { sandbox: spec.sandbox.evaluate } : {}),
       });
       // Reasons never quote evaluate output (see the class comment); they point at its log instead.
       if (typeof ev === "string") return done("crash", `evaluate step failed: ${ev}`, fields());
@@ -208,16 +217,11 @@ export class LocalExecutor implements Executor {
   }
 
   /** runProcess with this executor's settings; a string is a failure to run at all (e.g. unwritable logs). */
-  async #run(
-    o: Pick<
-      RunProcessOptions,
-      "command" | "cwd" | "env" | "stdoutPath" | "stderrPath" | "killAfterMs" | "signal" | "onMetric"
-    >,
-  ): Promise<ProcessOutcome | string> {
+  async #run(o: Omit<RunProcessOptions, keyof LocalExecutorOptions>): Promise<ProcessOutcome | string> {
     try {
       const out = await runProcess({ ...this.#opts, ...o });
       if (out.spawnError !== undefined && !out.interrupted)
-        return `could not start /bin/sh: ${out.spawnError}`;
+        return `could not start ${o.sandbox ? "the sandbox" : "/bin/sh"}: ${out.spawnError}`;
       return out;
     } catch (err) {
       return `could not run the command: ${errorMessage(err)}`;

@@ -11,14 +11,17 @@
  *  3. an environment token: the trial runs with `AUTOLAB_TRIAL_TOKEN=<random>` and every process
  *     created after the root whose `/proc/<pid>/environ` carries it belongs to the trial. This
  *     catches a double fork + setsid that happens between two snapshots. A process that clears
- *     its environment (`env -i`) before escaping both the group and the snapshots is not found;
- *     real isolation needs cgroups (see the sandbox executor).
+ *     its environment (`env -i`) before escaping both the group and the snapshots is not found
+ *     here; in a sandbox (src/runner/sandbox.ts) it cannot escape: the sandbox's pid namespace
+ *     dies with bwrap.
  *
  * Everything degrades to zeros and to group-only kills where /proc is absent.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import type { SandboxSpec } from "../core/types.ts";
+import { type LimitGroup, sandboxCommand } from "./sandbox.ts";
 
 export const TOKEN_ENV = "AUTOLAB_TRIAL_TOKEN";
 
@@ -193,14 +196,27 @@ export function newTreeToken(): string {
 export interface SpawnGroupOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** Runs the command inside this sandbox (src/runner/sandbox.ts), with `sandbox.env` + `env` as its whole environment. */
+  sandbox?: SandboxSpec;
+  /** cgroups the sandbox joins before it starts (createLimitGroup). */
+  limitGroup?: LimitGroup;
 }
 
 /**
  * Runs `command` with `/bin/sh -c` as the leader of a new session and process group (pgid = pid),
- * stdin closed, stdout and stderr piped.
+ * stdin closed, stdout and stderr piped. With a sandbox the leader is bwrap, and the command runs
+ * inside it (its tree is still visible in the host's /proc: sampling and kills work as before).
+ * Throws when the sandbox's paths are unusable (sandboxCommand).
  */
 export function spawnGroup(command: string, opts: SpawnGroupOptions): ChildProcess {
-  return spawn("/bin/sh", ["-c", command], {
+  let argv = { file: "/bin/sh", args: ["-c", command] };
+  if (opts.sandbox) {
+    const env = { ...opts.sandbox.env };
+    for (const [k, v] of Object.entries(opts.env)) if (v !== undefined) env[k] = v;
+    const group = opts.limitGroup ? { group: opts.limitGroup } : {};
+    argv = sandboxCommand({ ...opts.sandbox, env }, command, opts.cwd, group);
+  }
+  return spawn(argv.file, argv.args, {
     cwd: opts.cwd,
     env: opts.env,
     detached: true,
@@ -245,10 +261,17 @@ export class ProcessTree {
   #samples = 0;
   #timer: NodeJS.Timeout | undefined;
   #killing: Promise<KillReport> | undefined;
+  readonly #sandboxed: boolean;
 
-  constructor(rootPid: number, token?: string) {
+  /**
+   * `sandboxed`: the root is bwrap (sandbox.ts) and its child bwrap's init in the sandbox's pid
+   * namespace. SIGTERM then goes to the processes inside only: bwrap forwards no signal, and its
+   * death SIGKILLs everything inside at once, which would take away the command's grace period.
+   */
+  constructor(rootPid: number, token?: string, opts: { sandboxed?: boolean } = {}) {
     this.rootPid = rootPid;
     this.token = token;
+    this.#sandboxed = opts.sandboxed ?? false;
     // The root is our own child: until it is reaped its pid cannot be reused, so this is it.
     this.#remember(rootPid);
     live.add(this);
@@ -357,8 +380,12 @@ export class ProcessTree {
   }
 
   async #kill(graceMs: number): Promise<KillReport> {
-    const first = this.members();
-    signalGroup(this.rootPid, "SIGTERM");
+    let first = this.members();
+    if (this.#sandboxed) {
+      // bwrap's two processes are left to the SIGKILL below (or go when the command exits).
+      const bwrap = new Set([this.rootPid, ...listChildren(this.rootPid)]);
+      first = first.filter((pid) => !bwrap.has(pid));
+    } else signalGroup(this.rootPid, "SIGTERM");
     for (const pid of first) signal(pid, "SIGTERM");
     // A stopped process cannot act on SIGTERM until it is continued.
     signalGroup(this.rootPid, "SIGCONT");

@@ -1,14 +1,22 @@
 import type { ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
+import type { SandboxSpec } from "../core/types.ts";
 import { CappedLog } from "./capped-log.ts";
 import { LogTail } from "./log-tail.ts";
 import { LineSplitter, parseMetricLine } from "./metrics.ts";
 import { type KillReport, newTreeToken, ProcessTree, spawnGroup, TOKEN_ENV } from "./process-tree.ts";
+import { createLimitGroup, type LimitGroup, probeSandbox, sandboxLimitsNote } from "./sandbox.ts";
 
 export interface RunProcessOptions {
   command: string;
   cwd: string;
+  /** The environment. With a sandbox, the environment inside is `sandbox.env` + this (+ AUTOLAB_TRIAL_TOKEN), nothing else. */
   env: NodeJS.ProcessEnv;
+  /**
+   * Runs the command in this sandbox (src/runner/sandbox.ts). Fails closed: where no sandbox can
+   * be made, the command does not run (`spawnError` says why).
+   */
+  sandbox?: SandboxSpec;
   stdoutPath: string;
   stderrPath: string;
   /** The tree is killed this many ms after the start (SIGTERM, then SIGKILL after killGraceMs). */
@@ -43,6 +51,8 @@ export interface ProcessOutcome {
   kill?: KillReport;
   /** An exception thrown by onMetric: a bug of the caller, rethrown by the executor. */
   callbackError?: unknown;
+  /** The sandbox's limits that could not be enforced here (also written at the top of the stderr log). */
+  sandboxNote?: string;
 }
 
 /** setTimeout fires at once for longer delays; ~24.8 days is the longest limit the runner enforces. */
@@ -55,7 +65,8 @@ const STREAM_CLOSE_TIMEOUT_MS = 2000;
  * Runs `command` under `/bin/sh -c` in its own process group with a time limit, logs its output
  * with a size cap, parses metric lines from stdout, samples its resource use, and makes sure no
  * process of its tree outlives it: processes left behind by a command that exited on its own are
- * killed too, since they would otherwise hold the slot's resources and the log pipes.
+ * killed too, since they would otherwise hold the slot's resources and the log pipes. With
+ * `sandbox`, the command runs inside bubblewrap (sandbox.ts) and its cgroup limits, if any.
  */
 export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcome> {
   const metrics = new Map<string, number>();
@@ -121,18 +132,41 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
   // The caller may name the token (the loop records it with the trial start, so a harness
   // that died can find and kill what is left of the trial on resume).
   const token = opts.env[TOKEN_ENV] || newTreeToken();
+  let group: LimitGroup | undefined;
+  let sandboxNote: string | undefined;
+  if (opts.sandbox) {
+    const probe = probeSandbox();
+    if (!probe.ok) return notStarted(`no sandbox can be made here: ${probe.reason}. ${probe.hint}`);
+    sandboxNote = sandboxLimitsNote(opts.sandbox.limits);
+    if (sandboxNote) errLog.write(Buffer.from(`[autolab: ${sandboxNote}]\n`));
+    try {
+      group = createLimitGroup(opts.sandbox.limits);
+    } catch (err) {
+      return notStarted(err instanceof Error ? err.message : String(err));
+    }
+  }
   const start = performance.now();
   let child: ChildProcess;
   try {
-    child = spawnGroup(opts.command, { cwd: opts.cwd, env: { ...opts.env, [TOKEN_ENV]: token } });
+    child = spawnGroup(opts.command, {
+      cwd: opts.cwd,
+      env: { ...opts.env, [TOKEN_ENV]: token },
+      ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
+      ...(group ? { limitGroup: group } : {}),
+    });
   } catch (err) {
-    // Invalid arguments (a NUL byte in the command or env) throw synchronously.
+    // Invalid arguments (a NUL byte in the command or env, a sandbox path that does not exist) throw synchronously.
+    await group?.remove();
     return notStarted(err instanceof Error ? err.message : String(err));
   }
   const spawnFailed = new Promise<Error>((resolve) => child.once("error", resolve));
-  if (child.pid === undefined) return notStarted((await spawnFailed).message);
+  if (child.pid === undefined) {
+    const message = (await spawnFailed).message;
+    await group?.remove();
+    return notStarted(message);
+  }
 
-  const tree = new ProcessTree(child.pid, token);
+  const tree = new ProcessTree(child.pid, token, { sandboxed: opts.sandbox !== undefined });
   tree.startSampling(opts.sampleIntervalMs);
   child.stdout?.on("data", (chunk: Buffer) => {
     outLog.write(chunk);
@@ -182,11 +216,13 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
       timedOut,
       interrupted,
       ...(kill ? { kill } : {}),
+      ...(sandboxNote ? { sandboxNote } : {}),
     });
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onAbort);
     tree.release();
+    await group?.remove();
   }
 }
 
