@@ -254,7 +254,7 @@ describe("trials that fail", () => {
 
   it("a crashed trial is recorded as crash and the run continues", () => {
     expect(rows.map((r) => r.id)).toEqual([0, 1, 2, 3, 4]);
-    const crashed = rows.filter((r) => r.decision === "crash");
+    const crashed = rows.filter((r) => r.decision === "crash" && r.reason?.includes("simulated crash"));
     expect(crashed).toHaveLength(1);
     expect(crashed[0]?.reason).toMatch(/exited with code 3/);
     expect(crashed[0]?.reason).toContain("simulated crash");
@@ -273,11 +273,12 @@ describe("trials that fail", () => {
     expect(timedOut[0]?.trials.at(-1)?.status).toBe("timeout");
   });
 
-  it("a trial that rewrites the protected evaluator is rejected as tampered and the file restored", async () => {
-    const tampered = rows.filter((r) => r.reason?.startsWith("tampered"));
-    expect(tampered).toHaveLength(1);
-    expect(tampered[0]?.decision).toBe("reject");
-    expect(tampered[0]?.reason).toContain("evaluate.mjs");
+  it("a trial that rewrites the protected evaluator cannot: the file is read-only in its sandbox", async () => {
+    // The 4th invocation (experiment #3) is the one that writes evaluate.mjs.
+    const tampered = rows.filter((r) => r.id === 3);
+    expect(tampered[0]?.decision).toBe("crash");
+    const f = await runCli(["failures"], { cwd: t.dir });
+    expect(f.stdout).toMatch(/#3 crash[\s\S]*path: 'evaluate.mjs'/);
     // The fake evaluator's perfect score never became the best.
     const s = await json<{ best: { metric: number } }>(["status", "--json"], t.dir);
     expect(s.best.metric).toBeGreaterThan(0);
@@ -296,7 +297,7 @@ describe("trials that fail", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/crash: /);
     expect(r.stdout).toMatch(/reason: timeout/);
-    expect(r.stdout).toMatch(/reason: tampered/);
+    expect(r.stdout).toMatch(/#3 crash/);
     expect(r.stdout).toContain("simulated crash");
   });
 });

@@ -22,19 +22,21 @@ describe.skipIf(!mounted)("a full disk", () => {
   it("stops with a message, loses nothing, and resumes once space is freed", () => {
     const dir = join(mnt, "p");
     mkdirSync(dir);
-    const hog = join(mnt, "hog.bin");
-    // While the flag file exists in the worktree, a trial fills the disk.
+    // While the flag file exists (in a declared cache: kept between trials, and visible in the
+    // sandbox, unlike the host's /tmp), a trial fills the disk through that cache.
+    const flag = join(dir, ".autolab", "worktrees", "full", "cache", "fill-now");
+    const hog = join(dir, ".autolab", "worktrees", "full", "cache", "hog.bin");
     writeFileSync(
       join(dir, "train.mjs"),
       `import { existsSync, writeFileSync } from "node:fs";
 const LR = 0.5;
-if (existsSync("fill-now")) { try { writeFileSync(${JSON.stringify(hog)}, Buffer.alloc(4 << 20)); } catch {} }
+if (existsSync("cache/fill-now")) { try { writeFileSync("cache/hog.bin", Buffer.alloc(4 << 20)); } catch {} }
 console.log("score: " + (Math.log10(LR) + 2) ** 2);
 `,
     );
     writeFileSync(
       join(dir, "program.md"),
-      "---\nname: full\nobjective: { metric: score, direction: minimize }\nrun: { command: node train.mjs, budget: 5s }\nfiles: { editable: [train.mjs] }\nsearch: { LR: { low: 0.0001, high: 1, log: true } }\n---\n",
+      "---\nname: full\nobjective: { metric: score, direction: minimize }\nrun: { command: node train.mjs, budget: 5s }\nfiles: { editable: [train.mjs] }\nsandbox: { caches: [cache] }\nsearch: { LR: { low: 0.0001, high: 1, log: true } }\n---\n",
     );
     const git = (...a: string[]) =>
       execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@l", ...a], { cwd: dir });
@@ -43,7 +45,7 @@ console.log("score: " + (Math.log10(LR) + 2) ** 2);
     git("commit", "-qm", "init");
 
     expect(cli(dir, "run", "-t", "full", "-n", "2").status).toBe(0);
-    writeFileSync(join(dir, ".autolab", "worktrees", "full", "fill-now"), "");
+    writeFileSync(flag, "");
     const full = cli(dir, "run", "-t", "full", "-n", "5");
     expect(full.status).toBe(1);
     expect(full.stderr).toMatch(/disk is full/);
@@ -51,7 +53,7 @@ console.log("score: " + (Math.log10(LR) + 2) ** 2);
     expect(full.stderr).not.toMatch(/\n\s+at /);
 
     rmSync(hog, { force: true });
-    rmSync(join(dir, ".autolab", "worktrees", "full", "fill-now"), { force: true });
+    rmSync(flag, { force: true });
     const again = cli(dir, "run", "-t", "full", "-n", "5");
     expect(again.status).toBe(0);
     const log = JSON.parse(cli(dir, "log", "-t", "full", "--json").stdout) as {

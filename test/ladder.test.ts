@@ -49,6 +49,7 @@ run:
 files:
   editable: [value.mjs]
   protected: [run.mjs, evaluate.mjs]
+outputs: [out.txt]
 acceptance: greedy
 ${ladder}
 ---
@@ -227,7 +228,10 @@ describe("kill -9 during the ladder, then resume (AUTOLAB_CRASH_AT)", () => {
     it(`${point}:3`, async () => {
       const t = createToyProject();
       try {
-        writeFileSync(join(t.dir, "program.md"), programMd({}).replace("search:", "ladder: [1s]\nsearch:"));
+        writeFileSync(
+          join(t.dir, "program.md"),
+          programMd({}, t.scratch).replace("search:", "ladder: [1s]\nsearch:"),
+        );
         t.git(["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qam", "ladder"]);
         const crashed = await runCli(["run", "-n", "2"], {
           cwd: t.dir,

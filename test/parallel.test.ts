@@ -67,6 +67,7 @@ run:
 files:
   editable: [a.mjs, b.mjs]
   protected: [run.mjs, evaluate.mjs]
+outputs: [out.txt]
 acceptance: greedy
 slots: ${o.slots ?? "2"}
 ${o.extra ?? ""}---
@@ -220,8 +221,19 @@ describe("parallel slots", () => {
     expect(git(dir, "rev-parse", "autolab/t")).toBe(kept.commit);
   });
 
+  it.skipIf(existsSync("/dev/nvidiactl"))(
+    "sandboxed, slots that name GPUs on a machine without /dev/nvidia* stop with a clear message",
+    async () => {
+      const dir = pairProject({ slots: "{ gpus: [0, 1] }" });
+      await expect(run(dir, [setA(4)], 1)).rejects.toThrow(
+        /slots name GPUs \(0, 1\).*no \/dev\/nvidia\* device/,
+      );
+    },
+  );
+
   it("gives each slot its GPU (CUDA_VISIBLE_DEVICES) and records the slot of every trial", async () => {
-    const dir = pairProject({ slots: "{ gpus: [2, 5] }", sleepMs: 300 });
+    // No GPU here: unsandboxed, the assignment of CUDA_VISIBLE_DEVICES is still what is tested.
+    const dir = pairProject({ slots: "{ gpus: [2, 5] }", sleepMs: 300, extra: "sandbox: off\n" });
     const { experiments: exps } = await run(dir, [setA(4), setB(4), setA(2), setB(1)], 4);
     const trials = exps.flatMap((e) => e.trials);
     expect(trials.every((t) => t.slot === 0 || t.slot === 1)).toBe(true);
@@ -293,14 +305,13 @@ function alternatingProject(): string {
     sleepMs: 300,
   });
   mkdirSync(join(dir, "tools"));
-  const counter = join(dir, ".autolab-calls");
+  // The researcher is sandboxed (nothing outside its worktree and logs is writable): it
+  // alternates by the experiment number in its prompt file's path (<logs>/<n>/agent/prompt.md).
   writeFileSync(
     join(dir, "tools", "alt.mjs"),
-    `import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
-let i = 0;
-try { i = readFileSync(${JSON.stringify(counter)}, "utf8").length; } catch {}
-appendFileSync(${JSON.stringify(counter)}, "x");
-const [file, name] = i % 2 === 0 ? ["a.mjs", "A"] : ["b.mjs", "B"];
+    `import { readFileSync, writeFileSync } from "node:fs";
+const i = Number(/\\/(\\d+)\\/agent\\//.exec(process.env.AUTOLAB_PROMPT_FILE ?? "")?.[1] ?? 0);
+const [file, name] = i % 2 === 1 ? ["a.mjs", "A"] : ["b.mjs", "B"];
 const v = Number(/= (-?\\d+)/.exec(readFileSync(file, "utf8"))[1]);
 writeFileSync(file, \`export const \${name} = \${v - 1};\\n\`);
 console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1}\` }));
