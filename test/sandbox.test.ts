@@ -565,7 +565,7 @@ withBwrap("the sandbox", () => {
       expect(r.logTail).toMatch(/memory exhausted/);
     });
 
-    it("processes: a fork loop is bounded and the trial ends; a fork bomb is killed at the budget", async () => {
+    it("processes: a fork loop is bounded and the trial ends; a fork bomb ends and leaves nothing", async () => {
       const limits = { processes: 20 };
       const enforced = limitEnforcement(limits)[0]?.how !== undefined;
       if (!enforced) {

@@ -25,15 +25,17 @@
  * prlimit(1) inside the sandbox, just before the command (prlimit rather than the shell's
  * `ulimit`: units and flags differ between dash, bash and busybox — dash has no `-u` and takes
  * one limit per call, bash counts `-f` in 1 KiB blocks outside POSIX mode — while prlimit takes
- * bytes and sets the soft and the hard limit). Processes and memory of the whole tree are cgroup
- * limits where the harness may create cgroups (`createLimitGroup`): a wrapper shell joins them
- * before it becomes bwrap, so every process of the sandbox is counted from the first fork on.
+ * bytes and sets the soft and the hard limit). Processes, and memory once more, are bounded for
+ * the whole tree by cgroups where the harness may create them (`createLimitGroup`): a wrapper
+ * shell joins them before it becomes bwrap, so every process of the sandbox is counted from the
+ * first fork on.
  */
 import { spawnSync } from "node:child_process";
 import {
   accessSync,
   constants,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -298,14 +300,40 @@ function parentOf(path: string): string {
 
 let empty: string | undefined;
 
-/** An empty, read-only file of the harness's own, bound over hidden files. */
+/**
+ * An empty, read-only file bound over hidden files: `<tmpdir>/autolab-sandbox-<uid>/empty`,
+ * shared by every harness of this user (a directory of one's own, mode 0700, so no other user
+ * can swap the file for a link to something else). Where that directory is not ours, a private
+ * one, removed at exit.
+ */
 function emptyFile(): string {
   if (empty !== undefined && existsSync(empty)) return empty;
-  const dir = mkdtempSync(join(tmpdir(), "autolab-sandbox-"));
-  empty = join(dir, "empty");
-  writeFileSync(empty, "", { mode: 0o444 });
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  return empty;
+  const uid = process.getuid?.() ?? -1;
+  const shared = join(tmpdir(), `autolab-sandbox-${uid}`);
+  try {
+    mkdirSync(shared, { mode: 0o700 });
+  } catch {}
+  const own = (path: string, dir: boolean) => {
+    try {
+      const st = lstatSync(path);
+      const kind = dir ? st.isDirectory() && (st.mode & 0o077) === 0 : st.isFile() && st.size === 0;
+      return kind && st.uid === uid;
+    } catch {
+      return false;
+    }
+  };
+  let dir = shared;
+  if (!own(shared, true)) {
+    dir = mkdtempSync(join(tmpdir(), "autolab-sandbox-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  }
+  const file = join(dir, "empty");
+  try {
+    writeFileSync(file, "", { mode: 0o444, flag: "wx" });
+  } catch {}
+  if (!own(file, false)) throw new Error(`sandbox: ${file} is not an empty file of this user`);
+  empty = file;
+  return file;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,9 +506,9 @@ export function createLimitGroup(limits: SandboxLimits): LimitGroup | undefined 
     async remove() {
       // The kernel kills what is left in the pid namespace when bwrap's init dies; those exits
       // may still be under way for a moment after the tree is gone from /proc.
-      for (let attempt = 0; attempt < 50; attempt++) {
+      for (let waited = 0, delay = 1; waited < 2000; waited += delay, delay = Math.min(2 * delay, 100)) {
         if (dirs.every((d) => tryRmdir(d))) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise((resolve) => setTimeout(resolve, delay));
       }
     },
   };
