@@ -26,6 +26,8 @@ import type { Workspace } from "../core/workspace.ts";
 import { probeSandbox } from "../runner/sandbox.ts";
 
 export interface RunPaths {
+  /** The repository's top directory: visible read-only even when it lies under /tmp (which is private inside). */
+  repoRoot: string;
   /** The program's directory in the user's checkout. */
   programDir: string;
   /** `.autolab/` of the program: notebook, logs, worktrees. */
@@ -103,7 +105,7 @@ export function createConfinement(
   };
   const base = (ws: Workspace, extraEnv: Record<string, string>): SandboxSpec => ({
     writable: [ws.worktree],
-    readOnly: [join(ws.worktree, ".git"), ...under(ws.projectDir, program.files.protected)],
+    readOnly: [paths.repoRoot, join(ws.worktree, ".git"), ...under(ws.projectDir, program.files.protected)],
     hidden: hiddenAlways,
     network: program.sandbox.network,
     env: env(extraEnv),

@@ -186,6 +186,7 @@ export async function openRunSession(
         );
       }
       const confinement = createConfinement(program, {
+        repoRoot: repo.root,
         programDir: dirname(program.path),
         stateDir: lab.stateDir,
         gitCommonDir: resolve(repo.root, (await git(repo.root, ["rev-parse", "--git-common-dir"])).trim()),
