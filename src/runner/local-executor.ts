@@ -165,14 +165,14 @@ export class LocalExecutor implements Executor {
     if (failed) return done("crash", failed, fields());
 
     if (spec.beforeEvaluate) {
-      let tampered: string | undefined;
+      let verdict: { status: "tampered" | "crash"; reason: string } | undefined;
       try {
-        tampered = await spec.beforeEvaluate();
+        verdict = await spec.beforeEvaluate();
       } catch (err) {
-        // Fail closed: a trial whose protected files cannot be verified is not scored.
-        tampered = `the protected-file check failed: ${errorMessage(err)}`;
+        // Fail closed: a trial whose protected files or tree cannot be verified is not scored.
+        verdict = { status: "tampered", reason: `the pristine-tree check failed: ${errorMessage(err)}` };
       }
-      if (tampered) return done("tampered", tampered, fields());
+      if (verdict) return done(verdict.status, verdict.reason, fields());
     }
     if (spec.signal?.aborted) return done("interrupted", interruptReason(spec.signal), fields());
 
