@@ -152,10 +152,12 @@ export function createConfinement(
       // The worktree is read-only but for the editable files and directories, each bound
       // writable on top (docs/agents.md "Sandbox"): an edit anywhere else fails with EROFS
       // instead of being left to the scope check. A bound file cannot be replaced by a rename
-      // and a read-only directory takes no new file: an editable path that does not exist yet
-      // cannot be created, and editors must write in place (every preset does).
-      // Only paths that exist, and (symlinks resolved) lie in the worktree: a symlink must not
-      // make something outside it writable.
+      // and a read-only directory takes no new file, so an editable path that does not exist
+      // yet cannot be created; a CLI that edits by rename (Claude Code, Qwen Code, shell
+      // commands) gets the editable files' directories instead, every other entry of them still
+      // read-only (agentSandbox in src/agents/cli/cli-agent.ts). Only paths that exist and
+      // (symlinks resolved) lie in the worktree: a symlink must not make something outside it
+      // writable.
       const root = realpathSync(ws.worktree);
       const editable = under(ws.projectDir, program.files.editable).filter((p) => {
         try {

@@ -1,9 +1,24 @@
-import { accessSync, constants, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentFailure } from "../../core/agent-failure.ts";
 import { AutolabError } from "../../core/errors.ts";
-import type { Agent, AgentConfig, Program, Proposal, ProposalContext } from "../../core/types.ts";
+import type {
+  Agent,
+  AgentConfig,
+  Program,
+  Proposal,
+  ProposalContext,
+  SandboxSpec,
+} from "../../core/types.ts";
 import { formatDuration } from "../../program/index.ts";
 import { runProcess } from "../../runner/run-process.ts";
 import { agentEnv, resolveApiKey } from "./env.ts";
@@ -29,7 +44,9 @@ export interface CliAgentOptions {
  * An Agent that runs a coding-agent CLI once per proposal: the prompt is built from the
  * notebook, the CLI runs in the worktree with an isolated home (`<logDir>/home`), a scrubbed
  * environment, stdin closed and a wall-clock limit after which its whole process tree is
- * killed. Its raw output is kept in `<logDir>/agent.stdout.log` / `agent.stderr.log`.
+ * killed. Its raw output is kept in `<logDir>/agent.stdout.log` / `agent.stderr.log`. With
+ * `ctx.sandbox` (the loop's researcher confinement) the CLI runs inside it, with exactly the
+ * environment built here (an allowlist then: env.ts), writing only what the spec allows.
  *
  * Outcomes: a Proposal, or an AgentFailure (timeout, crashed, garbage, no_summary) whose detail
  * is the last lines of stderr. A CLI that is not installed is an AutolabError
@@ -77,7 +94,20 @@ export function createCliAgent(
         apiKey,
         executablePath,
       });
-      const env = agentEnv(preset, config, home, inv.env);
+      const sandbox = ctx.sandbox;
+      const env = agentEnv(preset, config, home, inv.env, process.env, { sandboxed: sandbox !== undefined });
+      if (sandbox && !home) {
+        // The real HOME is read-only in the sandbox (its credential files invisible): caches and
+        // state go to the proposal's log directory, which is writable.
+        for (const [k, dir] of [
+          ["XDG_CACHE_HOME", join("home", ".cache")],
+          ["XDG_STATE_HOME", join("home", ".local", "state")],
+        ] as const) {
+          if (config.env[k] !== undefined) continue;
+          env[k] = join(ctx.logDir, dir);
+          mkdirSync(env[k], { recursive: true });
+        }
+      }
       const command = inv.shell ?? [executablePath ?? "", ...inv.args].map(shellQuote).join(" ");
       const stdoutPath = join(ctx.logDir, "agent.stdout.log");
       const stderrPath = join(ctx.logDir, "agent.stderr.log");
@@ -95,6 +125,16 @@ export function createCliAgent(
         sampleIntervalMs: 250,
         tailLines: 20,
         tailChars: 4000,
+        ...(sandbox
+          ? {
+              sandbox: agentSandbox(sandbox, {
+                logDir: ctx.logDir,
+                env,
+                editable: editablePaths(ctx),
+                ...(preset.sandboxEdits ? { edits: preset.sandboxEdits } : {}),
+              }),
+            }
+          : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       });
       const stdout = readText(stdoutPath);
@@ -157,6 +197,54 @@ export function createCliAgent(
       return { ...summary, usage };
     },
   };
+}
+
+/**
+ * The loop's researcher sandbox as this agent runs in it: with the agent's own environment (the
+ * spec's is empty: the agent fills it in) and its log directory writable (the loop names it
+ * already; a caller that did not still gets the isolated home and the logs written). For a CLI
+ * that edits by replacing files (`sandboxEdits: "replace"`), each editable file the spec binds
+ * writable is made writable through its directory instead, and every other entry of that
+ * directory is bound read-only: a temporary file can be created and renamed over the editable
+ * file, nothing that exists can be changed, and a new file is left to the scope check.
+ */
+export function agentSandbox(
+  spec: SandboxSpec,
+  opts: { logDir: string; env: Record<string, string>; editable: string[]; edits?: "in-place" | "replace" },
+): SandboxSpec {
+  const within = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
+  let writable = spec.writable.map((p) => resolve(p));
+  let readOnly = [...spec.readOnly];
+  if (opts.edits === "replace") {
+    const files = opts.editable.map((p) => resolve(p)).filter((p) => writable.includes(p) && isFile(p));
+    const dirs = [...new Set(files.map((f) => dirname(f)))];
+    const trees = writable.filter((w) => !files.includes(w));
+    writable = [...new Set([...trees, ...dirs])];
+    // The worktree itself is bound read-only: at the same path that bind would win.
+    readOnly = readOnly.filter((r) => !dirs.includes(resolve(r)));
+    for (const d of dirs) {
+      // Inside a writable tree (an editable directory) everything is writable already.
+      if (trees.some((w) => w !== d && within(d, w))) continue;
+      for (const name of readdirSync(d)) {
+        const p = join(d, name);
+        // The editable files are writable through d; a writable path in there keeps its bind.
+        if (files.includes(p) || writable.some((w) => within(w, p))) continue;
+        readOnly.push(p);
+      }
+    }
+    readOnly = [...new Set(readOnly)];
+  }
+  const logDir = resolve(opts.logDir);
+  if (!writable.some((w) => within(logDir, w))) writable.push(logDir);
+  return { ...spec, writable, readOnly, env: opts.env };
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Absolute path of `name` on PATH, then in autolab's own node_modules/.bin (its pinned CLIs); undefined if absent. */

@@ -35,11 +35,53 @@ export function resolveApiKey(config: AgentConfig, env: NodeJS.ProcessEnv = proc
   return config.baseUrl ? PLACEHOLDER_KEY : undefined;
 }
 
+/** What passes from the host into a sandboxed agent besides its keys: the basics, the proxy and TLS settings a model endpoint may need. */
+const SANDBOX_BASE_ENV = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "TERM",
+  "SHELL",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "all_proxy",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "NODE_EXTRA_CA_CERTS",
+  "REQUESTS_CA_BUNDLE",
+  "CURL_CA_BUNDLE",
+];
+
+/** Model API keys by convention (`ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`, …): what `hostKeys: "all"` means in a sandbox. */
+const MODEL_KEY = /(_API_KEY|_APIKEY)$/i;
+
+export interface AgentEnvOptions {
+  /**
+   * The agent runs in a sandbox whose environment is exactly this one: build it from a short
+   * list instead of the whole host environment. Passes the basics (PATH, locale, proxies, CA
+   * bundles) and, without `base_url`, the preset's host keys — for `hostKeys: "all"` only
+   * variables named like model API keys (`*_API_KEY`) — and endpoint settings (`*_BASE_URL`).
+   * Nothing else of the host's (program.md's `sandbox.env` is for trials); `agent.env` adds
+   * what a CLI needs. TMPDIR is the sandbox's private /tmp.
+   */
+  sandboxed?: boolean;
+}
+
 /**
  * The environment of one agent CLI run: the host's, minus credentials (a local or proxy
  * `base_url` never sees the host's real keys; without one, only the keys the preset names pass),
  * with HOME and the XDG directories pointed at `home` when the preset isolates it, then the
- * preset's variables, then program.md's `agent.env` (which wins).
+ * preset's variables, then program.md's `agent.env` (which wins). Sandboxed, the host's part is
+ * an allowlist instead (see AgentEnvOptions.sandboxed).
  */
 export function agentEnv(
   preset: CliPreset,
@@ -47,21 +89,32 @@ export function agentEnv(
   home: string | undefined,
   presetEnv: Record<string, string>,
   host: NodeJS.ProcessEnv = process.env,
+  opts: AgentEnvOptions = {},
 ): Record<string, string> {
+  const sandboxed = opts.sandboxed;
   const keep =
     config.baseUrl || preset.hostKeys === "none"
       ? () => false
       : preset.hostKeys === "all"
-        ? () => true
+        ? sandboxed
+          ? (name: string) => MODEL_KEY.test(name)
+          : () => true
         : (name: string) => (preset.hostKeys as readonly string[]).includes(name);
+  const passes = (k: string): boolean => {
+    if (!sandboxed) return !isCredentialVar(k) || keep(k);
+    if (SANDBOX_BASE_ENV.includes(k) || k.startsWith("LC_")) return true;
+    if (isCredentialVar(k)) return keep(k);
+    // Which endpoint a vendor's CLI talks to (ANTHROPIC_BASE_URL, OPENAI_BASE_URL): no secret.
+    return !config.baseUrl && k.endsWith("_BASE_URL");
+  };
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(host)) {
-    if (v === undefined) continue;
-    if (isCredentialVar(k) && !keep(k)) continue;
+    if (v === undefined || !passes(k)) continue;
     env[k] = v;
   }
   // A test runner's or the harness's own markers are not the agent's business.
   delete env.AUTOLAB_CRASH_AT;
+  if (sandboxed) env.TMPDIR = "/tmp";
   if (home) {
     env.HOME = home;
     env.USERPROFILE = home;

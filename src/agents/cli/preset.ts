@@ -26,6 +26,16 @@ export interface CliPreset {
   hostKeys: "all" | "none" | readonly string[];
   /** Runs with HOME (and XDG dirs) pointed at `<logDir>/home`. Default true. */
   isolateHome?: boolean;
+  /**
+   * How the CLI writes the editable files, which decides what a sandbox lets it write (see
+   * `agentSandbox` in cli-agent.ts). "in-place" (default): it rewrites them in place, so only
+   * the editable files themselves are writable. "replace": it (or a shell command it runs, such
+   * as `sed -i`) may write a temporary file next to an editable file and rename it over it, which
+   * a read-only directory and a bind-mounted file forbid; the directories holding editable files
+   * then take new files too, while every other entry in them stays read-only (a new file is left
+   * to the loop's scope check).
+   */
+  sandboxEdits?: "in-place" | "replace";
   /** A tool the CLI offers for the summary (the prompt mentions it); the JSON block is asked for anyway. */
   summaryTool?: string;
   /** What `createCliAgent` checks once, before any run exists; throws an AutolabError for bad configuration. */

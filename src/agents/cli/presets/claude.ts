@@ -20,6 +20,8 @@ const preset: CliPreset = {
   executable: "claude",
   install: "npm install -g @anthropic-ai/claude-code",
   hostKeys: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+  // Edit and Write write a temporary file next to the file and rename it over it.
+  sandboxEdits: "replace",
   invocation(input: PresetInput) {
     const { config } = input;
     const allowed = [

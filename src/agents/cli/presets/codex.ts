@@ -11,7 +11,9 @@
  *   (and the temp directory) only, without network. Codex cannot be limited to single files (a
  *   writable root must be a directory), and with a model it does not know it edits through shell
  *   commands rather than apply_patch: an edit of another file of the worktree is left to the
- *   loop's scope check. Reads are not limited.
+ *   loop's scope check. Reads are not limited. In autolab's sandbox (`ctx.sandbox`) Codex's own
+ *   is off (`danger-full-access`): autolab's confines Codex and its commands to the editable
+ *   files (and new files next to them, for edits by rename), with the network Codex has anyway.
  * - Nothing leaves for OpenAI's servers: `features.plugins=false` (the curated-plugin sync
  *   contacts GitHub and chatgpt.com), `analytics.enabled=false` and `otel.metrics_exporter="none"`
  *   (metrics to ab.chatgpt.com), `web_search="disabled"`.
@@ -44,6 +46,8 @@ const preset: CliPreset = {
   install: "npm install -g @openai/codex",
   docs: "https://developers.openai.com/codex/cli",
   hostKeys: ["OPENAI_API_KEY", "CODEX_API_KEY"],
+  // Its shell commands may edit by rename (`sed -i`, `perl -pi`).
+  sandboxEdits: "replace",
   validate(config) {
     if (config.baseUrl && !config.model) {
       throw new AutolabError(
@@ -78,7 +82,10 @@ const preset: CliPreset = {
       "--ephemeral",
       "--json",
       "--sandbox",
-      "workspace-write",
+      // Inside autolab's sandbox, Codex's own (a nested bubblewrap) cannot make its mount points
+      // in the read-only worktree, and autolab's is the stricter one: it alone confines the
+      // commands Codex runs (docs/agents.md "Sandbox").
+      input.ctx.sandbox ? "danger-full-access" : "workspace-write",
       ...(useSchema ? ["--output-schema", schemaFile] : []),
       ...set("features.plugins", false),
       ...set("web_search", "disabled"),

@@ -8,7 +8,10 @@
  * AUTOLAB_API_KEY.
  *
  * Scope is not limited by the command: the loop's scope check rejects a candidate that touched
- * anything but the editable files. The summary is the last JSON block (or object) on stdout.
+ * anything but the editable files. In autolab's sandbox the command can write only the editable
+ * files and new files next to them (`sandboxEdits: "replace"`: `sed -i` works), HOME is read-only
+ * (its credential files invisible) and XDG_CACHE_HOME / XDG_STATE_HOME point into the proposal's
+ * log directory. The summary is the last JSON block (or object) on stdout.
  */
 import { AutolabError } from "../../../core/errors.ts";
 import { findExecutable, shellQuote } from "../cli-agent.ts";
@@ -19,6 +22,8 @@ const preset: CliPreset = {
   install: "install the program that agent.command runs, or fix agent.command in program.md",
   hostKeys: "all",
   isolateHome: false,
+  // Any tool: it may edit by rename (`sed -i`, an editor's atomic save).
+  sandboxEdits: "replace",
   validate(config) {
     const template = config.command?.trim();
     if (!template) {

@@ -65,6 +65,8 @@ const preset: CliPreset = {
   install: "npm install -g @qwen-code/qwen-code",
   docs: "https://github.com/QwenLM/qwen-code",
   hostKeys: ["OPENAI_API_KEY", "DASHSCOPE_API_KEY", "ANTHROPIC_API_KEY"],
+  // edit and write_file go through atomicWriteFile: a temporary file next to the file, renamed over it.
+  sandboxEdits: "replace",
   invocation(input: PresetInput) {
     const { config, home } = input;
     const dir = join(home, ".qwen");
