@@ -8,6 +8,7 @@ import { loadPreset } from "../src/agents/cli/register.ts";
 import { createRun } from "../src/app/create-run.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import { parseProgram } from "../src/program/index.ts";
+import { probeSandbox } from "../src/runner/sandbox.ts";
 import { type FakeModel, type FakeScript, startFakeModel } from "./fake-model/server.ts";
 import { createToyProject, TOY_HOLDOUT, type ToyProject } from "./helpers/toy-project.ts";
 
@@ -16,6 +17,8 @@ import { createToyProject, TOY_HOLDOUT, type ToyProject } from "./helpers/toy-pr
  * driven by the fake model server: the CLI edits the worktree, the harness commits, runs the
  * trial, decides and records it in the notebook.
  */
+/** With bubblewrap the researcher runs sandboxed: the protected evaluator is read-only to every CLI. */
+const SANDBOXED = probeSandbox().ok;
 const MINI_AGENT = join(dirname(fileURLToPath(import.meta.url)), "fake-model", "mini-agent.mjs");
 const TAG = "t";
 const SUMMARY = {
@@ -149,7 +152,7 @@ describe("two pi agents at once (slots: 2)", () => {
 });
 
 describe("an agent that edits the protected evaluator", () => {
-  it("with a CLI that cannot be limited (command): the candidate is rejected (scope) and the file restored", async () => {
+  it("with a CLI that cannot be limited (command): the sandbox blocks the edit (unsandboxed: rejected by scope, file restored)", async () => {
     const { toy: t, worktree } = toy(
       `{ backend: command, command: "node ${MINI_AGENT} --prompt-file {prompt_file} --workdir {workdir}", base_url: "${fake.url}/v1", model: fake-model }`,
     );
@@ -163,14 +166,19 @@ describe("an agent that edits the protected evaluator", () => {
     const { experiments } = await runOnce(t.dir);
     const exp = experiments[1];
     expect(exp?.decision?.action).toBe("reject");
-    expect(exp?.decision?.reason).toMatch(/scope: changed protected file evaluate\.mjs/);
     expect(exp?.trials).toHaveLength(0);
-    // The attempt is on record; the worktree is back at the best.
-    expect(t.git(["show", `${exp?.commit}:evaluate.mjs`])).toContain('"score: 0"');
+    if (SANDBOXED) {
+      // The sandbox keeps the evaluator read-only: the edit fails, nothing changed.
+      expect(exp?.decision?.reason).toMatch(/^no change/);
+    } else {
+      expect(exp?.decision?.reason).toMatch(/scope: changed protected file evaluate\.mjs/);
+      // The attempt is on record; the worktree is back at the best.
+      expect(t.git(["show", `${exp?.commit}:evaluate.mjs`])).toContain('"score: 0"');
+    }
     expect(readFileSync(join(worktree, "evaluate.mjs"), "utf8")).toContain("score: ${loss}");
   });
 
-  it("with codex (its sandbox allows the whole worktree): the candidate is rejected (scope) and the file restored", async () => {
+  it("with codex (its own sandbox allows the whole worktree): autolab's sandbox blocks the edit (unsandboxed: rejected by scope)", async () => {
     const { toy: t, worktree } = toy(`{ backend: codex, base_url: "${fake.url}/v1", model: fake-model }`);
     fake.script = script(worktree, {
       editFile: {
@@ -182,7 +190,9 @@ describe("an agent that edits the protected evaluator", () => {
     const { experiments } = await runOnce(t.dir);
     const exp = experiments[1];
     expect(exp?.decision?.action).toBe("reject");
-    expect(exp?.decision?.reason).toMatch(/scope: changed protected file evaluate\.mjs/);
+    expect(exp?.decision?.reason).toMatch(
+      SANDBOXED ? /^no change/ : /scope: changed protected file evaluate\.mjs/,
+    );
     expect(readFileSync(join(worktree, "evaluate.mjs"), "utf8")).toContain("score: ${loss}");
   });
 

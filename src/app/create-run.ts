@@ -178,7 +178,7 @@ export async function openRunSession(
       const changed = Object.keys({ ...pinned, ...run.protectedHashes }).filter(
         (f) => pinned[f] !== run.protectedHashes[f],
       );
-      if (changed.length && Object.keys(run.protectedHashes).length) {
+      if (changed.length) {
         ledger.addNote(
           run.id,
           null,

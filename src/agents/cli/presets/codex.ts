@@ -31,6 +31,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentFailure } from "../../../core/agent-failure.ts";
 import { AutolabError } from "../../../core/errors.ts";
+import { probeSandbox } from "../../../runner/sandbox.ts";
 import type { CliOutput, CliPreset, ParsedOutput, PresetInput } from "../preset.ts";
 
 /** Name of the custom model provider autolab configures for `base_url`. */
@@ -85,7 +86,10 @@ const preset: CliPreset = {
       // Inside autolab's sandbox, Codex's own (a nested bubblewrap) cannot make its mount points
       // in the read-only worktree, and autolab's is the stricter one: it alone confines the
       // commands Codex runs (docs/agents.md "Sandbox").
-      input.ctx.sandbox ? "danger-full-access" : "workspace-write",
+      // Unsandboxed on a machine with bubblewrap (`sandbox: off`), Codex's own sandbox fails to
+      // start its helper through the system's bwrap ("execvp codex-linux-sandbox: No such file"),
+      // so every command it runs would fail: the loop's scope check is then the only limit.
+      input.ctx.sandbox || probeSandbox().ok ? "danger-full-access" : "workspace-write",
       ...(useSchema ? ["--output-schema", schemaFile] : []),
       ...set("features.plugins", false),
       ...set("web_search", "disabled"),
