@@ -13,6 +13,7 @@ import { SUMMARY_JSON_SCHEMA } from "../src/agents/cli/prompt.ts";
 import { AgentFailure } from "../src/core/agent-failure.ts";
 import type { AgentConfig, ProposalContext } from "../src/core/types.ts";
 import { parseProgram } from "../src/program/index.ts";
+import { probeSandbox } from "../src/runner/sandbox.ts";
 
 /**
  * Unit tests of the Codex, Gemini, OpenCode, Qwen Code and Aider presets: the command lines they
@@ -83,7 +84,8 @@ describe("codex preset", () => {
       "--ephemeral",
       "--json",
       "--sandbox",
-      "workspace-write",
+      // Codex's own sandbox cannot start where bubblewrap is installed (see the preset).
+      probeSandbox().ok ? "danger-full-access" : "workspace-write",
     ]);
     const flags = inv.args.join(" ");
     expect(flags).toContain('model_provider="autolab"');
