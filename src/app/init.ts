@@ -25,6 +25,9 @@ run:
 files:
   editable: [train.py]          # the only files a researcher may change
   protected: []                 # hash-checked before every trial
+  # holdout: [data/test.csv]    # hidden from trials and researchers; only evaluate reads it
+# outputs: [out/model.pt]       # what the command writes for evaluate (it sees nothing else the command wrote)
+# sandbox: { network: false, caches: [~/.cache/torch] }   # trials run in a sandbox (docs/security.md)
 agent: builtin
 search:                         # knobs for the built-in optimizer: NAME = value lines in editable files
   LEARNING_RATE: { low: 1.0e-4, high: 1.0e-1, log: true }
