@@ -174,12 +174,14 @@ describe("sandboxCommand", () => {
       "true",
       wt,
     );
-    // Mount operations and their targets, in order.
+    // Mount operations and their targets, in order (autolab's own files and tools, made visible
+    // again when they lie under /tmp — a checkout there — are not this test's business).
     const ops: string[] = [];
+    const tools = (target: string) => !target.startsWith(repo) && target.startsWith("/tmp/");
     for (let i = 0; i < args.length; i++) {
       const a = args[i] as string;
       if (a === "--bind" || a === "--ro-bind") {
-        ops.push(`${a} ${args[i + 2]}`);
+        if (!tools(args[i + 2] as string)) ops.push(`${a} ${args[i + 2]}`);
         i += 2;
       } else if (a === "--tmpfs" || a === "--remount-ro") {
         ops.push(`${a} ${args[i + 1]}`);

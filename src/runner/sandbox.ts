@@ -47,7 +47,8 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { SandboxLimits, SandboxSpec } from "../core/types.ts";
 
 const SH = "/bin/sh";
@@ -188,6 +189,29 @@ export function sandboxCommand(
   };
 }
 
+/** autolab's package directory (src/runner/ is two levels below it). */
+const AUTOLAB_ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+
+/** The parents of the PATH directories that lie under /tmp (real paths), none inside a hidden path. */
+function toolDirsUnderTmp(path: string | undefined, hidden: string[]): string[] {
+  const out = new Set<string>();
+  for (const dir of (path ?? "").split(":")) {
+    if (!isAbsolute(dir)) continue;
+    let real: string;
+    try {
+      real = realpathSync(dir);
+    } catch {
+      continue;
+    }
+    if (!inside(real, "/tmp") || real === "/tmp") continue;
+    const dir2 = dirname(real) === "/tmp" ? real : dirname(real);
+    // Never a way back into what the spec hides (a PATH entry inside .autolab/).
+    if (hidden.some((h) => inside(dir2, h))) continue;
+    out.add(dir2);
+  }
+  return [...out];
+}
+
 type MountKind = "device" | "writable" | "readOnly" | "hidden";
 /** At equal paths the later mount wins: the strictest one (a holdout file also listed as protected stays hidden). */
 const KIND_ORDER: Record<MountKind, number> = { device: 0, writable: 1, readOnly: 2, hidden: 3 };
@@ -232,6 +256,13 @@ function mountArgs(spec: SandboxSpec): string[] {
     [resolvConf()].filter((p) => inside(p, "/run")),
     false,
   );
+  // /tmp is private inside, but the programs the sandbox runs may live there (autolab itself
+  // installed under /tmp, with its Node and the agent CLIs in node_modules; a venv): each
+  // PATH directory under /tmp stays visible read-only, with its parent (node_modules/.bin's
+  // links point into node_modules, a venv's bin/ needs its lib/).
+  add("readOnly", toolDirsUnderTmp(spec.env.PATH, spec.hidden), false);
+  // autolab's own files (its Node, the agent CLIs, helper scripts) when it is installed there.
+  add("readOnly", inside(AUTOLAB_ROOT, "/tmp") ? [AUTOLAB_ROOT] : [], false);
   add("device", spec.devices, true);
   add("writable", spec.writable, true);
   add("readOnly", spec.readOnly, false);
