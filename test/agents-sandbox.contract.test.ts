@@ -36,7 +36,7 @@ function sandboxed(make: (s: AgentSetup) => Agent | Promise<Agent>): (s: AgentSe
           gitCommonDir: join(ctx.worktree, ".git"),
         });
         const ws = { worktree: ctx.worktree, projectDir: ctx.worktree } as Workspace;
-        const sandbox = confinement.researcher(ws, [], [ctx.logDir], {});
+        const sandbox = confinement.researcher(ws, [], [ctx.logDir]);
         if (!sandbox) throw new Error(`no sandbox: ${confinement.description}`);
         return inner.propose({ ...ctx, sandbox });
       },

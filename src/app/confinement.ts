@@ -147,7 +147,7 @@ export function createConfinement(
       };
       return { command, evaluate };
     },
-    researcher(ws, setupFiles, writable, extraEnv) {
+    researcher(ws, setupFiles, writable) {
       const b = base(ws, {});
       // The worktree is read-only but for the editable files and directories, each bound
       // writable on top (docs/agents.md "Sandbox"): an edit anywhere else fails with EROFS
@@ -173,7 +173,7 @@ export function createConfinement(
         readOnly: [ws.worktree, ...b.readOnly, ...under(ws.projectDir, setupFiles)],
         hidden: [...b.hidden, ...holdoutEverywhere(ws)],
         network: true,
-        env: extraEnv,
+        env: {},
       };
     },
   };

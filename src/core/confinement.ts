@@ -27,12 +27,7 @@ export interface Confinement {
   ): { command: SandboxSpec; evaluate: SandboxSpec } | undefined;
   /**
    * A researcher process in `ws`, also writing `writable` (its logs, its home); setup's files
-   * stay read-only. `env` becomes its whole environment (the agent fills it in).
+   * stay read-only. Its `env` is empty: the agent puts its own whole environment there.
    */
-  researcher(
-    ws: Workspace,
-    setupFiles: string[],
-    writable: string[],
-    env: Record<string, string>,
-  ): SandboxSpec | undefined;
+  researcher(ws: Workspace, setupFiles: string[], writable: string[]): SandboxSpec | undefined;
 }

@@ -322,7 +322,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
-    const sandbox = deps.confinement?.researcher(ws, setupFilesOf(deps), [agentLogDir], {});
+    const sandbox = deps.confinement?.researcher(ws, setupFilesOf(deps), [agentLogDir]);
     if (sandbox) ctx.sandbox = sandbox;
     proposal = await (opts.propose ?? ((c) => agent.propose(c)))(ctx);
   } catch (err) {
@@ -901,7 +901,7 @@ async function reportRatchetMove(
   exp: ExperimentRecord | undefined,
   emit: (e: LoopEvent) => void,
 ): Promise<void> {
-  const { ws, run } = { ws: deps.workspace, run: deps.run };
+  const { workspace: ws, run } = deps;
   const how = await ws.ratchetLastMove();
   const reason = `${ws.branch} was moved to ${current.slice(0, 8)} outside autolab${how ? ` (git reflog: ${how})` : ""}; restored to the best ${expected.slice(0, 8)}`;
   deps.ledger.addNote(run.id, exp?.id ?? null, `ALARM tamper:ratchet: ${reason}`);
