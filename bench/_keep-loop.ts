@@ -66,6 +66,22 @@ export interface KeepLoopOptions {
   seedShare?: number;
   /** Leave the best's trials (with their seeds) out of the judge's input: the unpaired rule. */
   unpaired?: boolean;
+  /** The baseline configuration's own noise σ (default `sigma`): 0 is a deterministic incumbent. */
+  baselineSigma?: number;
+  /**
+   * Keeps the run only when the baseline's trials pass (values, true value): a condition on
+   * the baseline's luck (redrawn until it holds), e.g. a sample σ far too large.
+   */
+  baselineIf?: (values: number[], trueValue: number) => boolean;
+  /**
+   * Synthetic proposals: the candidate's true value from the best's (instead of a point of
+   * `fn`). With it, fn only gives the start point's true value.
+   */
+  proposeTrue?: (rng: Rng, bestTrue: number) => number;
+  /** Most trials an incumbent is re-measured to, whatever the judge asks. Default 24. */
+  incumbentCap?: number;
+  /** Hand the judge every configuration of the run (JudgeInput.run). Default true. */
+  runGroups?: boolean;
 }
 
 export interface KeepRecord {
@@ -86,7 +102,9 @@ export interface KeepLoopResult {
   trialsUsed: number;
   experiments: number;
   /** Every decided candidate: true improvement over the best's true value (positive = better), trials, kept. */
-  candidates: { improvement: number; trials: number; kept: boolean }[];
+  candidates: { improvement: number; trials: number; kept: boolean; incumbent: number }[];
+  /** Trials spent re-measuring incumbents. */
+  incumbentTrials: number;
 }
 
 /** Local search around the best: a Gaussian step in the unit cube, now and then a random point. */
@@ -114,15 +132,34 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
 
   let used = 0;
   const start = Array.from({ length: dims }, () => startRng.next());
+  const baseSigma = o.baselineSigma ?? o.sigma;
+  const scaled = (k: number, s: number) => (o.sigma > 0 ? (noise(k) * s) / o.sigma : 0);
   // Trial k of every experiment gets seed o.seed + k, as the loop gives it run.seed + k.
-  const baseTrials: TrialResult[] = [];
-  for (let k = 0; k < judge.baselineTrials; k++) {
-    baseTrials.push(simTrial(truth(start) + noise(k), o.seed + k));
-    used++;
+  let baseTrials: TrialResult[] = [];
+  for (let attempt = 0; ; attempt++) {
+    baseTrials = [];
+    for (let k = 0; k < judge.baselineTrials; k++)
+      baseTrials.push(simTrial(truth(start) + scaled(k, baseSigma), o.seed + k));
+    const vs = baseTrials.map((t) => t.metrics.value as number);
+    if (!o.baselineIf || o.baselineIf(vs, truth(start))) break;
+    if (attempt > 100_000) throw new Error("baselineIf never held");
+    seedNoise.length = 0;
   }
+  used += baseTrials.length;
   const baseValues = baseTrials.map((t) => t.metrics.value as number);
   const baseMean = baseValues.reduce((a, b) => a + b, 0) / baseValues.length;
-  let best = { n: 0, u: start, metric: baseMean, values: baseValues, trials: baseTrials, true: truth(start) };
+  let best = {
+    n: 0,
+    u: start,
+    metric: baseMean,
+    values: baseValues,
+    trials: baseTrials,
+    true: truth(start),
+    sigma: baseSigma,
+  };
+  /** Every configuration judged so far, for the run-wide noise model. */
+  const groups = new Map<number, number[]>([[0, baseValues]]);
+  let incumbentTrials = 0;
   const keeps: KeepRecord[] = [];
   const history: TpeObservation[] = [{ params: fromUnit(fn.space, start), value: baseMean }];
   let n = 0;
@@ -131,7 +168,11 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
   outer: while (used < o.totalTrials) {
     n++;
     let u: number[];
-    if (o.proposer === "tpe") {
+    let syntheticTrue: number | undefined;
+    if (o.proposeTrue) {
+      u = best.u;
+      syntheticTrue = o.proposeTrue(proposeRng, best.true);
+    } else if (o.proposer === "tpe") {
       const s = suggestTpe(fn.space, history, createRng(mixSeed(o.seed, 5, n)), {
         direction: "minimize",
         current: fromUnit(fn.space, best.u),
@@ -143,14 +184,18 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     } else {
       u = proposeLocal(proposeRng, best.u);
     }
-    const trueValue = truth(u);
+    const trueValue = syntheticTrue ?? truth(u);
     const trials: TrialResult[] = [];
     let decision: Decision | undefined;
+    let next = true;
     while (!decision) {
-      if (used >= o.totalTrials) break outer;
-      const k = trials.length;
-      trials.push(simTrial(trueValue + noise(k), o.seed + k));
-      used++;
+      if (next) {
+        if (used >= o.totalTrials) break outer;
+        const k = trials.length;
+        trials.push(simTrial(trueValue + noise(k), o.seed + k));
+        used++;
+      }
+      next = true;
       const verdict = judge.decide({
         program,
         trials,
@@ -160,13 +205,26 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
           values: best.values,
           ...(o.unpaired ? {} : { trials: best.trials }),
         },
-        baseline: baseValues,
+        baseline: groups.get(0) ?? baseValues,
+        ...(o.runGroups === false ? {} : { run: [...groups].map(([g, values]) => ({ n: g, values })) }),
       });
       if (verdict.action !== "more") decision = verdict;
-      else if (trials.length >= judge.maxTrials) decision = { action: "discard", reason: verdict.reason };
+      else if (verdict.incumbent && best.trials.length < (o.incumbentCap ?? 24)) {
+        // The incumbent's next seed, as the loop runs it; then the judge is asked again.
+        if (used >= o.totalTrials) break outer;
+        const k = best.trials.length;
+        best.trials = [...best.trials, simTrial(best.true + scaled(k, best.sigma), o.seed + k)];
+        best.values = best.trials.map((t) => t.metrics.value as number);
+        groups.set(best.n, best.values);
+        used++;
+        incumbentTrials++;
+        next = false;
+      } else if (trials.length >= judge.maxTrials) decision = { action: "discard", reason: verdict.reason };
     }
     const values = trials.map((t) => t.metrics.value as number);
+    groups.set(n, values);
     candidates.push({
+      incumbent: best.n,
       improvement: best.true - trueValue,
       trials: trials.length,
       kept: decision.action === "keep",
@@ -176,7 +234,7 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     if (decision.action === "keep") {
       const reported = decision.metric as number;
       keeps.push({ n, trueNew: trueValue, trueOld: best.true, reported, trials: trials.length });
-      best = { n, u, metric: reported, values, trials, true: trueValue };
+      best = { n, u, metric: reported, values, trials, true: trueValue, sigma: o.sigma };
     }
   }
   return {
@@ -187,5 +245,6 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     trialsUsed: used,
     experiments: n,
     candidates,
+    incumbentTrials,
   };
 }

@@ -20,12 +20,14 @@
  * reported under "shared" in the JSON line.
  *
  *   npm run bench -- noise [--seeds=200] [--trials=200] [--tpe-seeds=30] [--sweep] [--share=0]
- *                          [--shared-share=0.5] [--unpaired]
+ *                          [--shared-share=0.5] [--unpaired] [--case-seeds=400] [--case-trials=100]
+ *                          [--cases-only]
  */
 
 import type { Judge } from "../src/core/judge.ts";
 import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge, type NoiseJudgeOptions } from "../src/trust/noise-judge.ts";
+import { mean, sampleSd } from "../src/trust/stats.ts";
 import { branin, hartmann3, logQuadratic, logRosenbrock, type TestFunction } from "./_functions.ts";
 import { type KeepLoopResult, type Proposer, runKeepLoop } from "./_keep-loop.ts";
 import { type Estimate, estimate, flags, numberFlag, ratio, round, show } from "./_stats.ts";
@@ -183,6 +185,120 @@ function printSummary(label: string, x: ReturnType<typeof figures>): void {
   );
 }
 
+/**
+ * The three cases the run-wide noise model (#20) is for, old rule ("judged": σ from the
+ * baseline's, the best's and the candidate's repeats only, no re-measured incumbent) against
+ * the new one in the same runs (same seeds, same proposals). Proposals are synthetic: each
+ * candidate's true value is the best's plus N(0.3σ, σ) (minimize: about 10% of candidates are
+ * truly better by ≥ 1σ, 62% truly worse), so every run has improvements to find.
+ *   - "σ too large": the baseline's 3 repeats happened to spread ≥ 2σ (their sample σ).
+ *   - "deterministic incumbent": the baseline scores identically on every repeat, the
+ *     candidates are noisy (σ).
+ *   - "lucky incumbent": the baseline's mean of 3 happened to be ≥ 1.5 standard errors better
+ *     than its truth.
+ * Figures: share of keeps that are truly worse (target ≤ 5%), share of candidates truly better
+ * by ≥ 1σ that were discarded ("improvements lost"; target: at least halved), and true regret.
+ */
+const NOISE_CASES: { name: string; opts: Partial<Parameters<typeof runKeepLoop>[0]> }[] = [
+  {
+    name: "σ too large",
+    opts: { baselineIf: (v) => sampleSd(v) >= 2 },
+  },
+  { name: "deterministic incumbent", opts: { baselineSigma: 0 } },
+  {
+    name: "lucky incumbent",
+    opts: { baselineIf: (v, t) => mean(v) <= t - 1.5 / Math.sqrt(v.length) },
+  },
+];
+
+/** The rule before the run-wide noise model (#20), with its defaults of then. */
+export const OLD_RULE: NoiseJudgeOptions = { pooling: "judged", testTrials: 4, futilityZ: 0.5 };
+
+interface CaseFigures {
+  falseShare: Estimate;
+  lost: Estimate;
+  /** The same, among candidates judged against the case's incumbent (the baseline). */
+  lostVsCase: Estimate;
+  /** True improvement of the final best over the baseline, in σ. */
+  gain: Estimate;
+  keepsPerSeed: number;
+  incumbentTrialsPerSeed: number;
+}
+
+function runCase(
+  judge: Judge,
+  opts: Partial<Parameters<typeof runKeepLoop>[0]>,
+  seeds: number,
+  trials: number,
+): CaseFigures {
+  const results: KeepLoopResult[] = [];
+  for (let s = 0; s < seeds; s++) {
+    results.push(
+      runKeepLoop({
+        fn: logQuadratic,
+        sigma: 1,
+        judge,
+        totalTrials: trials,
+        seed: 10_000 + s,
+        proposeTrue: (rng, bestTrue) => bestTrue + 0.3 + rng.normal(),
+        ...opts,
+      }),
+    );
+  }
+  const good = results.map((r) => r.candidates.filter((c) => c.improvement >= 1));
+  const good0 = good.map((g) => g.filter((c) => c.incumbent === 0));
+  return {
+    falseShare: ratio(
+      results.map((r) => r.falseKeeps),
+      results.map((r) => r.keeps.length),
+    ),
+    lost: ratio(
+      good.map((g) => g.filter((c) => !c.kept).length),
+      good.map((g) => g.length),
+    ),
+    lostVsCase: ratio(
+      good0.map((g) => g.filter((c) => !c.kept).length),
+      good0.map((g) => g.length),
+    ),
+    gain: estimate(results.map((r) => r.keeps.reduce((a, k) => a + k.trueOld - k.trueNew, 0))),
+    keepsPerSeed: results.reduce((a, r) => a + r.keeps.length, 0) / seeds,
+    incumbentTrialsPerSeed: results.reduce((a, r) => a + r.incumbentTrials, 0) / seeds,
+  };
+}
+
+function noiseCases(seeds: number, trials: number) {
+  console.log(
+    `the noise model's cases (${trials} trials per run, ${seeds} seeds, synthetic proposals N(0.3σ, σ) worse than the best): old rule (σ from the judged repeats) vs new (pooled over the run, incumbent re-measured)`,
+  );
+  return NOISE_CASES.map(({ name, opts }) => {
+    const old = runCase(createNoiseJudge(OLD_RULE), opts, seeds, trials);
+    const now = runCase(createNoiseJudge(), opts, seeds, trials);
+    const line = (label: string, c: CaseFigures) =>
+      `  ${label.padEnd(4)} truly-worse keeps ${show(c.falseShare, 3, 100)}%  improvements lost ${show(c.lost, 3, 100)}% (against the case's incumbent ${show(c.lostVsCase, 3, 100)}%)  true gain ${show(c.gain)}σ  keeps/seed ${round(c.keepsPerSeed, 3)}  incumbent trials/seed ${round(c.incumbentTrialsPerSeed, 3)}`;
+    console.log(name);
+    console.log(line("old", old));
+    console.log(line("new", now));
+    const figures = (c: CaseFigures) => ({
+      false_share_pct: round(100 * c.falseShare.mean, 3),
+      false_share_ci_pct: round(100 * c.falseShare.ci, 2),
+      lost_pct: round(100 * c.lost.mean, 3),
+      lost_ci_pct: round(100 * c.lost.ci, 2),
+      lost_vs_case_incumbent_pct: round(100 * c.lostVsCase.mean, 3),
+      lost_vs_case_incumbent_ci_pct: round(100 * c.lostVsCase.ci, 2),
+      true_gain_sigma: round(c.gain.mean),
+      true_gain_ci: round(c.gain.ci, 2),
+      keeps_per_seed: round(c.keepsPerSeed, 3),
+      incumbent_trials_per_seed: round(c.incumbentTrialsPerSeed, 3),
+    });
+    return {
+      case: name,
+      old: figures(old),
+      new: figures(now),
+      lost_ratio: round(now.lost.mean / old.lost.mean, 3),
+    };
+  });
+}
+
 export async function main(args: string[]): Promise<Record<string, unknown>> {
   const f = flags(args);
   const seeds = numberFlag(f, "seeds", 200);
@@ -191,6 +307,9 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
   const share = numberFlag(f, "share", 0);
   const sharedShare = f.share === undefined ? numberFlag(f, "shared-share", 0.5) : 0;
   const unpaired = Boolean(f.unpaired);
+  const caseSeeds = numberFlag(f, "case-seeds", 400);
+  const caseTrials = numberFlag(f, "case-trials", 100);
+  if (f["cases-only"]) return { benchmark: "noise", cases: noiseCases(caseSeeds, caseTrials) };
   const t0 = performance.now();
   console.log(
     `keep-or-revert at ${trials} total trials per run (baseline included); noise independent between trials${share ? ` except a seed share of ${share}` : ""}${unpaired ? "; the judge does not see the best's seeds (unpaired)" : ""}`,
@@ -242,6 +361,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     }
   }
 
+  const cases = caseSeeds > 0 ? noiseCases(caseSeeds, caseTrials) : [];
   const main = figures(all);
   const sharedFigures = shared.length ? figures(shared) : undefined;
   const summary = {
@@ -254,6 +374,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     ...main,
     ...(sharedFigures ? { shared: { seed_share: sharedShare, ...sharedFigures } } : {}),
     ...(sweep.length ? { sweep } : {}),
+    ...(cases.length ? { cases } : {}),
     seconds: round((performance.now() - t0) / 1000, 3),
   };
   printSummary("summary", main);

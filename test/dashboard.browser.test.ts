@@ -61,7 +61,15 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
   it("draws every experiment, lists them, opens one on click, and adds new ones live", async () => {
     const repo = createGitProject({
       "train.ts": "const LEARNING_RATE = 3e-4;\nconst HIDDEN = 32;\n",
-      "program.md": "",
+      "program.md": [
+        "---",
+        "name: tiny-lm",
+        "objective: { metric: val_bpb, direction: minimize }",
+        "run: { command: node train.ts, budget: 5s }",
+        "files: { editable: [train.ts] }",
+        "---",
+        "",
+      ].join("\n"),
     });
     repo.write({ "train.ts": "const LEARNING_RATE = 0.02;\nconst HIDDEN = 32;\n" });
     const candidate = repo.commitAll("candidate");
@@ -95,6 +103,12 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator("#live").textContent()).toContain("live");
     expect(await page.locator("#summary").textContent()).toContain(String(exps.length));
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
+
+    // The run's noise, explained next to the alarms (the baseline ran once: σ not known yet).
+    await page.waitForSelector("#noise-line");
+    expect(await page.locator("#noise-line").textContent()).toMatch(
+      /^noise: val_bpb — σ unknown: nothing was repeated yet/,
+    );
 
     // Hover shows the hypothesis.
     await page.hover('#chart .pt[data-n="3"]');

@@ -267,15 +267,22 @@ describe("trustworthy progress in the loop", () => {
       { hypothesis: "X 3 → 9 (a clear loss)", edits: setX(9) },
     ]);
     const [base, tiny, real, loss] = experiments;
-    // The baseline ran three times with seeds 0, 1, 2: that is the noise sample.
-    expect(base?.trials.map((t) => t.seed)).toEqual([0, 1, 2]);
+    // The baseline ran three times with seeds 0, 1, 2: that is the first noise sample.
+    expect(base?.trials.slice(0, 3).map((t) => t.seed)).toEqual([0, 1, 2]);
     expect(base?.decision?.reason).toMatch(/mean of 3 trials/);
+    // The incumbent is evidence too: while it was the best, it was re-measured on the next
+    // seeds so that it never had fewer trials than a challenger asked for more.
+    expect(base?.trials.map((t) => t.seed)).toEqual(base?.trials.map((_, i) => i));
+    expect(base?.trials.length).toBeGreaterThanOrEqual(real?.trials.length ?? 0);
+    expect(base?.trials.length).toBeGreaterThan(3);
     // A result inside the noise is re-run, and not kept.
     expect(tiny?.trials.length).toBeGreaterThan(1);
     expect(tiny?.decision?.action).toBe("discard");
     // A real gain is kept, and the value it carries is noise-corrected: its trials' mean shrunk
     // toward the best it beat — never its luckiest trial (see docs/trust.md).
     expect(real?.decision?.action).toBe("keep");
+    // Every σ is explained: where it came from is in the reason the notebook keeps.
+    expect(real?.decision?.reason).toMatch(/σ [\d.e-]+ pooled from \d+ configurations and \d+ trials/);
     const values = (real?.trials ?? []).map((t) => t.result?.metrics.score as number);
     expect(values.length).toBeGreaterThanOrEqual(2);
     const mean = values.reduce((a, b) => a + b, 0) / values.length;

@@ -216,6 +216,8 @@ describe("API on a lab with every outcome", () => {
   it("a lab without an org: no alarms, no roles, no session; its keeps are the findings", async () => {
     const app = appFor(ledgerPath);
     expect((await get(app, "/api/alarms")).body).toEqual([]);
+    // No program.md to read the objective from: no noise model.
+    expect((await get(app, "/api/noise")).body).toBe("null");
     const org = (await get<Json>(app, "/api/org")).body;
     expect(org).toMatchObject({ run: "main", roles: [], session: null, slots: [] });
     expect(org.findings.map((f: Json) => [f.kind, f.n])).toEqual([["kept", 2]]);
@@ -259,6 +261,7 @@ describe("API on unusual labs", () => {
     expect(status.body.error.code).toBe("RUN_NOT_FOUND");
     expect(status.body.error.hint).toMatch(/autolab run/);
     expect((await get(app, "/api/alarms")).body).toEqual([]);
+    expect((await get(app, "/api/noise")).body).toBe("null");
     expect((await app.request("/")).status).toBe(200);
   });
 

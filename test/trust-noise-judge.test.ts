@@ -26,15 +26,30 @@ const input = (xs: number[], over: Partial<JudgeInput> = {}): JudgeInput => ({
   ...over,
 });
 
-describe("createNoiseJudge", () => {
-  const judge = createNoiseJudge();
+/**
+ * The rule's mechanics at the thresholds they were written for (4 test trials, futility 0.5σ,
+ * confirmation at 1.2σ); the defaults that bench/noise.ts chose are checked on their own.
+ */
+const MECHANICS = { testTrials: 4, futilityZ: 0.5, confirmZ: 1.2 } as const;
 
-  it("defaults: 3 baseline trials, up to 4 to pass the keep test and 6 for a keep", () => {
-    expect(judge.name).toBe("noise");
-    expect(judge.baselineTrials).toBe(3);
-    expect(judge.maxTrials).toBe(6);
-    expect(judge.options.testTrials).toBe(4);
-    expect(judge.options.confirmTrials).toBe(6);
+describe("createNoiseJudge", () => {
+  const judge = createNoiseJudge(MECHANICS);
+
+  it("defaults: 3 baseline trials, up to 6 to pass the keep test and 6 for a keep, the incumbent re-measured", () => {
+    const d = createNoiseJudge();
+    expect(d.name).toBe("noise");
+    expect(d.baselineTrials).toBe(3);
+    expect(d.maxTrials).toBe(6);
+    expect(d.options).toMatchObject({
+      testTrials: 6,
+      confirmTrials: 6,
+      confirmZ: 1.4,
+      futilityZ: 0.25,
+      pooling: "run",
+      remeasure: true,
+      remeasureRatio: 3,
+      incumbentMaxTrials: 10,
+    });
   });
 
   it("discards a clear loss after one trial", () => {
@@ -55,11 +70,13 @@ describe("createNoiseJudge", () => {
   it("confirms a candidate that passed the keep test before keeping it", () => {
     const passed = judge.decide(input([2.8, 2.82]));
     expect(passed.action).toBe("more");
-    expect(passed.reason).toMatch(/^passed the keep test: .*confirming with trial 3 of 6$/);
+    expect(passed.reason).toMatch(
+      /^passed the keep test: .*confirming with trial 3 of 6; σ [\d.]+ pooled from 2 configurations and 5 trials; first the incumbent #0 runs its trial 4 \(the incumbent is evidence too.*\)$/,
+    );
     const confirming = judge.decide(input([2.8, 2.82, 2.83]));
     expect(confirming.action).toBe("more");
     expect(confirming.reason).toMatch(
-      /^confirming: .*\(passed the keep test at trial 2\); running trial 4 of 6$/,
+      /^confirming: .*\(passed the keep test at trial 2\); running trial 4 of 6; σ /,
     );
   });
 
@@ -80,7 +97,7 @@ describe("createNoiseJudge", () => {
     // Passed at trial 2 (2.85, 2.86), then regressed to the best's level.
     const fell = judge.decide(input([2.85, 2.86, 3.02, 3.03]));
     expect(fell.action).toBe("discard");
-    expect(fell.reason).toMatch(/^not confirmed: .* after 4 trials \(passed the keep test at trial 2\)$/);
+    expect(fell.reason).toMatch(/^not confirmed: .* after 4 trials \(passed the keep test at trial 2\); σ /);
     // Still ahead but by less than confirmZ after 6 trials: not kept either.
     const weak = judge.decide(input([2.85, 2.86, 2.95, 2.94, 2.95, 2.95]));
     expect(weak.action).toBe("discard");
@@ -88,7 +105,7 @@ describe("createNoiseJudge", () => {
   });
 
   it("without confirmation (confirmTrials ≤ minKeepTrials), keeps as soon as the test passes", () => {
-    const j = createNoiseJudge({ confirmTrials: 2 });
+    const j = createNoiseJudge({ ...MECHANICS, confirmTrials: 2 });
     expect(j.maxTrials).toBe(4);
     const d = j.decide(input([2.8, 2.82]));
     expect(d.action).toBe("keep");
@@ -150,18 +167,24 @@ describe("createNoiseJudge", () => {
     expect(d.reason).toMatch(/trial 2 of 2: constraint: peak_rss_mb 500 > 100/);
   });
 
-  it("identical baseline repeats use the floor, so dust is not significant but real gains are", () => {
+  it("identical repeats of two configurations: a deterministic objective, compared exactly (dust is no gain)", () => {
     const same = [3, 3, 3];
     const mk = (xs: number[]) => input(xs, { best: { n: 0, metric: 3, values: same }, baseline: same });
     const dust = judge.decide(mk([3 - 1e-9, 3 - 1e-9]));
     expect(dust.action).not.toBe("keep");
     const real = judge.decide(mk([2.9, 2.9, 2.9, 2.9, 2.9, 2.9]));
     expect(real.action).toBe("keep");
-    expect(real.reason).toMatch(/repeats identical: σ is the floor/);
+    expect(real.reason).toMatch(
+      /deterministic: repeats of 2 configurations and 9 trials were identical, so values are compared exactly/,
+    );
+    // One configuration's identical repeats are not enough: the candidate is measured again.
+    const first = judge.decide(mk([2.9]));
+    expect(first.action).toBe("more");
+    expect(first.reason).toMatch(/σ unknown: the repeats of one configuration were identical/);
   });
 
   it("with a single baseline trial, repeats the candidate to get a noise estimate", () => {
-    const j = createNoiseJudge({ baselineTrials: 1 });
+    const j = createNoiseJudge({ ...MECHANICS, baselineTrials: 1 });
     const d = j.decide(input([2.5], { best: { n: 0, metric: 2.95, values: [2.95] }, baseline: [2.95] }));
     expect(d.action).toBe("more");
     expect(d.reason).toMatch(/no noise estimate yet/);
@@ -173,7 +196,9 @@ describe("createNoiseJudge", () => {
       input([2.9, 3.1, 3, 3.05], { best: { n: 0, metric: 3, values: noisy }, baseline: noisy }),
     );
     expect(d.action).toBe("discard");
-    expect(d.reason).toMatch(/too noisy: val_bpb — σ 2 from .*practically nothing can be kept/);
+    expect(d.reason).toMatch(
+      /too noisy: val_bpb — σ [\d.]+ pooled from .*#0 is clearly noisier \(σ 2\).*practically nothing can be kept/,
+    );
     const r = describeNoise({ metricName: "val_bpb", baseline: noisy });
     expect(r.tooNoisy).toBe(true);
     expect(describeNoise({ metricName: "val_bpb", baseline: BASELINE }).tooNoisy).toBe(false);
@@ -187,7 +212,7 @@ describe("createNoiseJudge", () => {
 });
 
 describe("seed-paired comparison", () => {
-  const judge = createNoiseJudge();
+  const judge = createNoiseJudge(MECHANICS);
   // Seed-driven noise: trial k of every experiment moves by e[k] (sd 0.22), plus a little of its own.
   const e = [-0.2, 0.2, -0.1, 0.1, -0.3, 0.3];
   const jitter = [0.004, -0.003, 0.002, -0.004, 0.003, -0.002];
@@ -277,12 +302,12 @@ describe("seed-paired comparison", () => {
     ).toBeCloseTo(4, 12);
     expect(satterthwaiteDf([[1, 0]])).toBe(0);
     expect(confirmThreshold(3)).toBeGreaterThan(confirmThreshold(30));
-    expect(confirmThreshold(1e6)).toBeCloseTo(1.2, 3);
-    expect(confirmThreshold(0)).toBe(1.2);
+    expect(confirmThreshold(1e6)).toBeCloseTo(1.4, 3);
+    expect(confirmThreshold(0)).toBe(1.4);
   });
 
   it("the simulated loop hands the judge the best's trials with seeds that line up with the candidate's", () => {
-    const inner = createNoiseJudge();
+    const inner = createNoiseJudge(MECHANICS);
     let checked = 0;
     const spy = {
       ...inner,

@@ -136,5 +136,7 @@ export function noiseOf(program: Program, exps: ExperimentRecord[]): NoiseReport
     ...(best && bm !== undefined
       ? { best: { n: best.n, metric: bm, values: okValues(best, metric, program) } }
       : {}),
+    // Every configuration's repeats: σ is pooled over the whole run.
+    run: exps.map((e) => ({ n: e.n, values: okValues(e, metric, program) })),
   });
 }

@@ -18,12 +18,24 @@ export interface JudgeInput {
   };
   /** Objective values of the baseline's ok trials (repeated with different seeds): the noise sample. */
   baseline: number[];
+  /**
+   * Every other configuration of the run (experiment number and the objective values of its
+   * full-budget ok trials), the baseline and the best included: the noise judge pools their
+   * repeats into σ. Without it, the judge sees only the baseline, the best and the candidate.
+   */
+  run?: { n: number; values: number[] }[];
 }
 
 /** Another trial is wanted before deciding (a first result inside the noise band). */
 export interface MoreTrials {
   action: "more";
   reason: string;
+  /**
+   * Run a trial of the best (the incumbent) first, with its next seed: the challenger is about
+   * to have more trials than the incumbent, and both are judged on as many. The judge is asked
+   * again after it, before the challenger's next trial.
+   */
+  incumbent?: boolean;
 }
 
 /**

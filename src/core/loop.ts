@@ -133,6 +133,9 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
 
   await ensureBaseline(deps, exps);
   exps = list();
+  // A decided incumbent re-measured when the harness stopped: its trial is closed, not re-run.
+  for (const e of exps.filter((x) => x.decision)) await closeOpenTrials(deps, e);
+  exps = list();
 
   // Experiments without a decision: their trial was cut short by a crash or Ctrl-C.
   for (const e of exps.filter((x) => !x.decision)) {
@@ -513,24 +516,49 @@ export async function evaluateExperiment(
       .map((t) => t.result)
       .filter((r): r is NonNullable<typeof r> => r?.status === "ok");
   const okValues = (e: ExperimentRecord | undefined) => okTrials(e).map((r) => r.metrics[metric] as number);
-  const input = {
-    program,
-    best: { n: parent.n, metric: parentMetric, values: okValues(parent), trials: okTrials(parent) },
-    baseline: okValues(exps.find((e) => e.n === 0)),
+  /** The judge's view of the run now: re-read after an incumbent trial adds to the best. */
+  const judgeInput = () => {
+    const now = ledger.listExperiments(run.id);
+    const p = now.find((e) => e.n === parent.n) ?? parent;
+    return {
+      program,
+      best: { n: p.n, metric: parentMetric, values: okValues(p), trials: okTrials(p) },
+      baseline: okValues(now.find((e) => e.n === 0)),
+      // Every configuration's repeats inform σ (the noise model pools them).
+      run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
+    };
   };
+  /** Full-budget trials of the incumbent that finished, ok or not (a failed one is not re-run). */
+  const parentFinished = () =>
+    (ledger.getExperiment(run.id, parent.n)?.trials ?? []).filter(
+      (t) => isFullBudget(program, t) && t.result && t.result.status !== "interrupted",
+    ).length;
   // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
   const climbed = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, exp.n, 0, emit, signal, rung));
   if (climbed === "interrupted") return;
   let decision: Decision | undefined = climbed === "top" ? undefined : climbed;
+  let remeasure = true;
   while (!decision) {
     const trials = finished();
     if (trials.length === 0) {
       if (!(await another())) return;
       continue;
     }
-    const verdict = judge.decide({ ...input, trials });
+    const verdict = judge.decide({ ...judgeInput(), trials });
     if (verdict.action !== "more") decision = verdict;
-    else if (trials.length >= judge.maxTrials) {
+    else if (verdict.incumbent && remeasure) {
+      // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
+      const r = await runTrial(deps, parent.n, parentFinished(), emit, signal);
+      if (r.status === "interrupted") return;
+      if (r.status !== "ok") {
+        remeasure = false; // not again for this challenger: its other trials decide
+        ledger.addNote(
+          run.id,
+          parent.id,
+          `the incumbent #${parent.n} failed when re-measured on seed ${r.seed} (${r.status}${r.reason ? `: ${r.reason}` : ""}); it is judged on its other trials`,
+        );
+      }
+    } else if (trials.length >= judge.maxTrials) {
       decision = {
         action: "discard",
         reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,

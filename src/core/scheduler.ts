@@ -149,7 +149,8 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   exps = list();
   nextN = Math.max(0, ...exps.map((e) => e.n), ...refs) + 1;
 
-  for (const e of exps.filter((x) => !x.decision)) await closeOpenTrials(deps, e);
+  // Open trials of every experiment: a pending one's, or a decided incumbent's re-measurement.
+  for (const e of exps) await closeOpenTrials(deps, e);
   exps = list();
   assertBaselineOk(program, exps);
   // While the baseline is measured, proposals already build on it and slots it leaves free run

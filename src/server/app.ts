@@ -7,7 +7,7 @@ import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { streamSSE } from "hono/streaming";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { alarmsOf } from "../app/alarms.ts";
+import { alarmsOf, noiseOf } from "../app/alarms.ts";
 import { experimentJson } from "../app/experiment-json.ts";
 import { LabReader } from "../app/lab-reader.ts";
 import { orgView } from "../app/org-view.ts";
@@ -274,6 +274,22 @@ export function createApp(deps: AppDeps): LabApp {
       ? alarmsOf(program, exps).map((a) => ({ type: a.kind, reason: a.reason, at }))
       : [];
     return c.json(alarms);
+  });
+
+  // The run's noise: σ and where it came from (null before the baseline is measured).
+  app.get("/api/noise", (c) => {
+    const tag = c.req.query("run");
+    if (!tag && lab.runs().length === 0) return c.json(null);
+    const run = lab.run(tag);
+    const program = programFor(run);
+    const noise = program ? noiseOf(program, lab.experiments(run)) : undefined;
+    if (!noise) return c.json(null);
+    return c.json({
+      sigma: Number.isFinite(noise.sigma) ? noise.sigma : null,
+      source: noise.source,
+      explain: noise.explain,
+      reason: noise.reason,
+    });
   });
 
   // Roles with their credit, the latest session's slots, the findings board (src/app/org-view.ts).

@@ -48,14 +48,18 @@ import { formatMetric } from "../core/format.ts";
 import type { Judge, JudgeInput, MoreTrials } from "../core/judge.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
 import { decideConstraints, decideFailure } from "./greedy-judge.ts";
+import { fitNoise, type NoiseModel, type NoiseSource, sigmaOf } from "./noise-model.ts";
 import { mean, normalCdf, pooledSd, satterthwaiteDf, sumSquares, tQuantile } from "./stats.ts";
+
+/** The candidate's key in the run's noise model (experiment numbers are never negative). */
+const CANDIDATE = -1;
 
 export interface NoiseJudgeOptions {
   /** Baseline trials with different seeds before any candidate: the first noise sample. Default 3. */
   baselineTrials?: number;
   /**
    * Most trials a candidate gets to pass the keep test; one that has not passed by then is
-   * discarded as not credibly better. Default 4.
+   * discarded as not credibly better. Default 6 (4 before the run-wide noise model; bench/noise.ts cases).
    */
   testTrials?: number;
   /**
@@ -66,7 +70,7 @@ export interface NoiseJudgeOptions {
    * greedy in bench/noise.ts).
    */
   confirmTrials?: number;
-  /** z a confirmed candidate needs at confirmTrials to be kept. Default 1.2. */
+  /** z a confirmed candidate needs at confirmTrials to be kept. Default 1.4 (1.2 before the run-wide noise model, whose longer tests let more near-ties reach confirmation). */
   confirmZ?: number;
   /**
    * Pulls the best's mean of trials back by this many of its standard errors before comparing
@@ -89,7 +93,7 @@ export interface NoiseJudgeOptions {
   lossZ?: number;
   /**
    * From the second trial on (and throughout confirmation), a z at or below this discards: the
-   * candidate is not better by enough to be worth more trials. Default 0.5.
+   * candidate is not better by enough to be worth more trials. Default 0.25 (0.5 before the run-wide noise model).
    */
   futilityZ?: number;
   /**
@@ -128,6 +132,30 @@ export interface NoiseJudgeOptions {
    */
   pairPrior?: number;
   /**
+   * Where σ comes from. "run" (default): every repeated configuration of the run
+   * (JudgeInput.run), refitted after every trial (src/trust/noise-model.ts), each configuration
+   * judged with its own σ where its noise is clearly larger, exact comparisons when the objective
+   * is deterministic. "judged": the baseline's, the best's and the candidate's repeats only (the
+   * rule before the run-wide model; kept for the comparison in bench/noise.ts).
+   */
+  pooling?: "run" | "judged";
+  /**
+   * Give the incumbent a paired trial (its next seed) whenever the challenger is about to have
+   * more trials than it: a lucky incumbent loses its lead as evidence arrives. Default true with
+   * pooling "run".
+   */
+  remeasure?: boolean;
+  /**
+   * How many trials the incumbent gets per trial of the challenger (rounded up, at most
+   * `incumbentMaxTrials`): it is compared with every challenger, so a trial of it serves all of
+   * them (the √k rule for comparisons with one control). Default 3 (measured in bench/noise.ts: docs/noise.md).
+   */
+  remeasureRatio?: number;
+  /** Most trials the incumbent is re-measured to. Default 10. */
+  incumbentMaxTrials?: number;
+  /** A prior for σ (as if `df` degrees of freedom of repeats had measured `sigma`). Default none. */
+  noisePrior?: { sigma: number; df: number };
+  /**
    * The baseline counts as too noisy when the smallest improvement the rule could ever accept
    * (at testTrials) exceeds this fraction of |best|. Default 0.1 (10%).
    */
@@ -136,24 +164,29 @@ export interface NoiseJudgeOptions {
 
 const DEFAULTS = {
   baselineTrials: 3,
-  testTrials: 4,
+  testTrials: 6,
   confirmTrials: 6,
-  confirmZ: 1.2,
+  confirmZ: 1.4,
   minKeepTrials: 2,
   referenceShrink: 0.3,
   alpha: 0.1,
   keepZ: 1.28,
   lossZ: 0.25,
-  futilityZ: 0.5,
+  futilityZ: 0.25,
   sigmaFloor: 0,
   relativeSigmaFloor: 1e-6,
   shrink: 1.5,
   tooNoisyRelative: 0.1,
   paired: true,
   pairPrior: 2,
-} satisfies Required<NoiseJudgeOptions>;
+  pooling: "run",
+  remeasure: true,
+  remeasureRatio: 3,
+  incumbentMaxTrials: 10,
+} satisfies Omit<Required<NoiseJudgeOptions>, "noisePrior">;
 
-export type ResolvedNoiseJudgeOptions = Required<NoiseJudgeOptions>;
+export type ResolvedNoiseJudgeOptions = Omit<Required<NoiseJudgeOptions>, "noisePrior"> &
+  Pick<NoiseJudgeOptions, "noisePrior">;
 
 export interface NoiseEstimate {
   /** σ used for decisions: max(measured, floor), or the floor alone when nothing was repeated. */
@@ -176,6 +209,10 @@ export interface NoiseReport extends NoiseEstimate {
   tooNoisy: boolean;
   /** One line for status: what the noise is and what it means for acceptance. */
   reason: string;
+  /** Where σ came from (see NoiseSource). */
+  source: NoiseSource;
+  /** The σ and where it came from, in one clause. */
+  explain: string;
 }
 
 /**
@@ -257,6 +294,8 @@ export function describeNoise(
     metricName: string;
     baseline: readonly number[];
     best?: { n: number; metric: number; values: readonly number[] };
+    /** Every configuration of the run (see JudgeInput.run): pooled with pooling "run". */
+    run?: readonly { n: number; values: readonly number[] }[];
   },
   options: NoiseJudgeOptions = {},
 ): NoiseReport {
@@ -267,24 +306,69 @@ export function describeNoise(
   const nBest = input.best
     ? Math.max(1, input.best.n === 0 ? baseline.length : bestValues.length)
     : baseline.length;
-  const est = estimateNoise([baseline, bestValues], reference, o);
+  const name = input.metricName;
+  let est: NoiseEstimate;
+  let source: string;
+  let model: NoiseModel | undefined;
+  if (o.pooling === "run") {
+    model = fitNoise(
+      [
+        ...(input.run ?? []),
+        { n: 0, values: baseline },
+        ...(input.best && input.best.n !== 0 ? [{ n: input.best.n, values: bestValues }] : []),
+      ],
+      reference,
+      {
+        sigmaFloor: o.sigmaFloor,
+        relativeSigmaFloor: o.relativeSigmaFloor,
+        ...(o.noisePrior ? { prior: o.noisePrior } : {}),
+      },
+    );
+    const known = model.source !== "unknown" && model.source !== "deterministic";
+    est = {
+      sigma: known ? model.sigma : model.floor,
+      measured: model.measured,
+      df: model.df,
+      floor: model.floor,
+      floored: !known || model.source === "floor",
+    };
+    source = model.explain;
+  } else {
+    est = estimateNoise([baseline, bestValues], reference, o);
+    source =
+      est.df === 0
+        ? `no repeated trials yet; σ is the floor ${formatMetric(est.floor)}`
+        : est.floored
+          ? `the repeats were ${est.measured === 0 ? "identical" : "nearly identical"} (σ ${formatMetric(est.measured)}); σ is the floor ${formatMetric(est.floor)}`
+          : `σ ${formatMetric(est.sigma)} from repeated trials (${est.df} degrees of freedom)`;
+  }
   // At testTrials the candidate's own repeats add testTrials − 1 degrees of freedom.
   const threshold = keepThreshold(est.df + o.testTrials - 1, o);
-  const minDetectable = threshold * est.sigma * Math.sqrt(1 / o.testTrials + 1 / Math.max(1, nBest));
+  // The best is compared with its own σ where its noise is clearly larger than the pool's.
+  const bestSigma =
+    model && input.best ? Math.max(est.sigma, sigmaOf(model, input.best.n).sigma || 0) : est.sigma;
+  const minDetectable =
+    model?.source === "deterministic"
+      ? model.floor
+      : threshold * Math.sqrt(est.sigma ** 2 / o.testTrials + bestSigma ** 2 / Math.max(1, nBest));
   const rel = Math.abs(reference) > 0 ? minDetectable / Math.abs(reference) : Number.POSITIVE_INFINITY;
-  const tooNoisy = !(est.sigma > 0) ? false : rel > o.tooNoisyRelative;
-  const name = input.metricName;
-  const source =
-    est.df === 0
-      ? `no repeated trials yet; σ is the floor ${formatMetric(est.floor)}`
-      : est.floored
-        ? `the repeats were ${est.measured === 0 ? "identical" : "nearly identical"} (σ ${formatMetric(est.measured)}); σ is the floor ${formatMetric(est.floor)}`
-        : `σ ${formatMetric(est.sigma)} from repeated trials (${est.df} degrees of freedom)`;
-  const accept = `the smallest improvement the rule can accept is ${formatMetric(Number(minDetectable.toPrecision(3)))} (${pct(rel)} of ${formatMetric(reference)}) with ${o.testTrials} trials`;
+  const tooNoisy = !(est.sigma > 0) || model?.source === "deterministic" ? false : rel > o.tooNoisyRelative;
+  const accept =
+    model?.source === "unknown"
+      ? "candidates get a second trial to measure it"
+      : `the smallest improvement the rule can accept is ${formatMetric(Number(minDetectable.toPrecision(3)))} (${pct(rel)} of ${formatMetric(reference)})${model?.source === "deterministic" ? "" : ` with ${o.testTrials} trials`}`;
   const reason = tooNoisy
     ? `too noisy: ${name} — ${source}; ${accept} — practically nothing can be kept. Reduce the noise (a longer budget, a larger evaluation set, a fixed data order) or allow more trials per candidate`
     : `noise: ${name} — ${source}; ${accept}`;
-  return { ...est, minDetectable, minDetectableRelative: rel, tooNoisy, reason };
+  return {
+    ...est,
+    minDetectable,
+    minDetectableRelative: rel,
+    tooNoisy,
+    reason,
+    source: model?.source ?? (est.df === 0 ? "unknown" : est.floored ? "floor" : "pooled"),
+    explain: source,
+  };
 }
 
 function pct(x: number): string {
@@ -344,21 +428,64 @@ export function createNoiseJudge(
       const nBest = Math.max(1, bestValues.length);
       const raw = bestValues.length > 0 ? mean(bestValues) : best.metric;
       const bestTrials = o.paired && bestValues.length > 0 ? best.trials : undefined;
+      /**
+       * The noise after the candidate's values so far: the run-wide model (pooling "run"), or
+       * the baseline's, the best's and the candidate's repeats alone ("judged").
+       */
+      const noiseAfter = (values: number[]) => {
+        if (o.pooling === "judged") {
+          const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
+          const side = { sigma: noise.sigma, df: noise.df, own: false };
+          return { noise, model: undefined, cand: side, best: side };
+        }
+        const model = fitNoise(
+          [
+            ...(input.run ?? []),
+            { n: 0, values: baseline },
+            ...(best.n !== 0 ? [{ n: best.n, values: bestValues }] : []),
+            { n: CANDIDATE, values },
+          ],
+          raw,
+          {
+            sigmaFloor: o.sigmaFloor,
+            relativeSigmaFloor: o.relativeSigmaFloor,
+            ...(o.noisePrior ? { prior: o.noisePrior } : {}),
+          },
+        );
+        const noise: NoiseEstimate = {
+          sigma: model.sigma,
+          measured: model.measured,
+          df: model.df,
+          floor: model.floor,
+          floored: model.source === "floor",
+        };
+        return { noise, model, cand: sigmaOf(model, CANDIDATE), best: sigmaOf(model, best.n) };
+      };
       /** The test on the candidate's first n trials (what the judge saw after trial n). */
       const assess = (n: number) => {
         const values = all.slice(0, n);
-        const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
-        const seBest = noise.sigma / Math.sqrt(nBest);
+        const fitted = noiseAfter(values);
+        const { noise, model } = fitted;
+        // σ of each side: the pooled one, or its own where its noise is clearly larger.
+        const sc = fitted.cand.sigma;
+        const sb = fitted.best.sigma;
+        const seBest = sb / Math.sqrt(nBest);
         const ref = best.n === 0 ? raw : raw + sign * o.referenceShrink * seBest;
-        const s2 = noise.sigma ** 2;
+        const s2 = (sc * sc + sb * sb) / 2;
         // Seed-matched pairs: the shared part of their noise cancels in the difference.
         const pairs = seedPairs(trials.slice(0, n), bestTrials, name);
         const p = Math.min(pairs.candidate.length, n, nBest);
         const m = mean(values);
         // Positive: the candidate is better.
         let improvement = sign * (ref - m);
-        let varDiff = s2 * (1 / n + 1 / nBest);
-        let df = noise.df;
+        let varDiff = (sc * sc) / n + (sb * sb) / nBest;
+        let df =
+          fitted.cand.own || fitted.best.own
+            ? satterthwaiteDf([
+                [(sc * sc) / n, fitted.cand.df],
+                [(sb * sb) / nBest, fitted.best.df],
+              ])
+            : noise.df;
         let ownPairVar = 2 * s2;
         if (p >= 2) {
           const d = pairs.candidate.slice(0, p).map((x, i) => x - (pairs.best[i] as number));
@@ -422,30 +549,78 @@ export function createNoiseJudge(
           pairs: p,
           df,
           seBest,
-          seCand: noise.sigma / Math.sqrt(n),
+          model,
+          seCand: sc / Math.sqrt(n),
           // The winner's curse of a paired test is in the unshared noise only (selection on the
           // difference cannot pick the shared part): pull back by its standard error.
           seShrink:
             p >= 2
               ? Math.sqrt(Math.max(Math.min(ownPairVar / 2, s2), noise.floor ** 2) / n)
-              : noise.sigma / Math.sqrt(n),
+              : sc / Math.sqrt(n),
           threshold: keepThreshold(df, o),
           paired: p >= 2,
           confirmAt: p >= 2 ? confirmThreshold(df, o) : o.confirmZ,
         };
       };
-      const passes = (a: ReturnType<typeof assess>) => a.n >= minKeep && a.noise.df > 0 && a.z >= a.threshold;
+      const passes = (a: ReturnType<typeof assess>) =>
+        a.n >= minKeep && a.noise.df > 0 && a.noise.sigma > 0 && a.z >= a.threshold;
+      const n = all.length;
+      const m = mean(all);
+      /** Another trial of the challenger; first one of the incumbent when it would fall behind. */
+      const incumbentTarget = Math.min(
+        Math.max(n + 1, Math.ceil(o.remeasureRatio * (n + 1))),
+        Math.max(o.incumbentMaxTrials, n + 1),
+      );
+      const more = (reason: string): MoreTrials =>
+        o.pooling === "run" && o.remeasure && bestValues.length > 0 && bestValues.length < incumbentTarget
+          ? {
+              action: "more",
+              incumbent: true,
+              reason: `${reason}; first the incumbent #${best.n} runs its trial ${bestValues.length + 1} (the incumbent is evidence too: it is measured at least as often as its challenger)`,
+            }
+          : { action: "more", reason };
+      const discard = (reason: string): Decision => ({
+        action: "discard",
+        reason,
+        metric: m,
+        mechanismConfirmed: false,
+      });
+      const now = noiseAfter(all);
+      if (now.model?.source === "deterministic") {
+        // Exact values: repeats of two or more configurations were identical.
+        const cmp = `${name} ${formatMetric(m)} vs best ${formatMetric(raw)} (#${best.n})`;
+        if (sign * (raw - m) > now.model.floor) {
+          return {
+            action: "keep",
+            reason: `improved: ${cmp}; ${now.model.explain}`,
+            metric: m,
+            mechanismConfirmed: true,
+          };
+        }
+        return discard(`not better: ${cmp}; ${now.model.explain}`);
+      }
+      if (now.model?.source === "unknown") {
+        const cmp = `${name} ${meanText(m, Number.NaN, n)} vs best ${formatMetric(raw)} (#${best.n})`;
+        if (n < maxTrials) {
+          return more(
+            `no noise estimate yet (${now.model.explain}): ${cmp}; running trial ${n + 1} of up to ${maxTrials}`,
+          );
+        }
+        return discard(`not credibly better: ${cmp}; ${now.model.explain} after ${n} trials`);
+      }
       // Did an earlier trial pass the keep test? Then this is confirmation.
       let passedAt = 0;
-      for (let k = minKeep; k < all.length && k <= o.testTrials && !passedAt; k++) {
+      for (let k = minKeep; k < n && k <= o.testTrials && !passedAt; k++) {
         if (passes(assess(k))) passedAt = k;
       }
-      const a = assess(all.length);
-      const { n, m, ref, z, noise, threshold } = a;
+      const a = assess(n);
+      const { ref, z, noise, threshold } = a;
       const floorNote =
-        noise.floored && noise.df > 0
+        !a.model && noise.floored && noise.df > 0
           ? ` (repeats ${noise.measured === 0 ? "identical" : "nearly identical"}: σ is the floor)`
           : "";
+      // Every σ is explained: where it came from, in the reason the notebook keeps.
+      const sigmaNote = a.model ? `; ${a.model.explain}` : "";
       const cmp = `${name} ${meanText(m, a.seCand, n)} vs best ${meanText(ref, a.seBest, nBest).replace(")", `, #${best.n})`)}`;
       const margin = `margin ${fmtZ(z)}σ${a.paired ? ` (paired on ${a.pairs} seeds)` : ""}${floorNote}`;
       const keep = (why: string): Decision => {
@@ -455,22 +630,16 @@ export function createNoiseJudge(
         const metric = sign > 0 ? Math.min(pulled, best.metric) : Math.max(pulled, best.metric);
         return {
           action: "keep",
-          reason: `improved: ${cmp}; ${why}; reported ${formatMetric(metric)} (noise-corrected)`,
+          reason: `improved: ${cmp}; ${why}; reported ${formatMetric(metric)} (noise-corrected)${sigmaNote}`,
           metric,
           mechanismConfirmed: true,
         };
       };
-      const discard = (reason: string): Decision => ({
-        action: "discard",
-        reason,
-        metric: m,
-        mechanismConfirmed: false,
-      });
 
       if (passedAt) {
         if (z <= o.futilityZ) {
           return discard(
-            `not confirmed: ${cmp}; ${margin} after ${n} trials (passed the keep test at trial ${passedAt})`,
+            `not confirmed: ${cmp}; ${margin} after ${n} trials (passed the keep test at trial ${passedAt})${sigmaNote}`,
           );
         }
         if (n >= o.confirmTrials) {
@@ -479,35 +648,42 @@ export function createNoiseJudge(
                 `${margin} ≥ ${fmtZ(a.confirmAt)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
               )
             : discard(
-                `not confirmed: ${cmp}; ${margin} < ${fmtZ(a.confirmAt)}σ after ${n} trials (passed the keep test at trial ${passedAt})`,
+                `not confirmed: ${cmp}; ${margin} < ${fmtZ(a.confirmAt)}σ after ${n} trials (passed the keep test at trial ${passedAt})${sigmaNote}`,
               );
         }
-        return {
-          action: "more",
-          reason: `confirming: ${cmp}; ${margin} (passed the keep test at trial ${passedAt}); running trial ${n + 1} of ${o.confirmTrials}`,
-        };
+        return more(
+          `confirming: ${cmp}; ${margin} (passed the keep test at trial ${passedAt}); running trial ${n + 1} of ${o.confirmTrials}${sigmaNote}`,
+        );
       }
       // Nothing repeated anywhere yet (a single baseline trial): σ would be the floor alone, so
       // repeat the candidate to measure the noise before judging it.
       if (noise.df === 0 && n < maxTrials) {
-        return {
-          action: "more",
-          reason: `no noise estimate yet (nothing was repeated): ${cmp}; running trial ${n + 1} of up to ${maxTrials}`,
-        };
+        return more(
+          `no noise estimate yet (nothing was repeated): ${cmp}; running trial ${n + 1} of up to ${maxTrials}`,
+        );
       }
       if (n === 1 && z <= -o.lossZ) {
-        return discard(`clear loss: ${cmp}; ${margin} (worse by more than ${o.lossZ}σ after one trial)`);
+        return discard(
+          `clear loss: ${cmp}; ${margin} (worse by more than ${o.lossZ}σ after one trial)${sigmaNote}`,
+        );
       }
       if (passes(a)) {
         if (n >= o.confirmTrials) return keep(`${margin} ≥ ${fmtZ(threshold)}σ`);
-        return {
-          action: "more",
-          reason: `passed the keep test: ${cmp}; ${margin} ≥ ${fmtZ(threshold)}σ; confirming with trial ${n + 1} of ${o.confirmTrials}`,
-        };
+        return more(
+          `passed the keep test: ${cmp}; ${margin} ≥ ${fmtZ(threshold)}σ; confirming with trial ${n + 1} of ${o.confirmTrials}${sigmaNote}`,
+        );
       }
       if (n >= o.testTrials || (n >= 2 && z <= o.futilityZ)) {
-        const report = describeNoise({ metricName: name, baseline, best: { ...best, metric: ref } }, o);
-        const why = report.tooNoisy ? ` — ${report.reason}` : "";
+        const report = describeNoise(
+          {
+            metricName: name,
+            baseline,
+            best: { ...best, metric: ref },
+            run: [...(input.run ?? []), { n: CANDIDATE, values: all }],
+          },
+          o,
+        );
+        const why = report.tooNoisy ? ` — ${report.reason}` : sigmaNote;
         if (n >= o.testTrials) {
           return discard(
             `not credibly better: ${cmp}; ${margin} < ${fmtZ(threshold)}σ after ${n} trials${why}`,
@@ -515,10 +691,9 @@ export function createNoiseJudge(
         }
         return discard(`not better: ${cmp}; ${margin} ≤ ${fmtZ(o.futilityZ)}σ after ${n} trials${why}`);
       }
-      return {
-        action: "more",
-        reason: `inside the noise band: ${cmp}; ${margin} (a keep needs ${fmtZ(threshold)}σ); running trial ${n + 1} of up to ${o.testTrials}`,
-      };
+      return more(
+        `inside the noise band: ${cmp}; ${margin} (a keep needs ${fmtZ(threshold)}σ); running trial ${n + 1} of up to ${o.testTrials}${sigmaNote}`,
+      );
     },
   };
 }

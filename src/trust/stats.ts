@@ -161,6 +161,16 @@ export function tCdf(t: number, df: number): number {
   return t >= 0 ? 1 - tail : tail;
 }
 
+/**
+ * CDF of the F distribution with (d1, d2) degrees of freedom: the chance that the ratio of two
+ * variance estimates of the same σ² (d1 and d2 degrees of freedom) is at most x.
+ */
+export function fCdf(x: number, d1: number, d2: number): number {
+  if (!(x > 0)) return 0;
+  if (!Number.isFinite(x)) return 1;
+  return incompleteBeta((d1 * x) / (d1 * x + d2), d1 / 2, d2 / 2);
+}
+
 /** Quantile of Student's t (bisection on tCdf; df = Infinity: the normal). */
 export function tQuantile(p: number, df: number): number {
   if (!Number.isFinite(df)) return normalQuantile(p);

@@ -244,15 +244,22 @@ function renderOrg(org) {
 }
 
 async function loadAlarms() {
-  const alarms = await api("/api/alarms", { run: state.run });
-  $("alarms-body").innerHTML = alarms.length
-    ? `<ul class="alarms">${alarms
-        .map(
-          (a) =>
-            `<li><span class="badge crash">${esc(a.type)}</span> ${esc(a.reason)} <span class="muted">${esc(ago(a.at))}${a.n !== undefined ? ` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
-        )
-        .join("")}</ul>`
-    : `<p class="empty">No alarms. Suspicious gains, noise and tampering are reported here.</p>`;
+  const [alarms, noise] = await Promise.all([
+    api("/api/alarms", { run: state.run }),
+    api("/api/noise", { run: state.run }),
+  ]);
+  // Every σ is explained: the run's noise model, where σ came from (src/trust/noise-model.ts).
+  const noiseLine = noise ? `<p class="noise" id="noise-line">${esc(noise.reason)}</p>` : "";
+  $("alarms-body").innerHTML =
+    noiseLine +
+    (alarms.length
+      ? `<ul class="alarms">${alarms
+          .map(
+            (a) =>
+              `<li><span class="badge crash">${esc(a.type)}</span> ${esc(a.reason)} <span class="muted">${esc(ago(a.at))}${a.n !== undefined ? ` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
+          )
+          .join("")}</ul>`
+      : `<p class="empty">No alarms. Suspicious gains, noise and tampering are reported here.</p>`);
 }
 
 // ---------------------------------------------------------------------------------------------
