@@ -212,7 +212,12 @@ const NOISE_CASES: { name: string; opts: Partial<Parameters<typeof runKeepLoop>[
 ];
 
 /** The rule before the run-wide noise model (#20), with its defaults of then. */
-export const OLD_RULE: NoiseJudgeOptions = { pooling: "judged", testTrials: 4, futilityZ: 0.5 };
+export const OLD_RULE: NoiseJudgeOptions = {
+  pooling: "judged",
+  testTrials: 4,
+  futilityZ: 0.5,
+  confirmZ: 1.2,
+};
 
 interface CaseFigures {
   falseShare: Estimate;

@@ -7,6 +7,7 @@ import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-a
 import { createRun } from "../src/app/create-run.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import { buildContext } from "../src/core/views.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
@@ -292,6 +293,27 @@ describe("trustworthy progress in the loop", () => {
     // A clear loss costs one trial.
     expect(loss?.trials).toHaveLength(1);
     expect(loss?.decision?.action).toBe("discard");
+  });
+
+  it("a deterministic objective: said once in the notebook, and values compared exactly", async () => {
+    const dir = project({ acceptance: "noise", noise: 0 });
+    const { experiments } = await run(dir, [
+      { hypothesis: "X 5 → 4", edits: setX(4) },
+      { hypothesis: "X 4 → 3", edits: setX(3) },
+      { hypothesis: "X 3 → 3.5", edits: setX(3.5) },
+    ]);
+    const [, first, second, third] = experiments;
+    // The first candidate is measured twice (one configuration's identical repeats prove nothing).
+    expect(first?.trials.length).toBe(2);
+    expect(first?.decision?.reason).toMatch(/deterministic: repeats of 2 configurations/);
+    expect(second?.decision?.action).toBe("keep");
+    expect(second?.trials.length).toBe(1);
+    expect(third?.decision?.action).toBe("discard");
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const runId = ledger.getRun("t")?.id as number;
+    const notes = ledger.listNotes(runId).filter((n) => n.text.startsWith("noise: deterministic"));
+    ledger.close();
+    expect(notes).toHaveLength(1);
   });
 
   it("compares trials that share a seed pairwise: a small gain that is the same on every seed is kept", async () => {
