@@ -29,7 +29,7 @@ import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge, type NoiseJudgeOptions } from "../src/trust/noise-judge.ts";
 import { mean, sampleSd } from "../src/trust/stats.ts";
 import { branin, hartmann3, logQuadratic, logRosenbrock, type TestFunction } from "./_functions.ts";
-import { type KeepLoopResult, type Proposer, runKeepLoop } from "./_keep-loop.ts";
+import { type KeepLoopOptions, type KeepLoopResult, type Proposer, runKeepLoop } from "./_keep-loop.ts";
 import { type Estimate, estimate, flags, numberFlag, ratio, round, show } from "./_stats.ts";
 
 /** σ per function: of the order of the late improvements a local step makes (printed as typ/σ). */
@@ -199,7 +199,7 @@ function printSummary(label: string, x: ReturnType<typeof figures>): void {
  * Figures: share of keeps that are truly worse (target ≤ 5%), share of candidates truly better
  * by ≥ 1σ that were discarded ("improvements lost"; target: at least halved), and true regret.
  */
-const NOISE_CASES: { name: string; opts: Partial<Parameters<typeof runKeepLoop>[0]> }[] = [
+const NOISE_CASES: { name: string; opts: Partial<KeepLoopOptions> }[] = [
   {
     name: "σ too large",
     opts: { baselineIf: (v) => sampleSd(v) >= 2 },
@@ -230,12 +230,7 @@ interface CaseFigures {
   incumbentTrialsPerSeed: number;
 }
 
-function runCase(
-  judge: Judge,
-  opts: Partial<Parameters<typeof runKeepLoop>[0]>,
-  seeds: number,
-  trials: number,
-): CaseFigures {
+function runCase(judge: Judge, opts: Partial<KeepLoopOptions>, seeds: number, trials: number): CaseFigures {
   const results: KeepLoopResult[] = [];
   for (let s = 0; s < seeds; s++) {
     results.push(

@@ -226,6 +226,35 @@ describe("timed kill -9 of a real run, then resume", () => {
   });
 });
 
+describe("kill -9 while the incumbent is re-measured (noise acceptance), then resume", () => {
+  it("the incumbent's cut trial is closed as interrupted; nothing is lost or decided twice", async () => {
+    const t = toy({ acceptance: "noise" });
+    // Trial starts: the baseline's 3, candidate #1's first, then the incumbent's 4th.
+    const crashed = await runCli(["run", "-n", "1"], {
+      cwd: t.dir,
+      env: { AUTOLAB_CRASH_AT: "after-trial-start:5" },
+    });
+    expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+    const cut = experiments(readLedger(t.dir));
+    expect(cut[0]?.decision?.action).toBe("keep");
+    expect(cut[0]?.trials.at(-1)).toEqual({ attempt: 4, status: undefined });
+    expect(cut[1]?.decision).toBeUndefined();
+
+    await runToCompletion(t, 1);
+    const db = readLedger(t.dir);
+    const exps = experiments(db);
+    expect(exps.map((e) => e.n)).toEqual([0, 1]);
+    expect(db.decisions).toHaveLength(2);
+    for (const s of db.trialStarts)
+      expect(db.trialResults.filter((r) => r.trial_id === s.id)).toHaveLength(1);
+    const base = exps[0] as Exp;
+    expect(base.trials.map((x) => x.attempt)).toEqual(base.trials.map((_, i) => i + 1));
+    expect(base.trials[3]?.status).toBe("interrupted");
+    expect(base.trials.filter((x) => x.status === "ok").length).toBeGreaterThanOrEqual(4);
+    expect(exps[1]?.decision).toBeDefined();
+  });
+});
+
 describe("Ctrl-C", () => {
   it("exits 130 promptly, records the trial as interrupted, and the next run resumes it", async () => {
     const t = toy({ sleepMs: 1500 });

@@ -590,13 +590,9 @@ async function recordDecision(
     await mergeOnto(deps, exp, decision, best, exps, emit);
     return;
   }
-  // A deterministic objective is said once, in the notebook, when the noise model first finds it.
-  if (/\bdeterministic: repeats of \d+ configurations/.test(decision.reason)) {
-    const said = ledger.listNotes(run.id).some((n) => n.text.startsWith("noise: deterministic"));
-    if (!said) {
-      const why = /deterministic: [^;]*/.exec(decision.reason)?.[0] ?? "deterministic";
-      ledger.addNote(run.id, exp.id, `noise: ${why}; differences smaller than 1e-6 of the best are ties`);
-    }
+  // What the rule found about the run (a deterministic objective) is said once in the notebook.
+  if (decision.notice && !ledger.listNotes(run.id).some((n) => n.text === decision.notice)) {
+    ledger.addNote(run.id, exp.id, decision.notice);
   }
   // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
   const alarmsBefore = decision.action === "keep" && deps.checkAlarms ? deps.checkAlarms(exps) : [];

@@ -249,6 +249,11 @@ export interface Decision {
   metric?: number;
   /** Whether the candidate's stated mechanism held up; null when unknown. */
   mechanismConfirmed?: boolean | null;
+  /**
+   * A fact about the run the rule found while deciding (e.g. the objective is deterministic):
+   * the loop writes it to the notebook once, the first time it is given (not stored with the decision).
+   */
+  notice?: string;
 }
 
 /** What a researcher proposes: the edit itself lives in the worktree. */

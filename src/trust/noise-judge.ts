@@ -311,18 +311,12 @@ export function describeNoise(
   let source: string;
   let model: NoiseModel | undefined;
   if (o.pooling === "run") {
-    model = fitNoise(
-      [
-        ...(input.run ?? []),
-        { n: 0, values: baseline },
-        ...(input.best && input.best.n !== 0 ? [{ n: input.best.n, values: bestValues }] : []),
-      ],
+    model = fitRun(
+      o,
+      input.run,
+      baseline,
+      input.best ? { n: input.best.n, values: bestValues } : undefined,
       reference,
-      {
-        sigmaFloor: o.sigmaFloor,
-        relativeSigmaFloor: o.relativeSigmaFloor,
-        ...(o.noisePrior ? { prior: o.noisePrior } : {}),
-      },
     );
     const known = model.source !== "unknown" && model.source !== "deterministic";
     est = {
@@ -370,6 +364,42 @@ export function describeNoise(
     explain: source,
   };
 }
+
+/**
+ * The run's noise model as the judge and status see it: every configuration of the run, the
+ * baseline, the best (its own values, when it is not the baseline) and, while it is judged, the
+ * candidate's values so far.
+ */
+function fitRun(
+  o: ResolvedNoiseJudgeOptions,
+  run: readonly { n: number; values: readonly number[] }[] | undefined,
+  baseline: readonly number[],
+  best: { n: number; values: readonly number[] } | undefined,
+  reference: number,
+  candidate?: readonly number[],
+): NoiseModel {
+  return fitNoise(
+    [
+      ...(run ?? []),
+      { n: 0, values: baseline },
+      ...(best && best.n !== 0 ? [best] : []),
+      ...(candidate ? [{ n: CANDIDATE, values: candidate }] : []),
+    ],
+    reference,
+    {
+      sigmaFloor: o.sigmaFloor,
+      relativeSigmaFloor: o.relativeSigmaFloor,
+      ...(o.noisePrior ? { prior: o.noisePrior } : {}),
+    },
+  );
+}
+
+/**
+ * Said once in the notebook when the model first finds the objective deterministic: the same
+ * text every time (the loop compares it with the notes already written).
+ */
+const DETERMINISTIC_NOTICE =
+  "noise: deterministic — repeats of two or more configurations were identical, so values are compared exactly; differences below 1e-6 of the best are ties";
 
 function pct(x: number): string {
   if (!Number.isFinite(x)) return "∞";
@@ -438,20 +468,7 @@ export function createNoiseJudge(
           const side = { sigma: noise.sigma, df: noise.df, own: false };
           return { noise, model: undefined, cand: side, best: side };
         }
-        const model = fitNoise(
-          [
-            ...(input.run ?? []),
-            { n: 0, values: baseline },
-            ...(best.n !== 0 ? [{ n: best.n, values: bestValues }] : []),
-            { n: CANDIDATE, values },
-          ],
-          raw,
-          {
-            sigmaFloor: o.sigmaFloor,
-            relativeSigmaFloor: o.relativeSigmaFloor,
-            ...(o.noisePrior ? { prior: o.noisePrior } : {}),
-          },
-        );
+        const model = fitRun(o, input.run, baseline, { n: best.n, values: bestValues }, raw, values);
         const noise: NoiseEstimate = {
           sigma: model.sigma,
           measured: model.measured,
@@ -595,9 +612,10 @@ export function createNoiseJudge(
             reason: `improved: ${cmp}; ${now.model.explain}`,
             metric: m,
             mechanismConfirmed: true,
+            notice: DETERMINISTIC_NOTICE,
           };
         }
-        return discard(`not better: ${cmp}; ${now.model.explain}`);
+        return { ...discard(`not better: ${cmp}; ${now.model.explain}`), notice: DETERMINISTIC_NOTICE };
       }
       if (now.model?.source === "unknown") {
         const cmp = `${name} ${meanText(m, Number.NaN, n)} vs best ${formatMetric(raw)} (#${best.n})`;

@@ -22,7 +22,7 @@
  * before it decides. Values that are not finite are left out; they never make a σ of 0.
  */
 import { formatMetric } from "../core/format.ts";
-import { fCdf, mean, sumSquares } from "./stats.ts";
+import { fCdf, sumSquares } from "./stats.ts";
 
 /** One configuration's finite objective values (trials of one experiment at the full budget). */
 export interface ConfigValues {
@@ -194,11 +194,6 @@ export function sigmaOf(model: NoiseModel, n: number): { sigma: number; df: numb
 export function constantMetric(groups: readonly ConfigValues[]): boolean {
   const all = clean(groups).flatMap((g) => g.values);
   return all.length >= 2 && all.every((v) => v === all[0]);
-}
-
-/** The mean of a configuration's finite values (NaN without any). */
-export function configMean(g: ConfigValues): number {
-  return mean(g.values.filter(Number.isFinite));
 }
 
 function fmt(x: number): string {
