@@ -25,7 +25,7 @@ describe("the run's noise model", () => {
     expect(m.explain).toBe("σ 0.183 pooled from 2 configurations and 5 trials");
   });
 
-  it("a configuration with identical repeats gets the pooled σ, never less", () => {
+  it("a configuration with identical repeats while others vary is exact: left out of the pool, and said", () => {
     const m = fitNoise(
       [
         { n: 0, values: [0.5, 0.5, 0.5] },
@@ -35,6 +35,26 @@ describe("the run's noise model", () => {
       0.5,
     );
     expect(m.source).toBe("pooled");
+    expect(m.exact).toEqual([0]);
+    // Its zeros do not pull σ down for everyone else: SS 0.0008 + 0.0002 over 2 + 1 df.
+    expect(m.sigma).toBeCloseTo(Math.sqrt(0.001 / 3), 12);
+    expect(m.df).toBe(3);
+    expect(sigmaOf(m, 0)).toEqual({ sigma: 0, df: 0, own: true, exact: true });
+    expect(sigmaOf(m, 1).exact).toBe(false);
+    expect(m.explain).toBe(
+      "σ 0.0183 pooled from 2 configurations and 5 trials; #0 repeated its value exactly, so it is taken as exact",
+    );
+  });
+
+  it("two identical repeats are not enough to be exact: the pooled σ, never less", () => {
+    const m = fitNoise(
+      [
+        { n: 0, values: [0.5, 0.5] },
+        { n: 1, values: [0.6, 0.62, 0.58] },
+      ],
+      0.5,
+    );
+    expect(m.exact).toEqual([]);
     expect(sigmaOf(m, 0).sigma).toBe(m.sigma);
     expect(m.sigma).toBeGreaterThan(0.01);
   });
@@ -161,7 +181,23 @@ describe("the noise judge with the run's noise model", () => {
     expect(d.action).toBe("more");
     expect(d.reason).not.toMatch(/σ is the floor/);
     expect(d.reason).toMatch(/margin -0\.\dσ/);
-    expect(d.reason).toMatch(/σ 0\.00\d+ pooled from 3 configurations/);
+    expect(d.reason).toMatch(
+      /σ 0\.00\d+ pooled from 2 configurations and 5 trials; #0 repeated its value exactly/,
+    );
+    // An exact incumbent is never re-measured: its next trial would say nothing new.
+    expect(d.action === "more" && d.incumbent).toBeFalsy();
+    expect(d.reason).not.toMatch(/first the incumbent/);
+  });
+
+  it("against an exact incumbent only the challenger's noise counts", () => {
+    const same = [0.7, 0.7, 0.7];
+    const others = [{ n: 1, values: [0.6, 0.62, 0.58, 0.61, 0.59] }];
+    // σ 0.0158 from #1 and the challenger; margin = 0.012 / (σ/√2) with no incumbent term.
+    const d = judge.decide(input([0.71, 0.714], others, same));
+    expect(d.action).toBe("more");
+    const z = Number(/margin (-?[\d.]+)σ/.exec(d.reason)?.[1]);
+    const sigma = Math.sqrt((0.001 + 0.000008) / 5);
+    expect(z).toBeCloseTo(0.012 / (sigma / Math.sqrt(2)), 1);
   });
 
   it("asks for the incumbent's next seed before the challenger gets more trials than it has", () => {
@@ -179,11 +215,11 @@ describe("the noise judge with the run's noise model", () => {
     const r = describeNoise({
       metricName: "score",
       baseline: [1, 1, 1],
-      run: [{ n: 4, values: [2, 2.1, 2.2] }],
+      run: [{ n: 4, values: [1, 1.01, 1.02] }],
     });
     expect(r.source).toBe("pooled");
     expect(r.reason).toMatch(
-      /^noise: score — σ 0\.0707 pooled from 2 configurations and 6 trials; the smallest/,
+      /^noise: score — σ 0\.01 pooled from 1 configuration and 3 trials; #0 repeated its value exactly, so it is taken as exact; the smallest improvement the rule can accept is 0\.00578 \(0\.58% of 1\) with 6 trials$/,
     );
   });
 });

@@ -339,8 +339,8 @@ export function describeNoise(
   // At testTrials the candidate's own repeats add testTrials − 1 degrees of freedom.
   const threshold = keepThreshold(est.df + o.testTrials - 1, o);
   // The best is compared with its own σ where its noise is clearly larger than the pool's.
-  const bestSigma =
-    model && input.best ? Math.max(est.sigma, sigmaOf(model, input.best.n).sigma || 0) : est.sigma;
+  const own = model ? sigmaOf(model, input.best?.n ?? 0) : undefined;
+  const bestSigma = own?.exact ? 0 : Math.max(est.sigma, own?.sigma || 0);
   const minDetectable =
     model?.source === "deterministic"
       ? model.floor
@@ -465,7 +465,7 @@ export function createNoiseJudge(
       const noiseAfter = (values: number[]) => {
         if (o.pooling === "judged") {
           const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
-          const side = { sigma: noise.sigma, df: noise.df, own: false };
+          const side = { sigma: noise.sigma, df: noise.df, own: false, exact: false };
           return { noise, model: undefined, cand: side, best: side };
         }
         const model = fitRun(o, input.run, baseline, { n: best.n, values: bestValues }, raw, values);
@@ -490,7 +490,8 @@ export function createNoiseJudge(
         const ref = best.n === 0 ? raw : raw + sign * o.referenceShrink * seBest;
         const s2 = (sc * sc + sb * sb) / 2;
         // Seed-matched pairs: the shared part of their noise cancels in the difference.
-        const pairs = seedPairs(trials.slice(0, n), bestTrials, name);
+        // (Against an exact best there is no noise of its to cancel: unpaired.)
+        const pairs = seedPairs(trials.slice(0, n), fitted.best.exact ? undefined : bestTrials, name);
         const p = Math.min(pairs.candidate.length, n, nBest);
         const m = mean(values);
         // Positive: the candidate is better.
@@ -555,7 +556,8 @@ export function createNoiseJudge(
             [bD * pairVar, pairDf],
           ]);
         }
-        const seDiff = Math.sqrt(varDiff);
+        // Two exact values differ by their difference alone: below the floor it is a tie.
+        const seDiff = Math.sqrt(Math.max(varDiff, noise.floor ** 2 / Math.max(n, nBest)));
         const z = seDiff > 0 ? improvement / seDiff : Math.sign(improvement) * Number.POSITIVE_INFINITY;
         return {
           n,
@@ -588,8 +590,15 @@ export function createNoiseJudge(
         Math.max(n + 1, Math.ceil(o.remeasureRatio * (n + 1))),
         Math.max(o.incumbentMaxTrials, n + 1),
       );
+      // An incumbent whose value is exact (identical repeats while others vary) gains nothing.
+      const now = noiseAfter(all);
+      const bestExact = now.best.exact;
       const more = (reason: string): MoreTrials =>
-        o.pooling === "run" && o.remeasure && bestValues.length > 0 && bestValues.length < incumbentTarget
+        o.pooling === "run" &&
+        o.remeasure &&
+        !bestExact &&
+        bestValues.length > 0 &&
+        bestValues.length < incumbentTarget
           ? {
               action: "more",
               incumbent: true,
@@ -602,7 +611,6 @@ export function createNoiseJudge(
         metric: m,
         mechanismConfirmed: false,
       });
-      const now = noiseAfter(all);
       if (now.model?.source === "deterministic") {
         // Exact values: repeats of two or more configurations were identical.
         const cmp = `${name} ${formatMetric(m)} vs best ${formatMetric(raw)} (#${best.n})`;

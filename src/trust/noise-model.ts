@@ -78,11 +78,24 @@ export interface NoiseModel {
   trials: number;
   /** Configurations whose noise is clearly larger: decisions about them use their own σ. */
   noisier: NoisierConfig[];
+  /**
+   * Configurations whose repeats (at least EXACT_REPEATS) were all identical while others
+   * varied: their value is exact (σ 0 for them), they are left out of the pool and never
+   * re-measured.
+   */
+  exact: number[];
   /** One sentence: the σ and where it came from. */
   explain: string;
 }
 
 const DEFAULTS = { sigmaFloor: 0, relativeSigmaFloor: 1e-6, heteroAlpha: 0.001 };
+
+/**
+ * Identical repeats a configuration needs, while other configurations vary, before its value is
+ * taken as exact: two equal draws of a metric printed with few digits happen by chance, three
+ * rarely.
+ */
+export const EXACT_REPEATS = 3;
 
 /** The finite values of each configuration, merged by experiment number (later entries win). */
 function clean(groups: readonly ConfigValues[]): ConfigValues[] {
@@ -102,9 +115,18 @@ export function fitNoise(
     o.sigmaFloor,
     o.relativeSigmaFloor * Math.abs(Number.isFinite(reference) ? reference : 0),
   );
-  const repeated = clean(groups)
+  const all = clean(groups)
     .filter((g) => g.values.length >= 2)
-    .map((g) => ({ n: g.n, ss: sumSquares(g.values), df: g.values.length - 1 }));
+    .map((g) => {
+      // Identical values are tested as such: their mean can differ from them in the last bit.
+      const same = g.values.every((v) => v === g.values[0]);
+      return { n: g.n, ss: same ? 0 : sumSquares(g.values), df: g.values.length - 1 };
+    });
+  // A configuration whose repeats were identical while others varied is exact (deterministic
+  // itself): its zeros would pull the pool's σ down for everyone else, so it is left out.
+  const varied = all.some((g) => g.ss > 0);
+  const exact = varied ? all.filter((g) => g.ss === 0 && g.df + 1 >= EXACT_REPEATS).map((g) => g.n) : [];
+  const repeated = all.filter((g) => !exact.includes(g.n));
   const prior = o.prior && o.prior.sigma > 0 && o.prior.df > 0 ? o.prior : undefined;
   const priorSs = prior ? prior.df * prior.sigma ** 2 : 0;
   const priorDf = prior?.df ?? 0;
@@ -127,7 +149,7 @@ export function fitNoise(
   const trials = pool.reduce((a, r) => a + r.df + 1, 0);
   const configs = pool.length;
   const measured = dfRepeats > 0 && ss > 0 ? Math.sqrt(ss / dfRepeats) : dfRepeats > 0 ? 0 : Number.NaN;
-  const base = { measured, floor, configs, trials, noisier };
+  const base = { measured, floor, configs, trials, noisier, exact };
   const from = `${configs} configuration${configs === 1 ? "" : "s"} and ${trials} trials`;
   const priorText = prior ? ` and the prior σ ${fmt(prior.sigma)} (${prior.df} degrees of freedom)` : "";
 
@@ -165,13 +187,17 @@ export function fitNoise(
   const noisierText = noisier.length
     ? `; ${noisier.map((c) => `#${c.n}`).join(", ")} ${noisier.length === 1 ? "is" : "are"} clearly noisier (σ ${noisier.map((c) => fmt(c.sigma)).join(", ")}) and ${noisier.length === 1 ? "is" : "are"} judged with ${noisier.length === 1 ? "its" : "their"} own`
     : "";
+  const named = exact.filter((n) => n >= 0);
+  const exactText = named.length
+    ? `; ${named.map((n) => `#${n}`).join(", ")} repeated ${named.length === 1 ? "its" : "their"} value exactly, so ${named.length === 1 ? "it is" : "they are"} taken as exact`
+    : "";
   if (pooled < floor) {
     return {
       ...base,
       sigma: floor,
       df: dfRepeats + priorDf,
       source: "floor",
-      explain: `σ ${fmt(floor)} is the floor (1e-6 of the best, the digits metrics are shown with): the repeats of ${from} were ${ss === 0 ? "identical" : `nearly identical (σ ${fmt(Math.sqrt(ss / dfRepeats))})`}${noisierText}`,
+      explain: `σ ${fmt(floor)} is the floor (1e-6 of the best, the digits metrics are shown with): the repeats of ${from} were ${ss === 0 ? "identical" : `nearly identical (σ ${fmt(Math.sqrt(ss / dfRepeats))})`}${noisierText}${exactText}`,
     };
   }
   return {
@@ -179,15 +205,22 @@ export function fitNoise(
     sigma: pooled,
     df: dfRepeats + priorDf,
     source: "pooled",
-    explain: `σ ${fmt(pooled)} pooled from ${from}${priorText}${noisierText}`,
+    explain: `σ ${fmt(pooled)} pooled from ${from}${priorText}${noisierText}${exactText}`,
   };
 }
 
-/** σ and its degrees of freedom for decisions about configuration n: its own when clearly noisier. */
-export function sigmaOf(model: NoiseModel, n: number): { sigma: number; df: number; own: boolean } {
+/**
+ * σ and its degrees of freedom for decisions about configuration n: its own when clearly noisier,
+ * 0 when its value is exact (`exact`: then nothing is gained by repeating it).
+ */
+export function sigmaOf(
+  model: NoiseModel,
+  n: number,
+): { sigma: number; df: number; own: boolean; exact: boolean } {
+  if (model.exact.includes(n)) return { sigma: 0, df: 0, own: true, exact: true };
   const own = model.noisier.find((c) => c.n === n);
-  if (own) return { sigma: Math.max(own.sigma, model.floor), df: own.df, own: true };
-  return { sigma: model.sigma, df: model.df, own: false };
+  if (own) return { sigma: Math.max(own.sigma, model.floor), df: own.df, own: true, exact: false };
+  return { sigma: model.sigma, df: model.df, own: false, exact: false };
 }
 
 /** Every value identical across the run (a constant metric): nothing can ever be better. */

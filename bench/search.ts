@@ -1,0 +1,219 @@
+/**
+ * Search on held-out noisy objectives (issue #17): the true value of the configuration each
+ * method ends up calling its best, at equal numbers of evaluations (trials; every evaluation is
+ * one noisy draw, a training seed), many seeds, 95% confidence intervals.
+ *
+ *   - autolab: the built-in optimizer (src/agents/builtin/tpe.ts) proposing, the default
+ *     acceptance rule (src/trust/noise-judge.ts) deciding; the final best is the kept one.
+ *   - greedy: the same proposals, kept whenever one draw looks better (autoresearch's rule).
+ *   - random: uniform random configurations, each evaluated once; the best observed.
+ *   - optuna TPE: Optuna's TPESampler (Debian python3-optuna), each trial evaluated once; the
+ *     best observed trial.
+ *   - optuna TPE + re-eval: Optuna on 80% of the evaluations, then its five best observed
+ *     configurations re-evaluated with the remaining 20% (equally), the best mean chosen.
+ *
+ * Functions and seeds are held out (bench/_heldout.ts): no default was tuned on them. Figures
+ * per function and budget: mean true regret (true value − optimum) ± 95% CI, and the paired
+ * difference autolab − each other method (negative: autolab better; significant when the
+ * interval excludes 0).
+ *
+ *   npm run bench -- search [--seeds=40] [--budgets=50,100,300] [--no-optuna]
+ */
+import { spawnSync } from "node:child_process";
+import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
+import { suggestTpe } from "../src/agents/builtin/tpe.ts";
+import { greedyJudge } from "../src/trust/greedy-judge.ts";
+import { createNoiseJudge } from "../src/trust/noise-judge.ts";
+import { HELD_OUT, type NoisyFunction, SEARCH_SEEDS } from "./_heldout.ts";
+import { runKeepLoop } from "./_keep-loop.ts";
+import { type Estimate, estimate, flags, numberFlag, round, show } from "./_stats.ts";
+
+/** Random search: the true regret of the best observed configuration after each evaluation. */
+function randomSearch(fn: NoisyFunction, seed: number, evals: number): number[] {
+  const noise = createRng(mixSeed(seed, 7));
+  let bestObserved = Number.POSITIVE_INFINITY;
+  let bestTrue = Number.NaN;
+  const out: number[] = [];
+  for (let i = 0; i < evals; i++) {
+    const s = suggestTpe(fn.space, [], createRng(mixSeed(seed, 8, i)), {
+      direction: "minimize",
+      startup: Number.POSITIVE_INFINITY,
+    });
+    const t = fn.f(s.params);
+    const y = t + fn.sigma * noise.normal();
+    if (y < bestObserved) {
+      bestObserved = y;
+      bestTrue = t;
+    }
+    out.push(bestTrue - fn.optimum);
+  }
+  return out;
+}
+
+function keepLoop(fn: NoisyFunction, seed: number, evals: number, rule: "autolab" | "greedy"): number {
+  const r = runKeepLoop({
+    fn,
+    sigma: fn.sigma,
+    judge: rule === "greedy" ? greedyJudge : createNoiseJudge(),
+    totalTrials: evals,
+    seed,
+    proposer: "tpe",
+  });
+  return r.finalTrue - fn.optimum;
+}
+
+// The held-out functions in Python, so that Optuna sees exactly the objectives above.
+const PYTHON = `
+import json, math, sys, warnings
+warnings.filterwarnings("ignore")
+import numpy as np
+import optuna
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+cfg = json.loads(sys.argv[1])
+H6A = [[10,3,17,3.5,1.7,8],[0.05,10,17,0.1,8,14],[3,3.5,1.7,10,17,8],[17,8,0.05,10,0.1,14]]
+H6P = [[0.1312,0.1696,0.5569,0.0124,0.8283,0.5886],[0.2329,0.4135,0.8307,0.3736,0.1004,0.9991],
+       [0.2348,0.1451,0.3522,0.2883,0.3047,0.6650],[0.4047,0.8828,0.8732,0.5743,0.1091,0.0381]]
+HAL = [1,1.2,3,3.2]
+def camel(p):
+    x, y = p["X1"], p["X2"]
+    return (4 - 2.1*x*x + x**4/3)*x*x + x*y + (-4 + 4*y*y)*y*y
+def hartmann6(p):
+    return -sum(HAL[i]*math.exp(-sum(H6A[i][j]*(p["X%d" % (j+1)]-H6P[i][j])**2 for j in range(6))) for i in range(4))
+def tabular(p):
+    d = p["DEPTH"]
+    lr = math.log10(p["LR"]) - math.log10(0.05*math.sqrt(6/d))
+    return (0.2 + 0.02*lr*lr + 0.0008*(d-7)**2 + 0.03*(p["SUBSAMPLE"]-0.8)**2
+            + 0.002*(math.log10(p["MIN_CHILD"])-1)**2 + 0.001*(math.log10(p["L2"])+0.5)**2)
+F = {"six-hump-camel": camel, "hartmann6": hartmann6, "tabular": tabular}
+out = {}
+for fn in cfg["functions"]:
+    f = F[fn["name"]]
+    tpe, reeval = [], []
+    for seed in cfg["seeds"]:
+        rng = np.random.default_rng(seed)
+        sampler = optuna.samplers.TPESampler(seed=seed)
+        study = optuna.create_study(direction="minimize", sampler=sampler)
+        rows = []
+        def objective(trial):
+            p = {}
+            for name, k in fn["space"].items():
+                if k["int"]:
+                    p[name] = trial.suggest_int(name, int(k["low"]), int(k["high"]), log=k["log"])
+                else:
+                    p[name] = trial.suggest_float(name, k["low"], k["high"], log=k["log"])
+            t = f(p)
+            y = t + fn["sigma"]*rng.standard_normal()
+            rows.append((y, t, p))
+            return y
+        study.optimize(objective, n_trials=max(cfg["budgets"]))
+        # TPE at each budget: the best observed trial among the first E (a run of E trials).
+        tpe.append([min(rows[:e], key=lambda r: r[0])[1] - fn["optimum"] for e in cfg["budgets"]])
+        row = []
+        for e in cfg["budgets"]:
+            first = int(round(0.8*e))
+            top = sorted(rows[:first], key=lambda r: r[0])[:5]
+            extra = (e - first) // len(top)
+            best = min(top, key=lambda r: (r[0] + sum(f(r[2]) + fn["sigma"]*rng.standard_normal() for _ in range(extra)))/(1+extra))
+            row.append(best[1] - fn["optimum"])
+        reeval.append(row)
+    out[fn["name"]] = {"tpe": tpe, "reeval": reeval}
+print(json.dumps(out))
+`;
+
+function findOptuna(): { python: string; version: string } | undefined {
+  for (const python of ["python3", "/usr/bin/python3"]) {
+    const r = spawnSync(python, ["-c", "import numpy, optuna; print(optuna.__version__)"], {
+      encoding: "utf8",
+    });
+    if (r.status === 0) return { python, version: r.stdout.trim() };
+  }
+  return undefined;
+}
+
+/** Paired difference a − b over seeds, mean ± 95% CI. */
+function paired(a: readonly number[], b: readonly number[]): Estimate {
+  return estimate(a.map((x, i) => x - (b[i] as number)));
+}
+
+const significance = (d: Estimate) =>
+  d.mean + d.ci < 0 ? "autolab better" : d.mean - d.ci > 0 ? "autolab WORSE" : "within noise";
+
+export async function main(args: string[]): Promise<Record<string, unknown>> {
+  const f = flags(args);
+  const seedCount = numberFlag(f, "seeds", 40);
+  const budgets = (f.budgets ?? "50,100,300").split(",").map(Number);
+  if (budgets.some((b) => !(b >= 10))) throw new Error("--budgets: evaluations per run, each at least 10");
+  const seeds = Array.from({ length: seedCount }, (_, i) => SEARCH_SEEDS + i);
+  const t0 = performance.now();
+
+  let optuna: Record<string, { tpe: number[][]; reeval: number[][] }> | undefined;
+  let optunaNote = "";
+  const py = f["no-optuna"] ? undefined : findOptuna();
+  if (f["no-optuna"]) optunaNote = "skipped (--no-optuna)";
+  else if (!py) optunaNote = "skipped: python3 cannot import optuna (Debian: apt-get install python3-optuna)";
+  else {
+    const cfg = {
+      seeds,
+      budgets,
+      functions: HELD_OUT.map((fn) => ({
+        name: fn.name,
+        space: fn.space,
+        optimum: fn.optimum,
+        sigma: fn.sigma,
+      })),
+    };
+    const r = spawnSync(py.python, ["-c", PYTHON, JSON.stringify(cfg)], {
+      encoding: "utf8",
+      maxBuffer: 1 << 26,
+    });
+    if (r.status === 0) {
+      optuna = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}");
+      optunaNote = `optuna ${py.version}`;
+    } else {
+      optunaNote = `skipped: the optuna run failed: ${(r.stderr || r.error?.message || "").trim().split("\n").pop()}`;
+    }
+  }
+
+  console.log(
+    `true regret of the final best (true value − optimum; lower is better), mean ± 95% CI over ${seedCount} held-out seeds; ${optunaNote || "optuna"}`,
+  );
+  const figures: Record<string, unknown> = {
+    benchmark: "search",
+    seeds: seedCount,
+    budgets,
+    optuna: optunaNote,
+  };
+  for (const fn of HELD_OUT) {
+    const random = seeds.map((s) => randomSearch(fn, s, Math.max(...budgets)));
+    budgets.forEach((evals, bi) => {
+      const methods: Record<string, number[]> = {
+        autolab: seeds.map((s) => keepLoop(fn, s, evals, "autolab")),
+        greedy: seeds.map((s) => keepLoop(fn, s, evals, "greedy")),
+        random: random.map((r) => r[evals - 1] as number),
+      };
+      const o = optuna?.[fn.name];
+      if (o) {
+        methods["optuna TPE"] = o.tpe.map((r) => r[bi] as number);
+        methods["optuna TPE + re-eval"] = o.reeval.map((r) => r[bi] as number);
+      }
+      const auto = methods.autolab as number[];
+      console.log(`${fn.name} (σ ${fn.sigma}), ${evals} evaluations`);
+      const entry: Record<string, unknown> = {};
+      for (const [name, values] of Object.entries(methods)) {
+        const e = estimate(values);
+        const d = name === "autolab" ? undefined : paired(auto, values);
+        console.log(
+          `  ${name.padEnd(22)} ${show(e)}${d ? `   autolab − ${name} ${show(d)} (${significance(d)})` : ""}`,
+        );
+        entry[name] = {
+          regret: round(e.mean),
+          ci: round(e.ci, 2),
+          ...(d ? { autolab_minus: round(d.mean), autolab_minus_ci: round(d.ci, 2) } : {}),
+        };
+      }
+      figures[`${fn.name}/${evals}`] = entry;
+    });
+  }
+  figures.seconds = round((performance.now() - t0) / 1000, 3);
+  return figures;
+}
