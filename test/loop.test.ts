@@ -262,7 +262,7 @@ describe("trustworthy progress in the loop", () => {
 
   it("noise-aware acceptance: repeats the baseline, re-runs results inside the noise, keeps only credible gains", async () => {
     const dir = project({ acceptance: "noise", noise: 0.05 });
-    const { experiments } = await run(dir, [
+    const { experiments, events } = await run(dir, [
       { hypothesis: "X 5 → 4.99 (inside the noise)", edits: setX(4.99) },
       { hypothesis: "X 5 → 3 (a real gain)", edits: setX(3) },
       { hypothesis: "X 3 → 9 (a clear loss)", edits: setX(9) },
@@ -276,6 +276,10 @@ describe("trustworthy progress in the loop", () => {
     expect(base?.trials.map((t) => t.seed)).toEqual(base?.trials.map((_, i) => i));
     expect(base?.trials.length).toBeGreaterThanOrEqual(real?.trials.length ?? 0);
     expect(base?.trials.length).toBeGreaterThan(3);
+    // Progress says why the incumbent runs again: for which challenger.
+    const again = events.filter((e) => e.type === "trial_started" && e.n === 0 && e.attempt > 3);
+    expect(again.length).toBe((base?.trials.length ?? 0) - 3);
+    for (const e of again) expect(e.type === "trial_started" && e.against).toBeGreaterThan(0);
     // A result inside the noise is re-run, and not kept.
     expect(tiny?.trials.length).toBeGreaterThan(1);
     expect(tiny?.decision?.action).toBe("discard");
@@ -321,7 +325,7 @@ describe("trustworthy progress in the loop", () => {
     // with one seed differ by exactly the change (common random numbers); unpaired, a 0.03 gain
     // against a seed-to-seed spread of ~0.03 is not credible.
     const dir = project({ acceptance: "noise", noise: 0.05 });
-    const { experiments } = await run(dir, [{ hypothesis: "X 5 → 4.97", edits: setX(4.97) }]);
+    const { experiments, events } = await run(dir, [{ hypothesis: "X 5 → 4.97", edits: setX(4.97) }]);
     const [base, cand] = experiments;
     expect(cand?.decision?.action).toBe("keep");
     expect(cand?.decision?.reason).toMatch(/paired on \d+ seeds/);

@@ -102,7 +102,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         });
         if (!tty) {
           print(
-            `#${e.n} trial ${e.attempt} started (budget ${e.budgetMs / 1000}s, seed ${e.seed}${e.slot !== undefined ? `, slot ${e.slot}` : ""})`,
+            `#${e.n} trial ${e.attempt} started (${e.against !== undefined ? `the incumbent re-measured for #${e.against}; ` : ""}budget ${e.budgetMs / 1000}s, seed ${e.seed}${e.slot !== undefined ? `, slot ${e.slot}` : ""})`,
           );
         }
         if (tty && !timer) timer = setInterval(draw, 250);

@@ -32,6 +32,8 @@ export type LoopEvent =
       hypothesis: string;
       /** The slot it runs on (parallel runs). */
       slot?: number;
+      /** A trial of the incumbent, re-measured for this challenger (docs/noise.md). */
+      against?: number;
     }
   | { type: "progress"; n: number; name: string; value: number }
   | {

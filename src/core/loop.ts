@@ -548,7 +548,7 @@ export async function evaluateExperiment(
     if (verdict.action !== "more") decision = verdict;
     else if (verdict.incumbent && remeasure) {
       // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
-      const r = await runTrial(deps, parent.n, parentFinished(), emit, signal);
+      const r = await runTrial(deps, parent.n, parentFinished(), emit, signal, undefined, exp.n);
       if (r.status === "interrupted") return;
       if (r.status !== "ok") {
         remeasure = false; // not again for this challenger: its other trials decide
@@ -720,6 +720,8 @@ export async function runTrial(
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
   rung?: Rung,
+  /** The incumbent is re-measured for this challenger (said in the trial_started event). */
+  against?: number,
 ): Promise<TrialResult> {
   const { program, ledger, run, workspace: ws, executor } = deps;
   const budgetMs = rung?.budgetMs ?? program.run.budgetMs;
@@ -776,6 +778,7 @@ export async function runTrial(
     startedAt: Date.now(),
     hypothesis: exp.hypothesis,
     ...(deps.slot ? { slot: deps.slot.index } : {}),
+    ...(against !== undefined ? { against } : {}),
   });
   // Learning-curve pruning: compare this trial's progress with the best's at the same point.
   const progressName = program.metrics.progress;
