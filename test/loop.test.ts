@@ -325,7 +325,7 @@ describe("trustworthy progress in the loop", () => {
     // with one seed differ by exactly the change (common random numbers); unpaired, a 0.03 gain
     // against a seed-to-seed spread of ~0.03 is not credible.
     const dir = project({ acceptance: "noise", noise: 0.05 });
-    const { experiments, events } = await run(dir, [{ hypothesis: "X 5 → 4.97", edits: setX(4.97) }]);
+    const { experiments } = await run(dir, [{ hypothesis: "X 5 → 4.97", edits: setX(4.97) }]);
     const [base, cand] = experiments;
     expect(cand?.decision?.action).toBe("keep");
     expect(cand?.decision?.reason).toMatch(/paired on \d+ seeds/);
