@@ -14,6 +14,7 @@ import { spawnSync } from "node:child_process";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { suggestTpe, type TpeObservation } from "../src/agents/builtin/tpe.ts";
 import { branin, hartmann3, logQuadratic, logRosenbrock, type TestFunction } from "./_functions.ts";
+import { findOptuna, PY_SUGGEST } from "./_optuna.ts";
 import { type Estimate, estimate, flags, numberFlag, round, show } from "./_stats.ts";
 
 const FUNCTIONS = [branin, hartmann3, logRosenbrock, logQuadratic];
@@ -59,6 +60,7 @@ def logquad(p):
     h = (math.log2(p["HIDDEN"]) - math.log2(96))/2
     d = (p["DROPOUT"] - 0.1)*4
     return lr*lr + h*h + d*d
+${PY_SUGGEST}
 F = {"branin": branin, "hartmann3": hartmann3, "log-rosenbrock": logrosen, "log-quadratic": logquad}
 out = {}
 for fn in cfg["functions"]:
@@ -69,26 +71,12 @@ for fn in cfg["functions"]:
             sampler = optuna.samplers.TPESampler(seed=seed, multivariate=(mode == "multivariate"))
             study = optuna.create_study(direction="minimize", sampler=sampler)
             def objective(trial):
-                p = {}
-                for name, k in fn["space"].items():
-                    if k["int"]:
-                        p[name] = trial.suggest_int(name, int(k["low"]), int(k["high"]), log=k["log"])
-                    else:
-                        p[name] = trial.suggest_float(name, k["low"], k["high"], log=k["log"])
-                return f(p)
+                return f(suggest(trial, fn["space"]))
             study.optimize(objective, n_trials=cfg["evals"])
             res.append(study.best_value - fn["optimum"])
         out[fn["name"] + "/" + mode] = res
 print(json.dumps(out))
 `;
-
-function findPython(): { python: string; version: string } | undefined {
-  for (const python of ["python3", "/usr/bin/python3"]) {
-    const r = spawnSync(python, ["-c", "import optuna; print(optuna.__version__)"], { encoding: "utf8" });
-    if (r.status === 0) return { python, version: r.stdout.trim() };
-  }
-  return undefined;
-}
 
 export async function main(args: string[]): Promise<Record<string, unknown>> {
   const f = flags(args);
@@ -110,7 +98,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
 
   let optuna: Record<string, number[]> | undefined;
   let optunaNote = "";
-  const py = f["no-optuna"] ? undefined : findPython();
+  const py = f["no-optuna"] ? undefined : findOptuna();
   if (f["no-optuna"]) optunaNote = "skipped (--no-optuna)";
   else if (!py) optunaNote = "skipped: python3 cannot import optuna (Debian: apt-get install python3-optuna)";
   else {

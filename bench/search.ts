@@ -29,6 +29,7 @@ import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge } from "../src/trust/noise-judge.ts";
 import { HELD_OUT, type NoisyFunction, SEARCH_SEEDS } from "./_heldout.ts";
 import { runKeepLoop } from "./_keep-loop.ts";
+import { findOptuna, PY_SUGGEST } from "./_optuna.ts";
 import { type Estimate, estimate, flags, numberFlag, round, show } from "./_stats.ts";
 
 /** Random search: the true regret of the best observed configuration after each evaluation. */
@@ -87,6 +88,7 @@ def tabular(p):
     lr = math.log10(p["LR"]) - math.log10(0.05*math.sqrt(6/d))
     return (0.2 + 0.02*lr*lr + 0.0008*(d-7)**2 + 0.03*(p["SUBSAMPLE"]-0.8)**2
             + 0.002*(math.log10(p["MIN_CHILD"])-1)**2 + 0.001*(math.log10(p["L2"])+0.5)**2)
+${PY_SUGGEST}
 F = {"six-hump-camel": camel, "hartmann6": hartmann6, "tabular": tabular}
 out = {}
 for fn in cfg["functions"]:
@@ -98,12 +100,7 @@ for fn in cfg["functions"]:
         study = optuna.create_study(direction="minimize", sampler=sampler)
         rows = []
         def objective(trial):
-            p = {}
-            for name, k in fn["space"].items():
-                if k["int"]:
-                    p[name] = trial.suggest_int(name, int(k["low"]), int(k["high"]), log=k["log"])
-                else:
-                    p[name] = trial.suggest_float(name, k["low"], k["high"], log=k["log"])
+            p = suggest(trial, fn["space"])
             t = f(p)
             y = t + fn["sigma"]*rng.standard_normal()
             rows.append((y, t, p))
@@ -122,16 +119,6 @@ for fn in cfg["functions"]:
     out[fn["name"]] = {"tpe": tpe, "reeval": reeval}
 print(json.dumps(out))
 `;
-
-function findOptuna(): { python: string; version: string } | undefined {
-  for (const python of ["python3", "/usr/bin/python3"]) {
-    const r = spawnSync(python, ["-c", "import numpy, optuna; print(optuna.__version__)"], {
-      encoding: "utf8",
-    });
-    if (r.status === 0) return { python, version: r.stdout.trim() };
-  }
-  return undefined;
-}
 
 /** Paired difference a − b over seeds, mean ± 95% CI. */
 function paired(a: readonly number[], b: readonly number[]): Estimate {
