@@ -193,7 +193,7 @@ export function eventLine(e: NotebookEvent): string | undefined {
     case "experiment_created":
       return `#${e.n} proposed: ${firstLine(e.hypothesis)}`;
     case "trial_started":
-      return `#${e.n} trial ${e.attempt} started (${e.against !== undefined ? `the incumbent re-measured for #${e.against}; ` : ""}budget ${e.budgetMs / 1000}s, seed ${e.seed})`;
+      return `#${e.n} trial ${e.attempt} started (budget ${e.budgetMs / 1000}s, seed ${e.seed})`;
     case "trial_finished":
       return `#${e.n} trial ${e.attempt}: ${e.status}${e.metric !== undefined ? ` ${formatMetric(e.metric)}` : ""} in ${e.wallS.toFixed(1)}s${e.reason ? ` — ${e.reason}` : ""}`;
     case "decision":
