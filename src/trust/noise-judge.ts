@@ -459,10 +459,19 @@ export function createNoiseJudge(
       const raw = bestValues.length > 0 ? mean(bestValues) : best.metric;
       const bestTrials = o.paired && bestValues.length > 0 ? best.trials : undefined;
       /**
-       * The noise after the candidate's values so far: the run-wide model (pooling "run"), or
-       * the baseline's, the best's and the candidate's repeats alone ("judged").
+       * The noise after the candidate's first n values: the run-wide model (pooling "run"), or
+       * the baseline's, the best's and the candidate's repeats alone ("judged"). Fitted once
+       * per n (the current n is needed both by the test and by the re-measurement choice).
        */
-      const noiseAfter = (values: number[]) => {
+      const fits = new Map<number, ReturnType<typeof fitAfter>>();
+      const noiseAfter = (n: number) => {
+        const known = fits.get(n);
+        if (known) return known;
+        const f = fitAfter(all.slice(0, n));
+        fits.set(n, f);
+        return f;
+      };
+      const fitAfter = (values: number[]) => {
         if (o.pooling === "judged") {
           const noise = estimateNoise([baseline, best.n === 0 ? [] : bestValues, values], raw, o);
           const side = { sigma: noise.sigma, df: noise.df, own: false, exact: false };
@@ -481,7 +490,7 @@ export function createNoiseJudge(
       /** The test on the candidate's first n trials (what the judge saw after trial n). */
       const assess = (n: number) => {
         const values = all.slice(0, n);
-        const fitted = noiseAfter(values);
+        const fitted = noiseAfter(n);
         const { noise, model } = fitted;
         // σ of each side: the pooled one, or its own where its noise is clearly larger.
         const sc = fitted.cand.sigma;
@@ -591,7 +600,7 @@ export function createNoiseJudge(
         Math.max(o.incumbentMaxTrials, n + 1),
       );
       // An incumbent whose value is exact (identical repeats while others vary) gains nothing.
-      const now = noiseAfter(all);
+      const now = noiseAfter(all.length);
       const bestExact = now.best.exact;
       const more = (reason: string): MoreTrials =>
         o.pooling === "run" &&
