@@ -6,8 +6,10 @@
  * the metric the judge reported. The run stops when the next trial would exceed the budget of
  * total trials (baseline included), so judges are compared at equal compute.
  */
+
+import { type GpObservation, posteriorBest, suggestGp } from "../src/agents/builtin/gp.ts";
 import { createRng, mixSeed, type Rng } from "../src/agents/builtin/rng.ts";
-import { suggestTpe, type TpeObservation } from "../src/agents/builtin/tpe.ts";
+import { defaultStartup, suggestTpe, type TpeObservation } from "../src/agents/builtin/tpe.ts";
 import type { Judge } from "../src/core/judge.ts";
 import type { Decision, Program, TrialResult } from "../src/core/types.ts";
 import { fromUnit, type TestFunction } from "./_functions.ts";
@@ -48,7 +50,7 @@ export function simTrial(value: number, seed: number, metric = "value"): TrialRe
   };
 }
 
-export type Proposer = "local" | "tpe";
+export type Proposer = "local" | "tpe" | "gp";
 
 export interface KeepLoopOptions {
   fn: TestFunction;
@@ -80,6 +82,10 @@ export interface KeepLoopOptions {
   proposeTrue?: (rng: Rng, bestTrue: number) => number;
   /** Most trials an incumbent is re-measured to, whatever the judge asks. Default 24. */
   incumbentCap?: number;
+  /** Also name the best configuration by the GP posterior (KeepLoopResult.posteriorTrue). */
+  posterior?: boolean;
+  /** Tell the judge how many trials are left (JudgeInput.budget). Default false. */
+  budgetAware?: boolean;
   /** Hand the judge every configuration of the run (JudgeInput.run). Default true. */
   runGroups?: boolean;
 }
@@ -105,6 +111,11 @@ export interface KeepLoopResult {
   candidates: { improvement: number; trials: number; kept: boolean; incumbent: number }[];
   /** Trials spent re-measuring incumbents. */
   incumbentTrials: number;
+  /**
+   * True value of the evaluated configuration with the best GP posterior mean (posteriorBest),
+   * when `posterior` was asked for.
+   */
+  posteriorTrue?: number;
 }
 
 /** Local search around the best: a Gaussian step in the unit cube, now and then a random point. */
@@ -162,6 +173,9 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
   let incumbentTrials = 0;
   const keeps: KeepRecord[] = [];
   const history: TpeObservation[] = [{ params: fromUnit(fn.space, start), value: baseMean }];
+  /** The same, with every trial's value (the GP models repeats); the best's grow as it is re-measured. */
+  const gpHistory: GpObservation[] = [{ params: fromUnit(fn.space, start), values: baseValues }];
+  const trueOf: number[] = [truth(start)];
   let n = 0;
   const candidates: KeepLoopResult["candidates"] = [];
 
@@ -172,11 +186,17 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     if (o.proposeTrue) {
       u = best.u;
       syntheticTrue = o.proposeTrue(proposeRng, best.true);
-    } else if (o.proposer === "tpe") {
-      const s = suggestTpe(fn.space, history, createRng(mixSeed(o.seed, 5, n)), {
-        direction: "minimize",
-        current: fromUnit(fn.space, best.u),
-      });
+    } else if (o.proposer === "tpe" || o.proposer === "gp") {
+      const rng = createRng(mixSeed(o.seed, 5, n));
+      const current = fromUnit(fn.space, best.u);
+      const s =
+        o.proposer === "gp"
+          ? suggestGp(fn.space, gpHistory, rng, {
+              direction: "minimize",
+              current,
+              startup: defaultStartup(dims),
+            })
+          : suggestTpe(fn.space, history, rng, { direction: "minimize", current });
       u = Object.entries(fn.space).map(([name, k]) => {
         const v = s.params[name] as number;
         return k.log ? Math.log(v / k.low) / Math.log(k.high / k.low) : (v - k.low) / (k.high - k.low);
@@ -207,6 +227,7 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
         },
         baseline: groups.get(0) ?? baseValues,
         ...(o.runGroups === false ? {} : { run: [...groups].map(([g, values]) => ({ n: g, values })) }),
+        ...(o.budgetAware ? { budget: { left: o.totalTrials - used, total: o.totalTrials } } : {}),
       });
       if (verdict.action !== "more") decision = verdict;
       else if (verdict.incumbent && best.trials.length < (o.incumbentCap ?? 24)) {
@@ -216,6 +237,7 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
         best.trials = [...best.trials, simTrial(best.true + scaled(k, best.sigma), o.seed + k)];
         best.values = best.trials.map((t) => t.metrics.value as number);
         groups.set(best.n, best.values);
+        (gpHistory[best.n] as GpObservation).values = best.values;
         used++;
         incumbentTrials++;
         next = false;
@@ -231,13 +253,17 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     });
     const measured = decision.metric ?? values.reduce((a, b) => a + b, 0) / values.length;
     history.push({ params: fromUnit(fn.space, u), value: measured });
+    gpHistory.push({ params: fromUnit(fn.space, u), values });
+    trueOf.push(trueValue);
     if (decision.action === "keep") {
       const reported = decision.metric as number;
       keeps.push({ n, trueNew: trueValue, trueOld: best.true, reported, trials: trials.length });
       best = { n, u, metric: reported, values, trials, true: trueValue, sigma: o.sigma };
     }
   }
+  const pb = o.posterior ? posteriorBest(fn.space, gpHistory, "minimize") : undefined;
   return {
+    ...(pb ? { posteriorTrue: trueOf[pb.index] as number } : {}),
     keeps,
     falseKeeps: keeps.filter((k) => k.trueNew > k.trueOld).length,
     finalReported: best.metric,

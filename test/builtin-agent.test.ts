@@ -227,10 +227,10 @@ describe("builtin agent", () => {
     }
     expect(mechanisms.slice(0, 4)).toEqual([2, 3, 4, 5].map((k) => `random exploration (startup ${k} of 5)`));
     expect(mechanisms[4]).toMatch(
-      /^TPE: sampled from the density of the best \d+ of 5 observed configurations$/,
+      /^GP: expected improvement \S+ over the best predicted value \S+; this one is predicted \S+ \(model of 5 configurations, trial noise σ ≈ \S+\)$/,
     );
     expect(mechanisms[19]).toMatch(
-      /^TPE: .* of 20 observed configurations \(2 failed or pending counted as worst\)$/,
+      /^GP: .*\(model of 20 configurations, .*\) \(2 failed or pending counted as worst\)$/,
     );
     expect(best.metric).toBeLessThan(loss(baseline) / 2);
   });
@@ -252,10 +252,12 @@ describe("builtin agent", () => {
         params: { LEARNING_RATE: 0.02, HIDDEN: 100, WEIGHT_DECAY: 1e-4, BATCH_SIZE: 1024 },
       },
     ];
-    const p = await createBuiltinAgent().propose(context(dir, { history }));
+    const p = await createBuiltinAgent({ sampler: "tpe" }).propose(context(dir, { history }));
     expect(p.mechanism).toBe(
       "TPE: sampled from the density of the best 2 of 7 observed configurations (1 failed or pending counted as worst)",
     );
+    const g = await createBuiltinAgent().propose(context(dir, { history }));
+    expect(g.mechanism).toMatch(/^GP: .*\(model of 7 configurations, .*\) \(1 failed or pending counted as worst\)$/);
   });
 
   it("asks for search: knobs when there are none", async () => {

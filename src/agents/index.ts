@@ -1,7 +1,7 @@
 import { AutolabError } from "../core/errors.ts";
 import type { Agent, AgentConfig, Program } from "../core/types.ts";
 import { AGENT_BACKENDS } from "../program/schema.ts";
-import { createBuiltinAgent } from "./builtin/builtin-agent.ts";
+import { builtinOptionsFromArgs, createBuiltinAgent } from "./builtin/builtin-agent.ts";
 import "./cli/register.ts";
 import "./llm/register.ts";
 import { agentFactory, registeredBackends } from "./registry.ts";
@@ -19,7 +19,8 @@ export function agentConfigFor(program: Program, flag: string | undefined): Agen
 }
 
 export async function createAgent(config: AgentConfig, program: Program, seed: number): Promise<Agent> {
-  if (config.backend === "builtin") return createBuiltinAgent({ seed });
+  if (config.backend === "builtin")
+    return createBuiltinAgent({ seed, ...builtinOptionsFromArgs(config.args) });
   const factory = agentFactory(config.backend);
   if (factory) return factory(config, program);
   const known = (AGENT_BACKENDS as readonly string[]).includes(config.backend);

@@ -1,3 +1,4 @@
+import { formatMetric } from "../core/format.ts";
 import {
   countDecisions,
   type ExperimentRecord,
@@ -7,6 +8,7 @@ import {
 } from "../core/ledger.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
+import { type PredictedBest, predictedBest } from "../trust/posterior.ts";
 import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
 import { orgView, type RoleCredit, type SlotUse } from "./org-view.ts";
 
@@ -39,6 +41,11 @@ export interface StatusJson {
   acceptance: "noise" | "greedy" | null;
   /** Run-to-run noise of the objective, from the baseline's repeated trials. */
   noise: { sigma: number; reason: string } | null;
+  /**
+   * With the built-in optimizer's knobs: the evaluated configuration a model of all of them
+   * predicts best (src/trust/posterior.ts) — it may differ from `best`, the last kept one.
+   */
+  predictedBest: PredictedBest | null;
   /** Things to look at: overfitting canaries, a baseline too noisy to accept anything. */
   alarms: Alarm[];
   /** The proxy ladder per pair of adjacent rungs (`null` without `ladder:` in program.md). */
@@ -141,12 +148,26 @@ export function statusOf(
     lastActivity: last,
     acceptance: program?.acceptance ?? null,
     noise: noiseLine(program, exps),
+    predictedBest: program ? (predictedBest(program, exps) ?? null) : null,
     alarms: [...(program ? alarmsOf(program, exps) : []), ...tamperAlarms(org.notes ?? [])],
     ladder: program ? ladderStatus(program, exps) : null,
     ...orgStatus(run, exps, org),
     sandbox: [...(org.sessions ?? [])].reverse().find((s) => s.sandbox !== undefined)?.sandbox ?? null,
     unsandboxed: (org.sessions ?? []).some((s) => s.sandbox?.startsWith("unsandboxed") === true),
   };
+}
+
+/**
+ * One line on the configuration predicted best, for status and the end of a run: said when a
+ * model could be fitted; when it is not the last kept one, it says so and where its code is.
+ */
+export function predictedBestLine(s: Pick<StatusJson, "predictedBest" | "best">): string | undefined {
+  const p = s.predictedBest;
+  if (!p) return undefined;
+  const value = `${formatMetric(p.predicted)} ± ${Number(p.sd.toPrecision(2))}`;
+  const model = `a model of all ${p.configurations} measured configurations`;
+  if (s.best && p.id === s.best.id) return `Predicted best: #${p.id}, the last kept (${value} by ${model})`;
+  return `Predicted best: #${p.id} ${p.commit.slice(0, 8)} (${value} by ${model}), not the last kept${s.best ? ` #${s.best.id}` : ""}: its neighbours make it the better bet — \`git checkout ${p.commit.slice(0, 8)}\` for its code`;
 }
 
 /** `ALARM tamper:<what>: <reason>` notes (written by the loop and createRun) as alarms. */

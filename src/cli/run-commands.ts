@@ -1,6 +1,6 @@
 import { createRun, type RunOutcome } from "../app/create-run.ts";
 import { runDemo } from "../app/demo.ts";
-import { statusOf } from "../app/status.ts";
+import { predictedBestLine, statusOf } from "../app/status.ts";
 import type { LoopEvent } from "../core/events.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import { handleError } from "./errors.ts";
@@ -124,6 +124,8 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
       `${run.metric}: baseline ${formatMetric(s.baseline.metric)} → best ${formatMetric(s.best.metric)} (#${s.best.id}, ${formatChange(s.baseline.metric, s.best.metric)})${s.selfReported ? "  [self-reported]" : ""}`,
     );
   }
+  const predicted = predictedBestLine(s);
+  if (predicted) out.push(predicted);
   const kept = experiments.filter((e) => e.decision?.action === "keep" && e.n > 0);
   if (kept.length) {
     out.push("Kept changes:");

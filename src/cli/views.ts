@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf } from "../app/experiment-json.ts";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
-import { resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
+import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
@@ -81,6 +81,8 @@ export function statusCommand(flags: ViewFlags): void {
         `Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`,
       );
     }
+    const predicted = predictedBestLine(s);
+    if (predicted) lines.push(predicted);
     const c = s.counts;
     lines.push(
       `Experiments: ${c.total} total — ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending (run \`autolab run\` to resume)` : ""}`,

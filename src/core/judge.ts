@@ -24,6 +24,13 @@ export interface JudgeInput {
    * repeats into σ. Without it, the judge sees only the baseline, the best and the candidate.
    */
   run?: { n: number; values: number[] }[];
+  /**
+   * How much of the run's budget is left, in whatever unit bounds the run (experiments under
+   * --max-experiments, trials in a simulation): the judge explores while much is left (a
+   * candidate that is not promising after one trial costs no more) and confirms at the end.
+   * Absent: an unbounded run, judged the same way throughout.
+   */
+  budget?: { left: number; total: number };
 }
 
 /** Another trial is wanted before deciding (a first result inside the noise band). */

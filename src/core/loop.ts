@@ -52,6 +52,11 @@ export interface LoopDeps {
   parallel?: ParallelHooks;
   /** How setup, trials and researchers are confined (src/app/confinement.ts); absent: unsandboxed. */
   confinement?: Confinement;
+  /**
+   * The run's budget in experiments besides the baseline (--max-experiments): the judge is told
+   * how much of it is left (JudgeInput.budget). Absent: unbounded.
+   */
+  maxExperiments?: number;
 }
 
 /**
@@ -113,7 +118,8 @@ export interface LoopSummary {
  * experiment row, then a trial start row, then the trial result, then the decision row, then
  * the branch. Resume derives everything from which of these exist.
  */
-export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
+export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
+  const deps = withBudget(given, opts.maxExperiments);
   const { program, ledger, run, workspace: ws, agent } = deps;
   const emit = (e: LoopEvent) => opts.onEvent?.(e);
   const stopped = () => opts.signal?.aborted === true;
@@ -180,6 +186,13 @@ export async function runLoop(deps: LoopDeps, opts: LoopOptions = {}): Promise<L
   }
   await ws.resetTo(await ws.bestCommit());
   return finishEarly();
+}
+
+/** The deps with the run's experiment budget, when it has a finite one. */
+export function withBudget(deps: LoopDeps, maxExperiments: number | undefined): LoopDeps {
+  return maxExperiments !== undefined && Number.isFinite(maxExperiments) && maxExperiments > 0
+    ? { ...deps, maxExperiments }
+    : deps;
 }
 
 export const STOPPED_BY_SIGNAL = "stopped by a signal (Ctrl-C); `autolab run` resumes";
@@ -526,6 +539,15 @@ export async function evaluateExperiment(
       baseline: okValues(now.find((e) => e.n === 0)),
       // Every configuration's repeats inform σ (the noise model pools them).
       run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
+      // Experiments not yet started, out of the run's budget (this one counts as started).
+      ...(deps.maxExperiments
+        ? {
+            budget: {
+              left: Math.max(0, deps.maxExperiments - Math.max(exp.n, now.filter((e) => e.n > 0).length)),
+              total: deps.maxExperiments,
+            },
+          }
+        : {}),
     };
   };
   /** Full-budget trials of the incumbent that finished, ok or not (a failed one is not re-run). */

@@ -133,6 +133,9 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
       setupStamp: s.setupStamp,
       slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
       parallel: hooks,
+      ...(opts.maxExperiments !== undefined && Number.isFinite(opts.maxExperiments) && opts.maxExperiments > 0
+        ? { maxExperiments: opts.maxExperiments }
+        : {}),
     }),
   );
 

@@ -277,6 +277,11 @@ export interface ExperimentView {
   reason?: string;
   /** Objective value, when it was measured. */
   metric?: number;
+  /**
+   * The objective values of its full-budget ok trials, one per seed (an incumbent re-measured
+   * has several): what a model of the noise needs. Absent when none finished.
+   */
+  values?: number[];
 }
 
 export interface ProposalContext {

@@ -1,4 +1,5 @@
 import { formatMetric } from "./format.ts";
+import { valuesAt } from "./ladder.ts";
 import type { ExperimentRecord, RunRecord } from "./ledger.ts";
 import type { Alarm, ExperimentView, Program, TrialResult } from "./types.ts";
 
@@ -43,6 +44,8 @@ export function toView(e: ExperimentRecord, program: Program): ExperimentView {
   }
   const m = objectiveOf(e, program.objective.metric);
   if (m !== undefined) v.metric = m;
+  const values = valuesAt(program, e, "full");
+  if (values.length) v.values = values;
   return v;
 }
 

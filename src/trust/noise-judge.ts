@@ -153,6 +153,23 @@ export interface NoiseJudgeOptions {
   remeasureRatio?: number;
   /** Most trials the incumbent is re-measured to. Default 10. */
   incumbentMaxTrials?: number;
+  /**
+   * Budget-aware exploration (JudgeInput.budget): while more than this share of the budget is
+   * left, a candidate whose first trial is not at least `promoteZ` standard errors better than
+   * the best is discarded after that one trial, so the budget goes to new configurations rather
+   * than to re-testing middling ones; in the reserve at the end, the full test. Default 0.2.
+   */
+  exploreReserve?: number;
+  /** z a first trial needs, while exploring, to earn more trials. Default 0.5. */
+  promoteZ?: number;
+  /** remeasureRatio while exploring. Default 1. */
+  exploreRemeasureRatio?: number;
+  /**
+   * A candidate whose margin reaches this many standard errors after at least minKeepTrials
+   * trials is kept at once, without the rest of its confirmation: a large improvement is not
+   * in doubt, and confirming it costs trials exploration needs. Default Infinity (off).
+   */
+  clearZ?: number;
   /** A prior for σ (as if `df` degrees of freedom of repeats had measured `sigma`). Default none. */
   noisePrior?: { sigma: number; df: number };
   /**
@@ -183,6 +200,10 @@ const DEFAULTS = {
   remeasure: true,
   remeasureRatio: 3,
   incumbentMaxTrials: 10,
+  exploreReserve: 0.2,
+  promoteZ: 0.5,
+  clearZ: Number.POSITIVE_INFINITY,
+  exploreRemeasureRatio: 1,
 } satisfies Omit<Required<NoiseJudgeOptions>, "noisePrior">;
 
 export type ResolvedNoiseJudgeOptions = Omit<Required<NoiseJudgeOptions>, "noisePrior"> &
@@ -594,9 +615,18 @@ export function createNoiseJudge(
         a.n >= minKeep && a.noise.df > 0 && a.noise.sigma > 0 && a.z >= a.threshold;
       const n = all.length;
       const m = mean(all);
-      /** Another trial of the challenger; first one of the incumbent when it would fall behind. */
+      // The share of the budget left (JudgeInput.budget); exploring while it exceeds the reserve.
+      const left =
+        input.budget && input.budget.total > 0 ? input.budget.left / input.budget.total : undefined;
+      const exploring = left !== undefined && left > o.exploreReserve;
+      /**
+       * Another trial of the challenger; first one of the incumbent when it would fall behind
+       * (while exploring, only as far as the challenger's: the extra trials an incumbent gets
+       * for serving every challenger pay off over a long test phase, not a short one).
+       */
+      const ratio = exploring ? Math.min(o.exploreRemeasureRatio, o.remeasureRatio) : o.remeasureRatio;
       const incumbentTarget = Math.min(
-        Math.max(n + 1, Math.ceil(o.remeasureRatio * (n + 1))),
+        Math.max(n + 1, Math.ceil(ratio * (n + 1))),
         Math.max(o.incumbentMaxTrials, n + 1),
       );
       // An incumbent whose value is exact (identical repeats while others vary) gains nothing.
@@ -671,6 +701,11 @@ export function createNoiseJudge(
         };
       };
 
+      if (n >= minKeep && noise.df > 0 && z >= Math.max(o.clearZ, threshold, a.confirmAt)) {
+        return keep(
+          `${margin} ≥ ${fmtZ(o.clearZ)}σ after ${n} trials: a clear improvement, kept without further confirmation`,
+        );
+      }
       if (passedAt) {
         if (z <= o.futilityZ) {
           return discard(
@@ -695,6 +730,11 @@ export function createNoiseJudge(
       if (noise.df === 0 && n < maxTrials) {
         return more(
           `no noise estimate yet (nothing was repeated): ${cmp}; running trial ${n + 1} of up to ${maxTrials}`,
+        );
+      }
+      if (n === 1 && exploring && z < o.promoteZ && z > -o.lossZ) {
+        return discard(
+          `not promising: ${cmp}; ${margin} < ${fmtZ(o.promoteZ)}σ after one trial, while exploring (${pct(left)} of the budget left: only a promising first trial earns more)${sigmaNote}`,
         );
       }
       if (n === 1 && z <= -o.lossZ) {

@@ -1,12 +1,14 @@
 /**
- * The built-in researcher: a TPE optimizer over the numeric knobs declared in program.md's
- * `search:`. Each proposal rewrites knob constant lines in the editable files of the worktree
+ * The built-in researcher: a model-based optimizer over the numeric knobs declared in
+ * program.md's `search:` — a Gaussian process with expected improvement (gp.ts, the default) or
+ * a Tree-structured Parzen Estimator (tpe.ts, `agent: { backend: builtin, args: [--sampler=tpe] }`). Each proposal rewrites knob constant lines in the editable files of the worktree
  * and nothing else, so it needs no LLM, no network and no API key.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
 import type { Agent, ExperimentView, Program, Proposal, ProposalContext } from "../../core/types.ts";
+import { type GpObservation, suggestGp } from "./gp.ts";
 import {
   formatKnobValue,
   formatNumber,
@@ -19,11 +21,46 @@ import {
 import { createRng, mixSeed } from "./rng.ts";
 import { defaultStartup, type Params, suggestTpe, type TpeObservation } from "./tpe.ts";
 
+/** The built-in samplers: "gp" (default; docs/optimizer.md says why) or "tpe". */
+export const SAMPLERS = ["gp", "tpe"] as const;
+export type Sampler = (typeof SAMPLERS)[number];
+
 export interface BuiltinAgentOptions {
   /** Seed of the optimizer (default 0). Same seed and same history give the same proposal. */
   seed?: number;
-  /** Configurations evaluated (the baseline included) before TPE replaces random sampling. */
+  /** Configurations evaluated (the baseline included) before the model replaces random sampling. */
   startup?: number;
+  /** Default "gp". */
+  sampler?: Sampler;
+}
+
+/**
+ * The builtin agent's options from program.md's `agent.args`: `--sampler=gp|tpe` (or
+ * `--sampler gp`). Anything else is a clear error naming what is accepted.
+ */
+export function builtinOptionsFromArgs(args: readonly string[]): Pick<BuiltinAgentOptions, "sampler"> {
+  const out: Pick<BuiltinAgentOptions, "sampler"> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const m = /^--sampler(?:=(.*))?$/.exec(arg);
+    const value = m ? (m[1] ?? args[++i]) : undefined;
+    if (!m) {
+      throw new AutolabError(
+        "INVALID_AGENT_ARGS",
+        `agent builtin: unknown argument ${JSON.stringify(arg)}`,
+        `the builtin agent takes --sampler=${SAMPLERS.join("|")}, e.g. agent: { backend: builtin, args: [--sampler=tpe] }`,
+      );
+    }
+    if (!(SAMPLERS as readonly string[]).includes(value ?? "")) {
+      throw new AutolabError(
+        "INVALID_AGENT_ARGS",
+        `agent builtin: --sampler ${value === undefined ? "needs a value" : `${JSON.stringify(value)} is not a sampler`}`,
+        `choose one of ${SAMPLERS.join(", ")} (docs/optimizer.md compares them)`,
+      );
+    }
+    out.sampler = value as Sampler;
+  }
+  return out;
 }
 
 export function createBuiltinAgent(opts: BuiltinAgentOptions = {}): Agent {
@@ -66,11 +103,26 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
   const { observations, failed } = buildObservations(ctx, names, current, bestParams);
   const startup = opts.startup ?? defaultStartup(names.length);
   const rng = createRng(mixSeed(opts.seed ?? 0, ctx.history.length));
-  const s = suggestTpe(space, observations, rng, {
-    direction: ctx.program.objective.direction,
-    startup,
-    current,
-  });
+  const direction = ctx.program.objective.direction;
+  let s: { params: Params; repeat: boolean };
+  let mechanism: string;
+  if ((opts.sampler ?? "gp") === "gp") {
+    const g = suggestGp(space, observations, rng, { direction, startup, current });
+    s = g;
+    mechanism =
+      g.mode === "startup" || !g.model
+        ? `random exploration (startup ${observations.length + 1} of ${startup})`
+        : `GP: expected improvement ${formatNumber(Number(g.model.expectedImprovement.toPrecision(3)), false)} over the best predicted value ${formatNumber(Number(g.model.bestPredicted.toPrecision(6)), false)}; this one is predicted ${formatNumber(Number(g.model.predicted.toPrecision(6)), false)} (model of ${g.observed} configurations, trial noise σ ≈ ${formatNumber(Number(g.model.noiseSigma.toPrecision(2)), false)})`;
+  } else {
+    const t = suggestTpe(space, observations, rng, { direction, startup, current });
+    s = t;
+    mechanism =
+      t.mode === "startup"
+        ? `random exploration (startup ${observations.length + 1} of ${startup})`
+        : `TPE: sampled from the density of the best ${t.good} of ${t.observed} observed configurations`;
+  }
+  if (failed > 0 && !mechanism.startsWith("random"))
+    mechanism += ` (${failed} failed or pending counted as worst)`;
 
   const changed = names.filter((name) => s.params[name] !== current[name]);
   const literals = new Map<string, string>();
@@ -96,11 +148,6 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
       return `${name} ${formatNumber(from, Boolean(space[name]?.int) && Number.isInteger(from))} → ${literals.get(name)}`;
     })
     .join(", ");
-  let mechanism =
-    s.mode === "startup"
-      ? `random exploration (startup ${observations.length + 1} of ${startup})`
-      : `TPE: sampled from the density of the best ${s.good} of ${s.observed} observed configurations` +
-        (failed > 0 ? ` (${failed} failed or pending counted as worst)` : "");
   if (s.repeat) mechanism += "; every nearby configuration was tried, so this re-measures an earlier one";
   return { hypothesis, mechanism, params: s.params };
 }
@@ -160,8 +207,8 @@ function buildObservations(
   names: string[],
   current: Params,
   bestParams: Params,
-): { observations: TpeObservation[]; failed: number } {
-  const observations: TpeObservation[] = [];
+): { observations: (TpeObservation & GpObservation)[]; failed: number } {
+  const observations: (TpeObservation & GpObservation)[] = [];
   let bestSeen = false;
   const bestMetric = Number.isFinite(ctx.best.metric) ? ctx.best.metric : undefined;
   for (const e of [...ctx.history].sort((x, y) => x.n - y.n)) {
@@ -173,9 +220,18 @@ function buildObservations(
       params[name] = v !== undefined && Number.isFinite(v) ? v : (current[name] as number);
     }
     bestSeen ||= isBest;
-    observations.push({ params, value: isBest ? (bestMetric ?? measuredValue(e)) : measuredValue(e) });
+    const value = isBest ? (bestMetric ?? measuredValue(e)) : measuredValue(e);
+    // The GP models every trial (repeats measure the noise); a failed experiment has none.
+    const values = value === undefined ? [] : e.values?.length ? e.values : [value];
+    observations.push({ params, value, values });
   }
-  if (!bestSeen) observations.unshift({ params: bestParams, value: bestMetric });
+  if (!bestSeen) {
+    observations.unshift({
+      params: bestParams,
+      value: bestMetric,
+      values: bestMetric === undefined ? [] : [bestMetric],
+    });
+  }
   const failed = observations.filter((o) => o.value === undefined).length;
   return { observations, failed };
 }

@@ -13,10 +13,10 @@
  */
 import { AutolabError } from "../../core/errors.ts";
 import type { Direction, Knob } from "../../core/types.ts";
-import { roundKnobValue } from "./knobs.ts";
 import type { Rng } from "./rng.ts";
+import { type Dim, encode, keyOf, makeDims, type Params, paramsOf, randomParams } from "./space.ts";
 
-export type Params = Record<string, number>;
+export type { Params } from "./space.ts";
 
 export interface TpeObservation {
   params: Params;
@@ -80,51 +80,6 @@ function observationWeights(n: number): number[] {
   for (let i = 0; i < ramp; i++) w.push(ramp === 1 ? 1 / n : 1 / n + ((1 - 1 / n) * i) / (ramp - 1));
   for (let i = 0; i < 25; i++) w.push(1);
   return w;
-}
-
-/** One knob in the model's coordinates. */
-interface Dim {
-  name: string;
-  knob: Knob;
-  /** Bounds in model space (log space for log knobs, widened by 0.5 for integers). */
-  a: number;
-  b: number;
-  /** low === high for a float knob: nothing to search, the value is fixed. */
-  fixed: boolean;
-}
-
-function makeDims(space: Record<string, Knob>): Dim[] {
-  return Object.entries(space).map(([name, knob]) => {
-    if (!(Number.isFinite(knob.low) && Number.isFinite(knob.high) && knob.low <= knob.high)) {
-      throw new AutolabError(
-        "INVALID_KNOB",
-        `knob ${name}: low (${knob.low}) must not exceed high (${knob.high})`,
-      );
-    }
-    let low = knob.low;
-    let high = knob.high;
-    if (knob.int) {
-      low = Math.ceil(low) - 0.5;
-      high = Math.floor(high) + 0.5;
-      if (low >= high)
-        throw new AutolabError("INVALID_KNOB", `knob ${name}: no integer between low and high`);
-    }
-    if (knob.log) {
-      if (low <= 0) throw new AutolabError("INVALID_KNOB", `knob ${name}: a log-scale knob needs low > 0`);
-      low = Math.log(low);
-      high = Math.log(high);
-    }
-    return { name, knob, a: low, b: high, fixed: low === high };
-  });
-}
-
-function encode(dim: Dim, value: number): number {
-  const x = Math.min(Math.max(value, dim.knob.low), dim.knob.high);
-  return dim.knob.log ? Math.log(x) : x;
-}
-
-function decode(dim: Dim, u: number): number {
-  return roundKnobValue(dim.knob.log ? Math.exp(u) : u, dim.knob);
 }
 
 // --- truncated normal ---------------------------------------------------------------------
@@ -246,25 +201,6 @@ function sampleMixture(m: Mixture, dims: Dim[], rng: Rng): number[] {
 }
 
 // --- suggestion ---------------------------------------------------------------------------
-
-function keyOf(dims: Dim[], params: Params): string {
-  return dims.map((d) => params[d.name]).join(",");
-}
-
-function paramsOf(dims: Dim[], u: number[]): Params {
-  const p: Params = {};
-  dims.forEach((dim, j) => {
-    p[dim.name] = decode(dim, u[j] as number);
-  });
-  return p;
-}
-
-function randomParams(dims: Dim[], rng: Rng): Params {
-  return paramsOf(
-    dims,
-    dims.map((d) => rng.uniform(d.a, d.b)),
-  );
-}
 
 const ROUNDS = 8;
 const RANDOM_TRIES = 200;

@@ -1,0 +1,521 @@
+/**
+ * Gaussian-process Bayesian optimisation for noisy objectives: the built-in optimizer's default
+ * sampler once the startup points are in.
+ *
+ * Model. Each evaluated configuration i contributes the mean ȳ_i of its n_i trials. Knobs are
+ * mapped to the unit cube (log knobs in log space, integers widened by 0.5, as in space.ts);
+ * values are standardised (minimisation; a maximised metric is negated). The GP has a constant
+ * mean 0, a Matérn-5/2 kernel with one lengthscale per knob (ARD) and signal variance s², and
+ * Gaussian trial noise σ_n²: ȳ_i carries noise σ_n²/n_i, and the spread of the repeats around
+ * their own mean adds its exact likelihood term (Σ SS_i/(2σ_n²) + (n_i − 1)/2 · log σ_n²), so
+ * repeats measure the noise. Hyperparameters are the maximum a posteriori under weak log-normal
+ * priors (lengthscale around 0.5, signal around 1, noise around 5% of the variance, all wide),
+ * found by Nelder–Mead in log space.
+ *
+ * Acquisition. Expected improvement of the noise-free value over the best posterior mean at an
+ * evaluated configuration (the "plug-in" incumbent of noisy EI: a lucky single draw does not set
+ * the bar). It is maximised over random points, points near the best predicted configurations and
+ * a local refinement of the best of those; every candidate is scored after rounding, i.e. as the
+ * configuration that would actually be written and evaluated. A configuration already evaluated,
+ * or the current one, is never proposed when another is available.
+ *
+ * Cost is cubic in the configurations modelled: past MAX_MODELLED, the model keeps the best half
+ * and the most recent half (a proposal then stays under a few seconds; trials take minutes).
+ *
+ * Pure and deterministic: the same space, observations and RNG state give the same suggestion.
+ */
+import { AutolabError } from "../../core/errors.ts";
+import type { Direction, Knob } from "../../core/types.ts";
+import { normalCdf } from "../../trust/stats.ts";
+import type { Rng } from "./rng.ts";
+import { type Dim, encode, keyOf, makeDims, type Params, paramsOf, randomParams } from "./space.ts";
+
+export interface GpObservation {
+  params: Params;
+  /**
+   * The objective values of the configuration's finished trials (one per seed). Empty or
+   * absent with no `value`: the configuration failed (crash, timeout, rejected); it counts as
+   * the worst measured value.
+   */
+  values?: number[];
+  /** A single value, when the trials are not known one by one. */
+  value?: number;
+}
+
+export interface GpOptions {
+  direction: Direction;
+  /** Configurations evaluated before the GP takes over from uniform random sampling. */
+  startup: number;
+  /** The configuration in the worktree: never proposed, since a proposal must change something. */
+  current?: Params;
+}
+
+export interface GpSuggestion {
+  params: Params;
+  mode: "startup" | "gp";
+  /** Configurations the model saw. */
+  observed: number;
+  /** True when every nearby configuration was evaluated: the suggestion repeats one. */
+  repeat: boolean;
+  /** In the GP mode: the model's view, in the metric's units. */
+  model?: {
+    /** Expected improvement of the proposal over the best predicted value. */
+    expectedImprovement: number;
+    /** Predicted value of the proposal and of the best evaluated configuration. */
+    predicted: number;
+    bestPredicted: number;
+    /** Trial noise σ the model estimated. */
+    noiseSigma: number;
+  };
+}
+
+/** Configurations the model is fitted on, at most (cost is cubic in it). */
+export const MAX_MODELLED = 200;
+
+const RANDOM_CANDIDATES = 1000;
+const LOCAL_CANDIDATES = 100;
+const TOP_CENTRES = 5;
+const REFINE = 10;
+const REFINE_STEPS = 20;
+const RANDOM_TRIES = 200;
+
+interface Row {
+  u: number[];
+  /** Standardised mean, trials, sum of squares around the mean (standardised). */
+  y: number;
+  n: number;
+  ss: number;
+}
+
+export function suggestGp(
+  space: Record<string, Knob>,
+  observations: GpObservation[],
+  rng: Rng,
+  options: GpOptions,
+): GpSuggestion {
+  const dims = makeDims(space);
+  if (dims.length === 0) throw new AutolabError("NO_SEARCH_SPACE", "the search space has no knobs");
+  const free = dims.filter((d) => !d.fixed);
+  const seen = new Set(observations.map((o) => keyOf(dims, o.params)));
+  const currentKey = options.current ? keyOf(dims, options.current) : undefined;
+  if (currentKey !== undefined) seen.add(currentKey);
+  const isNew = (p: Params) => !seen.has(keyOf(dims, p));
+  let fallback: Params | undefined;
+  const remember = (p: Params) => {
+    if (fallback === undefined && keyOf(dims, p) !== currentKey) fallback = p;
+  };
+  const n = observations.length;
+
+  const measured = observations.filter((o) => valuesOf(o).length > 0);
+  if (n >= options.startup && measured.length >= 2 && free.length > 0) {
+    const s = gpSuggestion(dims, free, observations, rng, options.direction, isNew, remember);
+    if (s) return s;
+  } else {
+    for (let i = 0; i < RANDOM_TRIES; i++) {
+      const p = randomParams(dims, rng);
+      if (isNew(p)) return { params: p, mode: "startup", observed: n, repeat: false };
+      remember(p);
+    }
+  }
+  for (let i = 0; i < RANDOM_TRIES; i++) {
+    const p = randomParams(dims, rng);
+    if (isNew(p))
+      return { params: p, mode: n < options.startup ? "startup" : "gp", observed: n, repeat: false };
+    remember(p);
+  }
+  if (fallback)
+    return { params: fallback, mode: n < options.startup ? "startup" : "gp", observed: n, repeat: true };
+  throw new AutolabError(
+    "SEARCH_EXHAUSTED",
+    "the search space has no configuration other than the current one",
+    "widen the low/high ranges of the knobs in search: in program.md",
+  );
+}
+
+function valuesOf(o: GpObservation): number[] {
+  const vs = o.values ?? (o.value !== undefined ? [o.value] : []);
+  return vs.filter((v) => Number.isFinite(v));
+}
+
+/**
+ * The evaluated configuration with the best posterior mean of the noise-free value: the one a
+ * noisy run should name as its best (a single lucky draw does not win it). Undefined when fewer
+ * than two configurations were measured.
+ */
+export function posteriorBest(
+  space: Record<string, Knob>,
+  observations: GpObservation[],
+  direction: Direction,
+): { index: number; predicted: number; sd: number } | undefined {
+  const dims = makeDims(space);
+  const free = dims.filter((d) => !d.fixed);
+  if (free.length === 0 || observations.filter((o) => valuesOf(o).length > 0).length < 2) return undefined;
+  const m = modelOf(free, observations, direction);
+  let best: { index: number; predicted: number; sd: number } | undefined;
+  let bestMu = Number.POSITIVE_INFINITY;
+  observations.forEach((o, index) => {
+    if (valuesOf(o).length === 0) return;
+    const { mu, sd } = m.model.predict(m.toUnit(o.params));
+    if (mu < bestMu) {
+      bestMu = mu;
+      best = { index, predicted: m.sign * (mu * m.scale + m.center), sd: sd * m.scale };
+    }
+  });
+  return best;
+}
+
+/** The GP fitted to the observations, with the maps between metric units and the model's. */
+function modelOf(free: Dim[], observations: GpObservation[], direction: Direction) {
+  const sign = direction === "maximize" ? -1 : 1;
+  const toUnit = (p: Params) => free.map((d) => (encode(d, p[d.name] ?? d.knob.low) - d.a) / (d.b - d.a));
+  // Raw rows: signed means and spreads; failures get the worst mean.
+  const raw = observations.map((o) => {
+    const vs = valuesOf(o).map((v) => sign * v);
+    const m = vs.length ? vs.reduce((a, b) => a + b, 0) / vs.length : Number.NaN;
+    return { u: toUnit(o.params), m, n: vs.length, ss: vs.reduce((a, v) => a + (v - m) ** 2, 0) };
+  });
+  const finite = raw.filter((r) => r.n > 0);
+  const worst = Math.max(...finite.map((r) => r.m));
+  let rows = raw.map((r) => (r.n > 0 ? r : { ...r, m: worst, n: 1, ss: 0 }));
+  if (rows.length > MAX_MODELLED) {
+    const half = MAX_MODELLED / 2;
+    const byValue = rows.map((r, i) => ({ r, i })).sort((a, b) => a.r.m - b.r.m);
+    const keep = new Set(byValue.slice(0, half).map((x) => x.i));
+    for (let i = rows.length - 1; i >= 0 && keep.size < MAX_MODELLED; i--) keep.add(i);
+    rows = rows.filter((_, i) => keep.has(i));
+  }
+  const means = rows.map((r) => r.m);
+  const center = means.reduce((a, b) => a + b, 0) / means.length;
+  let scale = Math.sqrt(means.reduce((a, m) => a + (m - center) ** 2, 0) / means.length);
+  // All means equal (or one row): the within-configuration spread, else 1, sets the unit.
+  if (!(scale > 0)) {
+    const ssAll = rows.reduce((a, r) => a + r.ss, 0);
+    const dfAll = rows.reduce((a, r) => a + r.n - 1, 0);
+    scale =
+      dfAll > 0 && ssAll > 0 ? Math.sqrt(ssAll / dfAll) : Math.abs(center) > 0 ? Math.abs(center) * 1e-3 : 1;
+  }
+  const data: Row[] = rows.map((r) => ({
+    u: r.u,
+    y: (r.m - center) / scale,
+    n: r.n,
+    ss: r.ss / (scale * scale),
+  }));
+  return { model: fitGp(data, free.length), toUnit, sign, center, scale, data };
+}
+
+function gpSuggestion(
+  dims: Dim[],
+  free: Dim[],
+  observations: GpObservation[],
+  rng: Rng,
+  direction: Direction,
+  isNew: (p: Params) => boolean,
+  remember: (p: Params) => void,
+): GpSuggestion | undefined {
+  const { model, toUnit, sign, center, scale, data } = modelOf(free, observations, direction);
+
+  // The incumbent: the best posterior mean at an evaluated configuration.
+  let incumbent = Number.POSITIVE_INFINITY;
+  let centres: { u: number[]; mu: number }[] = [];
+  for (const r of data) {
+    const { mu } = model.predict(r.u);
+    centres.push({ u: r.u, mu });
+    if (mu < incumbent) incumbent = mu;
+  }
+  centres = centres.sort((a, b) => a.mu - b.mu).slice(0, TOP_CENTRES);
+
+  // Candidates in the unit cube, scored after rounding to real configurations.
+  const fromUnitVec = (u: number[]): Params => {
+    let j = 0;
+    return paramsOf(
+      dims,
+      dims.map((d) => (d.fixed ? d.a : d.a + clamp01(u[j++] as number) * (d.b - d.a))),
+    );
+  };
+  const scored = new Map<string, { p: Params; u: number[]; ei: number; mu: number }>();
+  const score = (u: number[]) => {
+    const p = fromUnitVec(u);
+    const key = keyOf(dims, p);
+    const hit = scored.get(key);
+    if (hit) return hit;
+    const ur = toUnit(p);
+    const { mu, sd } = model.predict(ur);
+    const entry = { p, u: ur, ei: expectedImprovement(incumbent, mu, sd), mu };
+    scored.set(key, entry);
+    return entry;
+  };
+  const d = free.length;
+  for (let i = 0; i < RANDOM_CANDIDATES; i++) score(Array.from({ length: d }, () => rng.next()));
+  for (const c of centres) {
+    for (let i = 0; i < LOCAL_CANDIDATES; i++) {
+      const step = i % 2 === 0 ? 0.05 : 0.15;
+      score(c.u.map((x) => clamp01(x + step * rng.normal())));
+    }
+  }
+  const starts = [...scored.values()]
+    .filter((e) => isNew(e.p))
+    .sort((a, b) => b.ei - a.ei)
+    .slice(0, REFINE);
+  for (const start of starts) {
+    let at = start;
+    let step = 0.05;
+    for (let k = 0; k < REFINE_STEPS; k++) {
+      const next = score(at.u.map((x) => clamp01(x + step * rng.normal())));
+      if (next.ei > at.ei && isNew(next.p)) at = next;
+      else step *= 0.7;
+    }
+  }
+  const ranked = [...scored.values()].sort((a, b) => b.ei - a.ei);
+  const pick = ranked.find((e) => isNew(e.p));
+  if (!pick) {
+    for (const e of ranked.slice(0, 1)) remember(e.p);
+    return undefined;
+  }
+  const bestPredicted = sign * (incumbent * scale + center);
+  return {
+    params: pick.p,
+    mode: "gp",
+    observed: observations.length,
+    repeat: false,
+    model: {
+      expectedImprovement: pick.ei * scale,
+      predicted: sign * (pick.mu * scale + center),
+      bestPredicted,
+      noiseSigma: Math.sqrt(model.noise) * scale,
+    },
+  };
+}
+
+function clamp01(x: number): number {
+  return Math.min(Math.max(x, 0), 1);
+}
+
+/** EI of a minimisation below `best`, for a posterior N(mu, sd²). */
+export function expectedImprovement(best: number, mu: number, sd: number): number {
+  if (!(sd > 1e-12)) return Math.max(best - mu, 0);
+  const z = (best - mu) / sd;
+  return (best - mu) * normalCdf(z) + sd * Math.exp(-0.5 * z * z) * 0.3989422804014327;
+}
+
+// --- the Gaussian process -----------------------------------------------------------------
+
+export interface GpModel {
+  lengthscales: number[];
+  signal: number;
+  /** Trial noise variance (standardised units). */
+  noise: number;
+  predict(u: number[]): { mu: number; sd: number };
+}
+
+const SQRT5 = Math.sqrt(5);
+
+function matern52(r2: number): number {
+  const r = Math.sqrt(r2);
+  return (1 + SQRT5 * r + (5 / 3) * r2) * Math.exp(-SQRT5 * r);
+}
+
+/** Log-normal priors (mean of the log, sd of the log) on lengthscale, signal variance, noise variance. */
+const PRIOR = {
+  lengthscale: [Math.log(0.5), 1],
+  signal: [0, 1.5],
+  noise: [Math.log(0.05), 2.5],
+} as const;
+const JITTER = 1e-8;
+
+/** Fits the hyperparameters (MAP) and returns the posterior. Exported for tests. */
+export function fitGp(data: Row[], d: number): GpModel {
+  const n = data.length;
+  // Squared distances per dimension, flat [dim][i*n+k].
+  const dist = Array.from({ length: d }, (_, j) => {
+    const out = new Float64Array(n * n);
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k < i; k++) {
+        const diff = ((data[i] as Row).u[j] as number) - ((data[k] as Row).u[j] as number);
+        out[i * n + k] = diff * diff;
+        out[k * n + i] = diff * diff;
+      }
+    }
+    return out;
+  });
+  const y = Float64Array.from(data, (r) => r.y);
+  const withinSs = data.reduce((a, r) => a + r.ss, 0);
+  const withinDf = data.reduce((a, r) => a + r.n - 1, 0);
+  const K = new Float64Array(n * n);
+
+  const build = (theta: number[]) => {
+    const inv = theta.slice(0, d).map((t) => Math.exp(-2 * t));
+    const s2 = Math.exp(theta[d] as number);
+    const noise = Math.exp(theta[d + 1] as number);
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k <= i; k++) {
+        let v: number;
+        if (i === k) v = s2 + noise / (data[i] as Row).n + JITTER;
+        else {
+          let r2 = 0;
+          for (let j = 0; j < d; j++)
+            r2 += ((dist[j] as Float64Array)[i * n + k] as number) * (inv[j] as number);
+          v = s2 * matern52(r2);
+        }
+        K[i * n + k] = v;
+      }
+    }
+    return { s2, noise };
+  };
+
+  const objective = (theta: number[]): number => {
+    const { noise } = build(theta);
+    if (!cholesky(K, n)) return Number.POSITIVE_INFINITY;
+    const alpha = solveChol(K, n, y);
+    let quad = 0;
+    let logDet = 0;
+    for (let i = 0; i < n; i++) {
+      quad += (y[i] as number) * (alpha[i] as number);
+      logDet += Math.log(K[i * n + i] as number);
+    }
+    let nll = 0.5 * quad + logDet + withinSs / (2 * noise) + 0.5 * withinDf * Math.log(noise);
+    const pen = (t: number, [m, s]: readonly [number, number]) => 0.5 * ((t - m) / s) ** 2;
+    for (let j = 0; j < d; j++) nll += pen(theta[j] as number, PRIOR.lengthscale);
+    nll += pen(theta[d] as number, PRIOR.signal) + pen(theta[d + 1] as number, PRIOR.noise);
+    return Number.isFinite(nll) ? nll : Number.POSITIVE_INFINITY;
+  };
+  const bounded = (theta: number[]) =>
+    theta.map((t, i) => {
+      if (i < d) return Math.min(Math.max(t, Math.log(0.01)), Math.log(20));
+      if (i === d) return Math.min(Math.max(t, Math.log(1e-3)), Math.log(100));
+      return Math.min(Math.max(t, Math.log(1e-6)), Math.log(10));
+    });
+  const f = (theta: number[]) => objective(bounded(theta));
+  const starts = [
+    [...new Array<number>(d).fill(Math.log(0.5)), 0, Math.log(0.05)],
+    [...new Array<number>(d).fill(Math.log(0.2)), 0, Math.log(0.3)],
+  ];
+  let best = { x: starts[0] as number[], f: Number.POSITIVE_INFINITY };
+  for (const s of starts) {
+    const r = nelderMead(f, s, 0.7, 60 + 20 * d);
+    if (r.f < best.f) best = r;
+  }
+  const theta = bounded(best.x);
+  const { s2, noise } = build(theta);
+  if (!cholesky(K, n)) throw new Error("gp: the fitted covariance is not positive definite");
+  const alpha = solveChol(K, n, y);
+  const inv = theta.slice(0, d).map((t) => Math.exp(-2 * t));
+  const L = K;
+  return {
+    lengthscales: theta.slice(0, d).map((t) => Math.exp(t)),
+    signal: s2,
+    noise,
+    predict(u: number[]) {
+      const kStar = new Float64Array(n);
+      let mu = 0;
+      for (let i = 0; i < n; i++) {
+        const ui = (data[i] as Row).u;
+        let r2 = 0;
+        for (let j = 0; j < d; j++) {
+          const diff = (u[j] as number) - (ui[j] as number);
+          r2 += diff * diff * (inv[j] as number);
+        }
+        const kv = s2 * matern52(r2);
+        kStar[i] = kv;
+        mu += kv * (alpha[i] as number);
+      }
+      // v = L⁻¹ k*, var = s² − v·v
+      let vv = 0;
+      for (let i = 0; i < n; i++) {
+        let s = kStar[i] as number;
+        for (let k = 0; k < i; k++) s -= (L[i * n + k] as number) * (kStar[k] as number);
+        const v = s / (L[i * n + i] as number);
+        kStar[i] = v;
+        vv += v * v;
+      }
+      return { mu, sd: Math.sqrt(Math.max(s2 - vv, 0)) };
+    },
+  };
+}
+
+/** In-place lower Cholesky factor of the lower triangle of A (n×n, row-major). False if not positive definite. */
+function cholesky(A: Float64Array, n: number): boolean {
+  for (let j = 0; j < n; j++) {
+    let s = A[j * n + j] as number;
+    for (let k = 0; k < j; k++) s -= (A[j * n + k] as number) ** 2;
+    if (!(s > 0)) return false;
+    const l = Math.sqrt(s);
+    A[j * n + j] = l;
+    for (let i = j + 1; i < n; i++) {
+      let t = A[i * n + j] as number;
+      for (let k = 0; k < j; k++) t -= (A[i * n + k] as number) * (A[j * n + k] as number);
+      A[i * n + j] = t / l;
+    }
+  }
+  return true;
+}
+
+/** Solves (L Lᵀ) x = b for the factor in L's lower triangle. */
+function solveChol(L: Float64Array, n: number, b: Float64Array): Float64Array {
+  const z = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    let s = b[i] as number;
+    for (let k = 0; k < i; k++) s -= (L[i * n + k] as number) * (z[k] as number);
+    z[i] = s / (L[i * n + i] as number);
+  }
+  const x = new Float64Array(n);
+  for (let i = n - 1; i >= 0; i--) {
+    let s = z[i] as number;
+    for (let k = i + 1; k < n; k++) s -= (L[k * n + i] as number) * (x[k] as number);
+    x[i] = s / (L[i * n + i] as number);
+  }
+  return x;
+}
+
+/** Nelder–Mead minimisation (standard coefficients), at most maxEvals evaluations. */
+export function nelderMead(
+  f: (x: number[]) => number,
+  x0: number[],
+  step: number,
+  maxEvals: number,
+): { x: number[]; f: number } {
+  const m = x0.length;
+  let simplex = [x0, ...x0.map((_, i) => x0.map((v, j) => (j === i ? v + step : v)))].map((x) => ({
+    x,
+    f: f(x),
+  }));
+  let evals = simplex.length;
+  while (evals < maxEvals) {
+    simplex.sort((a, b) => a.f - b.f);
+    const best = simplex[0] as { x: number[]; f: number };
+    const worst = simplex[m] as { x: number[]; f: number };
+    const second = simplex[m - 1] as { x: number[]; f: number };
+    if (Math.abs(worst.f - best.f) < 1e-7) break;
+    const centroid = x0.map((_, j) => simplex.slice(0, m).reduce((a, p) => a + (p.x[j] as number), 0) / m);
+    const along = (t: number) => centroid.map((c, j) => c + t * ((worst.x[j] as number) - c));
+    const reflected = along(-1);
+    const fr = f(reflected);
+    evals++;
+    if (fr < best.f) {
+      const expanded = along(-2);
+      const fe = f(expanded);
+      evals++;
+      simplex[m] = fe < fr ? { x: expanded, f: fe } : { x: reflected, f: fr };
+    } else if (fr < second.f) {
+      simplex[m] = { x: reflected, f: fr };
+    } else {
+      const contracted = fr < worst.f ? along(-0.5) : along(0.5);
+      const fc = f(contracted);
+      evals++;
+      if (fc < Math.min(fr, worst.f)) simplex[m] = { x: contracted, f: fc };
+      else {
+        simplex = simplex.map((p, i) =>
+          i === 0
+            ? p
+            : { x: p.x.map((v, j) => (best.x[j] as number) + 0.5 * (v - (best.x[j] as number))), f: 0 },
+        );
+        for (let i = 1; i <= m; i++) {
+          const p = simplex[i] as { x: number[]; f: number };
+          p.f = f(p.x);
+        }
+        evals += m;
+      }
+    }
+  }
+  simplex.sort((a, b) => a.f - b.f);
+  return simplex[0] as { x: number[]; f: number };
+}

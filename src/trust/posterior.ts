@@ -1,0 +1,61 @@
+/**
+ * The run's best by posterior: of every evaluated configuration, the one whose noise-free value
+ * a model of all of them predicts best — the configuration a noisy run should name, which may
+ * differ from the last kept one (that one had to beat its incumbent trial by trial; the model
+ * also learns from the configurations around it, including discarded ones).
+ *
+ * The model is the built-in optimizer's Gaussian process (src/agents/builtin/gp.ts) over the
+ * knobs of program.md's `search:`, fitted to every full-budget ok trial. Experiments without
+ * recorded knob values (a code change by an agent) cannot be placed in the space and are left
+ * out; with fewer than three measured configurations there is no prediction.
+ */
+import { type GpObservation, posteriorBest } from "../agents/builtin/gp.ts";
+import { valuesAt } from "../core/ladder.ts";
+import type { ExperimentRecord } from "../core/ledger.ts";
+import type { Program } from "../core/types.ts";
+
+export interface PredictedBest {
+  /** The experiment whose configuration is predicted best (the first one, if repeated). */
+  id: number;
+  /** Its commit: the code of that configuration. */
+  commit: string;
+  /** Its predicted noise-free value and the standard deviation of that prediction. */
+  predicted: number;
+  sd: number;
+  /** Configurations the model was fitted to. */
+  configurations: number;
+}
+
+/** Fewest measured configurations a prediction is made from. */
+const MIN_CONFIGURATIONS = 3;
+
+export function predictedBest(
+  program: Program,
+  exps: readonly ExperimentRecord[],
+): PredictedBest | undefined {
+  const names = Object.keys(program.search);
+  if (names.length === 0) return undefined;
+  const placed: { id: number; commit: string; obs: GpObservation }[] = [];
+  for (const e of exps) {
+    if (!e.params || names.some((k) => !Number.isFinite(e.params?.[k]))) continue;
+    if (e.decision?.action === "reject") continue;
+    const params = Object.fromEntries(names.map((k) => [k, e.params?.[k] as number]));
+    placed.push({ id: e.n, commit: e.commit, obs: { params, values: valuesAt(program, e, "full") } });
+  }
+  const measured = placed.filter((p) => (p.obs.values?.length ?? 0) > 0);
+  if (measured.length < MIN_CONFIGURATIONS) return undefined;
+  const best = posteriorBest(
+    program.search,
+    placed.map((p) => p.obs),
+    program.objective.direction,
+  );
+  if (!best) return undefined;
+  const at = placed[best.index] as { id: number; commit: string };
+  return {
+    id: at.id,
+    commit: at.commit,
+    predicted: best.predicted,
+    sd: best.sd,
+    configurations: measured.length,
+  };
+}
