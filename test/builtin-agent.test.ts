@@ -257,7 +257,9 @@ describe("builtin agent", () => {
       "TPE: sampled from the density of the best 2 of 7 observed configurations (1 failed or pending counted as worst)",
     );
     const g = await createBuiltinAgent().propose(context(dir, { history }));
-    expect(g.mechanism).toMatch(/^GP: .*\(model of 7 configurations, .*\) \(1 failed or pending counted as worst\)$/);
+    expect(g.mechanism).toMatch(
+      /^GP: .*\(model of 7 configurations, .*\) \(1 failed or pending counted as worst\)$/,
+    );
   });
 
   it("asks for search: knobs when there are none", async () => {

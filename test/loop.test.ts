@@ -262,20 +262,23 @@ describe("trustworthy progress in the loop", () => {
 
   it("noise-aware acceptance: repeats the baseline, re-runs results inside the noise, keeps only credible gains", async () => {
     const dir = project({ acceptance: "noise", noise: 0.05 });
+    // (The result inside the noise comes last: in the budget's reserve, where it gets the full
+    // test; earlier, while exploring, one unpromising trial ends it — the next test.)
     const { experiments, events } = await run(dir, [
-      { hypothesis: "X 5 → 4.99 (inside the noise)", edits: setX(4.99) },
       { hypothesis: "X 5 → 3 (a real gain)", edits: setX(3) },
       { hypothesis: "X 3 → 9 (a clear loss)", edits: setX(9) },
+      { hypothesis: "X 3 → 2.999 (inside the noise)", edits: setX(2.999) },
     ]);
-    const [base, tiny, real, loss] = experiments;
+    const [base, real, loss, tiny] = experiments;
     // The baseline ran three times with seeds 0, 1, 2: that is the first noise sample.
     expect(base?.trials.slice(0, 3).map((t) => t.seed)).toEqual([0, 1, 2]);
     expect(base?.decision?.reason).toMatch(/mean of 3 trials/);
     // The incumbent is evidence too: while it was the best, it was re-measured on the next
     // seeds so that it never had fewer trials than a challenger asked for more.
     expect(base?.trials.map((t) => t.seed)).toEqual(base?.trials.map((_, i) => i));
-    expect(base?.trials.length).toBeGreaterThanOrEqual(real?.trials.length ?? 0);
     expect(base?.trials.length).toBeGreaterThan(3);
+    // (and so was the gain once it was the best, while the last candidate challenged it)
+    expect(real?.trials.length).toBeGreaterThanOrEqual(tiny?.trials.length ?? 99);
     // Progress says why the incumbent runs again: for which challenger.
     const again = events.filter((e) => e.type === "trial_started" && e.n === 0 && e.attempt > 3);
     expect(again.length).toBe((base?.trials.length ?? 0) - 3);
@@ -288,7 +291,9 @@ describe("trustworthy progress in the loop", () => {
     expect(real?.decision?.action).toBe("keep");
     // Every σ is explained: where it came from is in the reason the notebook keeps.
     expect(real?.decision?.reason).toMatch(/σ [\d.e-]+ pooled from \d+ configurations and \d+ trials/);
-    const values = (real?.trials ?? []).map((t) => t.result?.metrics.score as number);
+    // Its trials when it was decided (later, as the incumbent, it was re-measured).
+    const judgedOn = Number(/\((\d+) trials\) vs best/.exec(real?.decision?.reason ?? "")?.[1]);
+    const values = (real?.trials ?? []).slice(0, judgedOn).map((t) => t.result?.metrics.score as number);
     expect(values.length).toBeGreaterThanOrEqual(2);
     const mean = values.reduce((a, b) => a + b, 0) / values.length;
     expect(real?.decision?.metric).toBeGreaterThanOrEqual(mean);
@@ -297,6 +302,18 @@ describe("trustworthy progress in the loop", () => {
     // A clear loss costs one trial.
     expect(loss?.trials).toHaveLength(1);
     expect(loss?.decision?.action).toBe("discard");
+  });
+
+  it("knows the budget: while much of it is left, a candidate whose first trial is not promising costs one trial", async () => {
+    const dir = project({ acceptance: "noise", noise: 0.05 });
+    const { experiments } = await run(dir, [
+      { hypothesis: "X 5 → 4.99 (inside the noise)", edits: setX(4.99) },
+      { hypothesis: "X 5 → 4.98 (inside the noise, in the reserve)", edits: setX(4.98) },
+    ]);
+    const [, early, late] = experiments;
+    expect(early?.trials).toHaveLength(1);
+    expect(early?.decision?.reason).toMatch(/^not promising: .* while exploring \(50% of the budget left/);
+    expect(late?.trials.length).toBeGreaterThan(1);
   });
 
   it("a deterministic objective: said once in the notebook, and values compared exactly", async () => {

@@ -392,3 +392,34 @@ describe("createJudge", () => {
     expect(() => createJudge("lucky")).toThrow(/unknown acceptance rule "lucky"/);
   });
 });
+
+describe("budget-aware exploration (JudgeInput.budget)", () => {
+  const judge = createNoiseJudge({ remeasure: false });
+  // σ 0.02 from the baseline: one trial's standard error against the baseline's mean of 3 is 0.023.
+  it("while exploring, a first trial that is not promising ends the candidate; in the reserve it gets more", () => {
+    const middling = [2.94]; // 0.01 better: z ≈ 0.4
+    const exploring = judge.decide(input(middling, { budget: { left: 8, total: 10 } }));
+    expect(exploring.action).toBe("discard");
+    expect((exploring as { reason: string }).reason).toMatch(
+      /^not promising: .* < 1\.5σ after one trial, while exploring \(80% of the budget left/,
+    );
+    expect(judge.decide(input(middling, { budget: { left: 1, total: 10 } })).action).toBe("more");
+    expect(judge.decide(input(middling)).action).toBe("more");
+  });
+
+  it("a promising first trial earns more trials while exploring", () => {
+    expect(judge.decide(input([2.9], { budget: { left: 9, total: 10 } })).action).toBe("more");
+  });
+
+  it("while exploring, a clear improvement (≥ 3σ after two trials) is kept without the rest of its confirmation", () => {
+    const clear = [2.85, 2.86];
+    const d = judge.decide(input(clear, { budget: { left: 9, total: 10 } }));
+    expect(d.action).toBe("keep");
+    expect((d as { reason: string }).reason).toMatch(
+      /a clear improvement, kept without further confirmation/,
+    );
+    // Without the budget (or in the reserve) the full confirmation runs.
+    expect(judge.decide(input(clear)).action).toBe("more");
+    expect(judge.decide(input(clear, { budget: { left: 1, total: 10 } })).action).toBe("more");
+  });
+});
