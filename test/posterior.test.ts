@@ -47,6 +47,15 @@ describe("predictedBest", () => {
     );
   });
 
+  it("fits once for the same notebook records, again when one changes", () => {
+    const a = predictedBest(program, exps);
+    expect(predictedBest(program, [...exps])).toBe(a);
+    const more = [...exps, exp(16, 0.41, [0.001])];
+    const b = predictedBest(program, more);
+    expect(b).not.toBe(a);
+    expect(b?.configurations).toBe(17);
+  });
+
   it("says nothing without knobs, or with too few measured configurations", () => {
     expect(predictedBest({ ...program, search: {} }, exps)).toBeUndefined();
     expect(predictedBest(program, exps.slice(0, 2))).toBeUndefined();

@@ -19,6 +19,7 @@ import {
   runTrial,
   STOPPED_BY_SIGNAL,
   startRun,
+  withBudget,
 } from "./loop.ts";
 import type { Agent, Program } from "./types.ts";
 import { bestOf, objectiveOf } from "./views.ts";
@@ -127,16 +128,17 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     ...(deps.rebaseKnobs ? { rebaseKnobs: deps.rebaseKnobs } : {}),
   };
   const slotDeps = deps.slots.map(
-    (s, index): LoopDeps => ({
-      ...deps,
-      workspace: s.workspace,
-      setupStamp: s.setupStamp,
-      slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
-      parallel: hooks,
-      ...(opts.maxExperiments !== undefined && Number.isFinite(opts.maxExperiments) && opts.maxExperiments > 0
-        ? { maxExperiments: opts.maxExperiments }
-        : {}),
-    }),
+    (s, index): LoopDeps =>
+      withBudget(
+        {
+          ...deps,
+          workspace: s.workspace,
+          setupStamp: s.setupStamp,
+          slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
+          parallel: hooks,
+        },
+        opts.maxExperiments,
+      ),
   );
 
   await reconcileBranch(deps, exps, emit);

@@ -29,10 +29,31 @@ export interface PredictedBest {
 /** Fewest measured configurations a prediction is made from. */
 const MIN_CONFIGURATIONS = 3;
 
+/**
+ * The last prediction per baseline record. The notebook's records are frozen and replaced when
+ * they change (src/ledger/sqlite-ledger.ts), so the same records mean the same answer: the
+ * dashboard asks for status on every event, and the fit is cubic in the configurations.
+ */
+const lastFit = new WeakMap<
+  ExperimentRecord,
+  { records: readonly ExperimentRecord[]; key: string; result: PredictedBest | undefined }
+>();
+
 export function predictedBest(
   program: Program,
   exps: readonly ExperimentRecord[],
 ): PredictedBest | undefined {
+  const key = JSON.stringify([program.search, program.objective, program.ladder?.rungs ?? null]);
+  const first = exps[0];
+  const hit = first ? lastFit.get(first) : undefined;
+  const same = hit && hit.key === key && hit.records.length === exps.length;
+  if (same && hit.records.every((e, i) => e === exps[i])) return hit.result;
+  const result = predict(program, exps);
+  if (first) lastFit.set(first, { records: [...exps], key, result });
+  return result;
+}
+
+function predict(program: Program, exps: readonly ExperimentRecord[]): PredictedBest | undefined {
   const names = Object.keys(program.search);
   if (names.length === 0) return undefined;
   const placed: { id: number; commit: string; obs: GpObservation }[] = [];

@@ -1,14 +1,15 @@
 /**
  * The built-in researcher: a model-based optimizer over the numeric knobs declared in
  * program.md's `search:` — a Gaussian process with expected improvement (gp.ts, the default) or
- * a Tree-structured Parzen Estimator (tpe.ts, `agent: { backend: builtin, args: [--sampler=tpe] }`). Each proposal rewrites knob constant lines in the editable files of the worktree
- * and nothing else, so it needs no LLM, no network and no API key.
+ * a Tree-structured Parzen Estimator (tpe.ts, `agent: { backend: builtin, args: [--sampler=tpe] }`).
+ * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
+ * else, so it needs no LLM, no network and no API key.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
 import type { Agent, ExperimentView, Program, Proposal, ProposalContext } from "../../core/types.ts";
-import { type GpObservation, suggestGp } from "./gp.ts";
+import { type GpObservation, type GpSuggestion, suggestGp } from "./gp.ts";
 import {
   formatKnobValue,
   formatNumber,
@@ -104,25 +105,21 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
   const startup = opts.startup ?? defaultStartup(names.length);
   const rng = createRng(mixSeed(opts.seed ?? 0, ctx.history.length));
   const direction = ctx.program.objective.direction;
-  let s: { params: Params; repeat: boolean };
+  const options = { direction, startup, current };
+  const s =
+    (opts.sampler ?? "gp") === "gp"
+      ? suggestGp(space, observations, rng, options)
+      : suggestTpe(space, observations, rng, options);
   let mechanism: string;
-  if ((opts.sampler ?? "gp") === "gp") {
-    const g = suggestGp(space, observations, rng, { direction, startup, current });
-    s = g;
+  if (s.mode === "startup")
+    mechanism = `random exploration (startup ${observations.length + 1} of ${startup})`;
+  else {
     mechanism =
-      g.mode === "startup" || !g.model
-        ? `random exploration (startup ${observations.length + 1} of ${startup})`
-        : `GP: expected improvement ${formatNumber(Number(g.model.expectedImprovement.toPrecision(3)), false)} over the best predicted value ${formatNumber(Number(g.model.bestPredicted.toPrecision(6)), false)}; this one is predicted ${formatNumber(Number(g.model.predicted.toPrecision(6)), false)} (model of ${g.observed} configurations, trial noise σ ≈ ${formatNumber(Number(g.model.noiseSigma.toPrecision(2)), false)})`;
-  } else {
-    const t = suggestTpe(space, observations, rng, { direction, startup, current });
-    s = t;
-    mechanism =
-      t.mode === "startup"
-        ? `random exploration (startup ${observations.length + 1} of ${startup})`
-        : `TPE: sampled from the density of the best ${t.good} of ${t.observed} observed configurations`;
+      "good" in s
+        ? `TPE: sampled from the density of the best ${s.good} of ${s.observed} observed configurations`
+        : gpMechanism(s);
+    if (failed > 0) mechanism += ` (${failed} failed or pending counted as worst)`;
   }
-  if (failed > 0 && !mechanism.startsWith("random"))
-    mechanism += ` (${failed} failed or pending counted as worst)`;
 
   const changed = names.filter((name) => s.params[name] !== current[name]);
   const literals = new Map<string, string>();
@@ -150,6 +147,15 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
     .join(", ");
   if (s.repeat) mechanism += "; every nearby configuration was tried, so this re-measures an earlier one";
   return { hypothesis, mechanism, params: s.params };
+}
+
+/** What the GP saw and expects, in the metric's units (significant digits only). */
+function gpMechanism(g: GpSuggestion): string {
+  const sig = (x: number, digits: number) => formatNumber(Number(x.toPrecision(digits)), false);
+  if (!g.model)
+    return `GP: every configuration it preferred was tried; a random one of ${g.observed} observed`;
+  const m = g.model;
+  return `GP: expected improvement ${sig(m.expectedImprovement, 3)} over the best predicted value ${sig(m.bestPredicted, 6)}; this one is predicted ${sig(m.predicted, 6)} (model of ${g.observed} configurations, trial noise σ ≈ ${sig(m.noiseSigma, 2)})`;
 }
 
 /**

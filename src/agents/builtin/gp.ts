@@ -26,7 +26,7 @@
  */
 import { AutolabError } from "../../core/errors.ts";
 import type { Direction, Knob } from "../../core/types.ts";
-import { normalCdf } from "../../trust/stats.ts";
+import { mean, normalCdf, sumSquares } from "../../trust/stats.ts";
 import type { Rng } from "./rng.ts";
 import { type Dim, encode, keyOf, makeDims, type Params, paramsOf, randomParams } from "./space.ts";
 
@@ -106,25 +106,21 @@ export function suggestGp(
   };
   const n = observations.length;
 
-  const measured = observations.filter((o) => valuesOf(o).length > 0);
-  if (n >= options.startup && measured.length >= 2 && free.length > 0) {
+  // The model needs two measured configurations and something to vary; before that, random.
+  const modelled =
+    n >= options.startup && free.length > 0 && observations.filter((o) => valuesOf(o).length > 0).length >= 2;
+  if (modelled) {
     const s = gpSuggestion(dims, free, observations, rng, options.direction, isNew, remember);
     if (s) return s;
-  } else {
-    for (let i = 0; i < RANDOM_TRIES; i++) {
-      const p = randomParams(dims, rng);
-      if (isNew(p)) return { params: p, mode: "startup", observed: n, repeat: false };
-      remember(p);
-    }
   }
+  // Startup, or every configuration the model liked was tried (a small space): a new random one.
+  const mode = modelled ? "gp" : "startup";
   for (let i = 0; i < RANDOM_TRIES; i++) {
     const p = randomParams(dims, rng);
-    if (isNew(p))
-      return { params: p, mode: n < options.startup ? "startup" : "gp", observed: n, repeat: false };
+    if (isNew(p)) return { params: p, mode, observed: n, repeat: false };
     remember(p);
   }
-  if (fallback)
-    return { params: fallback, mode: n < options.startup ? "startup" : "gp", observed: n, repeat: true };
+  if (fallback) return { params: fallback, mode, observed: n, repeat: true };
   throw new AutolabError(
     "SEARCH_EXHAUSTED",
     "the search space has no configuration other than the current one",
@@ -171,8 +167,7 @@ function modelOf(free: Dim[], observations: GpObservation[], direction: Directio
   // Raw rows: signed means and spreads; failures get the worst mean.
   const raw = observations.map((o) => {
     const vs = valuesOf(o).map((v) => sign * v);
-    const m = vs.length ? vs.reduce((a, b) => a + b, 0) / vs.length : Number.NaN;
-    return { u: toUnit(o.params), m, n: vs.length, ss: vs.reduce((a, v) => a + (v - m) ** 2, 0) };
+    return { u: toUnit(o.params), m: mean(vs), n: vs.length, ss: vs.length ? sumSquares(vs) : 0 };
   });
   const finite = raw.filter((r) => r.n > 0);
   const worst = Math.max(...finite.map((r) => r.m));
@@ -185,8 +180,8 @@ function modelOf(free: Dim[], observations: GpObservation[], direction: Directio
     rows = rows.filter((_, i) => keep.has(i));
   }
   const means = rows.map((r) => r.m);
-  const center = means.reduce((a, b) => a + b, 0) / means.length;
-  let scale = Math.sqrt(means.reduce((a, m) => a + (m - center) ** 2, 0) / means.length);
+  const center = mean(means);
+  let scale = Math.sqrt(sumSquares(means) / means.length);
   // All means equal (or one row): the within-configuration spread, else 1, sets the unit.
   if (!(scale > 0)) {
     const ssAll = rows.reduce((a, r) => a + r.ss, 0);
@@ -290,18 +285,18 @@ function clamp01(x: number): number {
   return Math.min(Math.max(x, 0), 1);
 }
 
+const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
+
 /** EI of a minimisation below `best`, for a posterior N(mu, sd²). */
-export function expectedImprovement(best: number, mu: number, sd: number): number {
+function expectedImprovement(best: number, mu: number, sd: number): number {
   if (!(sd > 1e-12)) return Math.max(best - mu, 0);
   const z = (best - mu) / sd;
-  return (best - mu) * normalCdf(z) + sd * Math.exp(-0.5 * z * z) * 0.3989422804014327;
+  return (best - mu) * normalCdf(z) + sd * Math.exp(-0.5 * z * z) * INV_SQRT_2PI;
 }
 
 // --- the Gaussian process -----------------------------------------------------------------
 
-export interface GpModel {
-  lengthscales: number[];
-  signal: number;
+interface GpModel {
   /** Trial noise variance (standardised units). */
   noise: number;
   predict(u: number[]): { mu: number; sd: number };
@@ -322,8 +317,8 @@ const PRIOR = {
 } as const;
 const JITTER = 1e-8;
 
-/** Fits the hyperparameters (MAP) and returns the posterior. Exported for tests. */
-export function fitGp(data: Row[], d: number): GpModel {
+/** Fits the hyperparameters (MAP) and returns the posterior. */
+function fitGp(data: Row[], d: number): GpModel {
   const n = data.length;
   // Squared distances per dimension, flat [dim][i*n+k].
   const dist = Array.from({ length: d }, (_, j) => {
@@ -401,8 +396,6 @@ export function fitGp(data: Row[], d: number): GpModel {
   const inv = theta.slice(0, d).map((t) => Math.exp(-2 * t));
   const L = K;
   return {
-    lengthscales: theta.slice(0, d).map((t) => Math.exp(t)),
-    signal: s2,
     noise,
     predict(u: number[]) {
       const kStar = new Float64Array(n);
