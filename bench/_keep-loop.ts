@@ -108,7 +108,7 @@ export interface KeepLoopResult {
   trialsUsed: number;
   experiments: number;
   /** Every decided candidate: true improvement over the best's true value (positive = better), trials, kept. */
-  candidates: { improvement: number; trials: number; kept: boolean; incumbent: number }[];
+  candidates: { improvement: number; trials: number; kept: boolean; incumbent: number; reason?: string }[];
   /** Trials spent re-measuring incumbents. */
   incumbentTrials: number;
   /**
@@ -250,6 +250,7 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
       improvement: best.true - trueValue,
       trials: trials.length,
       kept: decision.action === "keep",
+      reason: decision.reason,
     });
     const measured = decision.metric ?? values.reduce((a, b) => a + b, 0) / values.length;
     history.push({ params: fromUnit(fn.space, u), value: measured });

@@ -33,7 +33,7 @@ import { type KeepLoopOptions, type KeepLoopResult, type Proposer, runKeepLoop }
 import { type Estimate, estimate, flags, numberFlag, ratio, round, show } from "./_stats.ts";
 
 /** σ per function: of the order of the late improvements a local step makes (printed as typ/σ). */
-const SCENARIOS: { fn: TestFunction; sigma: number }[] = [
+export const SCENARIOS: { fn: TestFunction; sigma: number }[] = [
   { fn: branin, sigma: 1 },
   { fn: hartmann3, sigma: 0.3 },
   { fn: logRosenbrock, sigma: 0.3 },
@@ -101,7 +101,7 @@ interface ScenarioFigures {
   gapRatio: number;
 }
 
-function scenario(
+export function scenario(
   fn: TestFunction,
   sigma: number,
   seeds: number,
@@ -266,13 +266,13 @@ function runCase(judge: Judge, opts: Partial<KeepLoopOptions>, seeds: number, tr
   };
 }
 
-function noiseCases(seeds: number, trials: number) {
+function noiseCases(seeds: number, trials: number, judge: NoiseJudgeOptions = {}) {
   console.log(
     `the noise model's cases (${trials} trials per run, ${seeds} seeds, synthetic proposals N(0.3σ, σ) worse than the best): old rule (σ from the judged repeats) vs new (pooled over the run, incumbent re-measured)`,
   );
   return NOISE_CASES.map(({ name, opts }) => {
     const old = runCase(createNoiseJudge(OLD_RULE), opts, seeds, trials);
-    const now = runCase(createNoiseJudge(), opts, seeds, trials);
+    const now = runCase(createNoiseJudge(judge), opts, seeds, trials);
     const line = (label: string, c: CaseFigures) =>
       `  ${label.padEnd(4)} truly-worse keeps ${show(c.falseShare, 3, 100)}%  improvements lost ${show(c.lost, 3, 100)}% (against the case's incumbent ${show(c.lostVsCase, 3, 100)}%)  true gain ${show(c.gain)}σ  keeps/seed ${round(c.keepsPerSeed, 3)}  incumbent trials/seed ${round(c.incumbentTrialsPerSeed, 3)}`;
     console.log(name);
@@ -299,6 +299,15 @@ function noiseCases(seeds: number, trials: number) {
   });
 }
 
+function judgeFlag(f: Record<string, string>): NoiseJudgeOptions {
+  if (f.judge === undefined) return {};
+  try {
+    return JSON.parse(f.judge) as NoiseJudgeOptions;
+  } catch {
+    throw new Error(`--judge must be JSON options of the noise judge, e.g. --judge='{"confirmZ":1.3}'`);
+  }
+}
+
 export async function main(args: string[]): Promise<Record<string, unknown>> {
   const f = flags(args);
   const seeds = numberFlag(f, "seeds", 200);
@@ -309,20 +318,22 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
   const unpaired = Boolean(f.unpaired);
   const caseSeeds = numberFlag(f, "case-seeds", 400);
   const caseTrials = numberFlag(f, "case-trials", 100);
-  if (f["cases-only"]) return { benchmark: "noise", cases: noiseCases(caseSeeds, caseTrials) };
+  // --judge='{"confirmZ":1.3}': options of the noise-aware rule under test (default: its defaults).
+  const judge = judgeFlag(f);
+  if (f["cases-only"]) return { benchmark: "noise", cases: noiseCases(caseSeeds, caseTrials, judge) };
   const t0 = performance.now();
   console.log(
     `keep-or-revert at ${trials} total trials per run (baseline included); noise independent between trials${share ? ` except a seed share of ${share}` : ""}${unpaired ? "; the judge does not see the best's seeds (unpaired)" : ""}`,
   );
   const all: ScenarioFigures[] = [];
   for (const { fn, sigma } of SCENARIOS) {
-    const s = scenario(fn, sigma, seeds, trials, "local", share, {}, unpaired);
+    const s = scenario(fn, sigma, seeds, trials, "local", share, judge, unpaired);
     print(s);
     all.push(s);
   }
   if (tpeSeeds > 0) {
     for (const { fn, sigma } of SCENARIOS) {
-      const s = scenario(fn, sigma, tpeSeeds, trials, "tpe", share, {}, unpaired);
+      const s = scenario(fn, sigma, tpeSeeds, trials, "tpe", share, judge, unpaired);
       print(s);
       all.push(s);
     }
@@ -333,7 +344,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
       `common seeds: ${sharedShare} of the noise variance tied to the trial's seed index (trial k of every experiment has seed k), local proposals`,
     );
     for (const { fn, sigma } of SCENARIOS) {
-      const s = scenario(fn, sigma, seeds, trials, "local", sharedShare, {}, unpaired);
+      const s = scenario(fn, sigma, seeds, trials, "local", sharedShare, judge, unpaired);
       print(s);
       shared.push(s);
     }
@@ -344,7 +355,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     console.log("trade-off of the keep threshold (local proposals, pooled over the scenarios):");
     for (const alpha of [0.01, 0.025, 0.05, 0.1, 0.2]) {
       const rows = SCENARIOS.map(({ fn, sigma }) =>
-        scenario(fn, sigma, seeds, trials, "local", share, { alpha, keepZ: 0 }, unpaired),
+        scenario(fn, sigma, seeds, trials, "local", share, { ...judge, alpha, keepZ: 0 }, unpaired),
       );
       const fs = rows.map((r) => r.noise.falseShare.mean);
       const diff = rows.map((r) => r.regretDiff.mean / r.sigma);
@@ -361,7 +372,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     }
   }
 
-  const cases = caseSeeds > 0 ? noiseCases(caseSeeds, caseTrials) : [];
+  const cases = caseSeeds > 0 ? noiseCases(caseSeeds, caseTrials, judge) : [];
   const main = figures(all);
   const sharedFigures = shared.length ? figures(shared) : undefined;
   const summary = {

@@ -11,6 +11,7 @@ import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
 import { climbLadder, isFullBudget, type Rung } from "./ladder.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
+import { DEFAULT_MAX_TRIAL_FAILURES, failedTrialStreak, trialsFailingError } from "./trial-streak.ts";
 import type {
   Agent,
   Alarm,
@@ -99,6 +100,8 @@ export interface LoopOptions {
   maxDiffLines?: number;
   /** Consecutive failed proposals (crash, timeout, garbage, no change, out of scope) before the run stops. Default 5. */
   maxAgentFailures?: number;
+  /** Consecutive candidates whose trials failed (crash, timeout, no metric) before the run stops. Default 10. */
+  maxTrialFailures?: number;
   /** Ctrl-C: the running trial is killed and recorded as interrupted; `autolab run` resumes it. */
   signal?: AbortSignal;
   onEvent?: LoopEventListener;
@@ -169,6 +172,11 @@ export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<
       ...(opts.maxDiffLines !== undefined ? { maxDiffLines: opts.maxDiffLines } : {}),
     });
     if (!step) break;
+    const streak = failedTrialStreak(list());
+    if (streak.length >= (opts.maxTrialFailures ?? DEFAULT_MAX_TRIAL_FAILURES)) {
+      await ws.resetTo(bestOf(list())?.commit ?? run.baseCommit);
+      throw trialsFailingError(streak, Object.keys(program.search).length > 0);
+    }
     if (!step.researcherFailed) {
       failures.length = 0;
       continue;

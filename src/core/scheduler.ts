@@ -21,6 +21,7 @@ import {
   startRun,
   withBudget,
 } from "./loop.ts";
+import { DEFAULT_MAX_TRIAL_FAILURES, failedTrialStreak, trialsFailingError } from "./trial-streak.ts";
 import type { Agent, Program } from "./types.ts";
 import { bestOf, objectiveOf } from "./views.ts";
 import type { Workspace } from "./workspace.ts";
@@ -283,6 +284,11 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
         return;
       }
       credit(exp.n);
+      const streak = failedTrialStreak(list());
+      if (streak.length >= (opts.maxTrialFailures ?? DEFAULT_MAX_TRIAL_FAILURES)) {
+        fail(trialsFailingError(streak, Object.keys(program.search).length > 0));
+        return;
+      }
     }
   };
 

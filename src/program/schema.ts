@@ -119,7 +119,7 @@ const knob = z.strictObject(knobShape).superRefine((k, ctx) => {
       code: "custom",
       path: ["high"],
       input: k.high,
-      message: `high (${k.high}) must be greater than low (${k.low})`,
+      message: `high (${k.high}) must be greater than low (${k.low})${k.high === k.low ? ": a knob with one value has nothing to search; leave it out of search: (the file keeps its value)" : ""}`,
     });
   }
   if (k.log && k.low <= 0) {
