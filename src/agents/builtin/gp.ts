@@ -317,8 +317,35 @@ const PRIOR = {
 } as const;
 const JITTER = 1e-8;
 
+/**
+ * Configurations the hyperparameters are fitted on, at most: past it the best half and the
+ * newest half (each likelihood evaluation is a Cholesky factorisation, cubic in the rows, and
+ * Nelder–Mead makes a few hundred); the posterior then conditions on every modelled row.
+ */
+export const MAX_FITTED = 80;
+
 /** Fits the hyperparameters (MAP) and returns the posterior. */
 function fitGp(data: Row[], d: number): GpModel {
+  return posterior(data, d, fitHyperparameters(subsetForFit(data), d));
+}
+
+/** The best half by mean and the newest half of the rows, in their order. */
+function subsetForFit(data: Row[]): Row[] {
+  if (data.length <= MAX_FITTED) return data;
+  const half = MAX_FITTED / 2;
+  const keep = new Set(
+    data
+      .map((r, i) => ({ y: r.y, i }))
+      .sort((a, b) => a.y - b.y)
+      .slice(0, half)
+      .map((x) => x.i),
+  );
+  for (let i = data.length - 1; i >= 0 && keep.size < MAX_FITTED; i--) keep.add(i);
+  return data.filter((_, i) => keep.has(i));
+}
+
+/** The covariance of `data` under log-hyperparameters theta (lengthscales, signal, noise). */
+function covariance(data: Row[], d: number) {
   const n = data.length;
   // Squared distances per dimension, flat [dim][i*n+k].
   const dist = Array.from({ length: d }, (_, j) => {
@@ -332,12 +359,8 @@ function fitGp(data: Row[], d: number): GpModel {
     }
     return out;
   });
-  const y = Float64Array.from(data, (r) => r.y);
-  const withinSs = data.reduce((a, r) => a + r.ss, 0);
-  const withinDf = data.reduce((a, r) => a + r.n - 1, 0);
   const K = new Float64Array(n * n);
-
-  const build = (theta: number[]) => {
+  const build = (theta: readonly number[]) => {
     const inv = theta.slice(0, d).map((t) => Math.exp(-2 * t));
     const s2 = Math.exp(theta[d] as number);
     const noise = Math.exp(theta[d + 1] as number);
@@ -354,9 +377,27 @@ function fitGp(data: Row[], d: number): GpModel {
         K[i * n + k] = v;
       }
     }
-    return { s2, noise };
+    return { s2, noise, inv };
   };
+  return { K, build };
+}
 
+/** Keeps log-hyperparameters inside sane bounds (lengthscales, signal variance, noise variance). */
+function bounded(theta: readonly number[], d: number): number[] {
+  return theta.map((t, i) => {
+    if (i < d) return Math.min(Math.max(t, Math.log(0.01)), Math.log(20));
+    if (i === d) return Math.min(Math.max(t, Math.log(1e-3)), Math.log(100));
+    return Math.min(Math.max(t, Math.log(1e-6)), Math.log(10));
+  });
+}
+
+/** MAP log-hyperparameters: the marginal likelihood, the within-repeat term and the priors. */
+function fitHyperparameters(data: Row[], d: number): number[] {
+  const n = data.length;
+  const { K, build } = covariance(data, d);
+  const y = Float64Array.from(data, (r) => r.y);
+  const withinSs = data.reduce((a, r) => a + r.ss, 0);
+  const withinDf = data.reduce((a, r) => a + r.n - 1, 0);
   const objective = (theta: number[]): number => {
     const { noise } = build(theta);
     if (!cholesky(K, n)) return Number.POSITIVE_INFINITY;
@@ -373,13 +414,7 @@ function fitGp(data: Row[], d: number): GpModel {
     nll += pen(theta[d] as number, PRIOR.signal) + pen(theta[d + 1] as number, PRIOR.noise);
     return Number.isFinite(nll) ? nll : Number.POSITIVE_INFINITY;
   };
-  const bounded = (theta: number[]) =>
-    theta.map((t, i) => {
-      if (i < d) return Math.min(Math.max(t, Math.log(0.01)), Math.log(20));
-      if (i === d) return Math.min(Math.max(t, Math.log(1e-3)), Math.log(100));
-      return Math.min(Math.max(t, Math.log(1e-6)), Math.log(10));
-    });
-  const f = (theta: number[]) => objective(bounded(theta));
+  const f = (theta: number[]) => objective(bounded(theta, d));
   const starts = [
     [...new Array<number>(d).fill(Math.log(0.5)), 0, Math.log(0.05)],
     [...new Array<number>(d).fill(Math.log(0.2)), 0, Math.log(0.3)],
@@ -389,11 +424,17 @@ function fitGp(data: Row[], d: number): GpModel {
     const r = nelderMead(f, s, 0.7, 60 + 20 * d);
     if (r.f < best.f) best = r;
   }
-  const theta = bounded(best.x);
-  const { s2, noise } = build(theta);
+  return bounded(best.x, d);
+}
+
+/** The posterior of the GP with hyperparameters theta, conditioned on every row. */
+function posterior(data: Row[], d: number, theta: readonly number[]): GpModel {
+  const n = data.length;
+  const { K, build } = covariance(data, d);
+  const y = Float64Array.from(data, (r) => r.y);
+  const { s2, noise, inv } = build(theta);
   if (!cholesky(K, n)) throw new Error("gp: the fitted covariance is not positive definite");
   const alpha = solveChol(K, n, y);
-  const inv = theta.slice(0, d).map((t) => Math.exp(-2 * t));
   const L = K;
   return {
     noise,
