@@ -59,6 +59,13 @@ describe("createNoiseJudge", () => {
     expect(d.action === "discard" && d.metric).toBe(3.2);
   });
 
+  it("never shows a margin of -0.0σ", () => {
+    // Two trials a hair worse than the baseline: z rounds to zero, shown without a sign.
+    const d = judge.decide(input([2.9501, 2.9502]));
+    expect(d.reason).toMatch(/margin 0\.0σ/);
+    expect(d.reason).not.toMatch(/-0\.0σ/);
+  });
+
   it("asks for another trial when the first result is inside the noise band, even a better one", () => {
     for (const x of [2.955, 2.94, 2.9, 2.8]) {
       const d = judge.decide(input([x]));

@@ -773,5 +773,7 @@ export function createNoiseJudge(
 
 function fmtZ(z: number): string {
   if (!Number.isFinite(z)) return z > 0 ? "∞" : "-∞";
-  return z.toFixed(1);
+  // A tiny negative rounds to "-0.0"; a margin that rounds to zero is shown as 0.0.
+  const text = z.toFixed(1);
+  return text === "-0.0" ? "0.0" : text;
 }
