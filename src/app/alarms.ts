@@ -1,5 +1,6 @@
-import { budgetName, isFullBudget, valueAt } from "../core/ladder.ts";
+import { budgetName, valueAt } from "../core/ladder.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
+import { isFullBudget } from "../core/trial-values.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { bestOf, objectiveOf } from "../core/views.ts";
 import { checkHoldout, pooledNoise } from "../trust/holdout-alarm.ts";

@@ -12,8 +12,9 @@
  */
 import type { LoopEvent } from "./events.ts";
 import { formatMetric } from "./format.ts";
-import type { ExperimentRecord, TrialRecord } from "./ledger.ts";
+import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop.ts";
+import { isFullBudget, valuesAt } from "./trial-values.ts";
 import type { Alarm, Decision, Program, TrialResult } from "./types.ts";
 import { bestOf } from "./views.ts";
 
@@ -24,21 +25,6 @@ export interface Rung {
 
 /** Runs one trial of the experiment at a rung's budget (seed index 0: rungs share their seed). */
 export type RungTrial = (rung: Rung) => Promise<TrialResult>;
-
-/** True for a trial at run.budget (what the judge sees), false for a trial on a cheaper rung. */
-export function isFullBudget(program: Program, t: Pick<TrialRecord, "budgetMs">): boolean {
-  return !program.ladder?.rungs.some((r) => r.budgetMs === t.budgetMs);
-}
-
-/** The objective values of an experiment's ok trials at `budgetMs` ("full": at run.budget). */
-export function valuesAt(program: Program, e: ExperimentRecord, budgetMs: number | "full"): number[] {
-  const metric = program.objective.metric;
-  return e.trials
-    .filter((t) => (budgetMs === "full" ? isFullBudget(program, t) : t.budgetMs === budgetMs))
-    .map((t) => t.result)
-    .filter((r) => r?.status === "ok" && Number.isFinite(r.metrics[metric]))
-    .map((r) => r?.metrics[metric] as number);
-}
 
 /** An experiment's value at a budget: the mean of its ok trials there (normally exactly one). */
 export function valueAt(

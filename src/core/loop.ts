@@ -9,9 +9,10 @@ import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
-import { climbLadder, isFullBudget, type Rung } from "./ladder.ts";
+import { climbLadder, type Rung } from "./ladder.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import { DEFAULT_MAX_TRIAL_FAILURES, failedTrialStreak, trialsFailingError } from "./trial-streak.ts";
+import { isFullBudget } from "./trial-values.ts";
 import type {
   Agent,
   Alarm,

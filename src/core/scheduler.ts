@@ -1,6 +1,5 @@
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
-import { isFullBudget } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import {
   adoptCandidate,
@@ -22,6 +21,7 @@ import {
   withBudget,
 } from "./loop.ts";
 import { DEFAULT_MAX_TRIAL_FAILURES, failedTrialStreak, trialsFailingError } from "./trial-streak.ts";
+import { isFullBudget } from "./trial-values.ts";
 import type { Agent, Program } from "./types.ts";
 import { bestOf, objectiveOf } from "./views.ts";
 import type { Workspace } from "./workspace.ts";

@@ -1,6 +1,6 @@
 import { formatMetric } from "./format.ts";
-import { valuesAt } from "./ladder.ts";
 import type { ExperimentRecord, RunRecord } from "./ledger.ts";
+import { valuesAt } from "./trial-values.ts";
 import type { Alarm, ExperimentView, Program, TrialResult } from "./types.ts";
 
 /**

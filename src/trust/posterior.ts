@@ -10,8 +10,8 @@
  * out; with fewer than three measured configurations there is no prediction.
  */
 import { type GpObservation, posteriorBest } from "../agents/builtin/gp.ts";
-import { valuesAt } from "../core/ladder.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
+import { valuesAt } from "../core/trial-values.ts";
 import type { Program } from "../core/types.ts";
 
 export interface PredictedBest {
