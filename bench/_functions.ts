@@ -4,19 +4,19 @@
  * point of the unit cube into that space (log knobs in log space), so a simulation can
  * propose in the cube and the optimizer benchmark can search the real knobs.
  */
-import type { Knob } from "../src/core/types.ts";
+import type { NumericKnob } from "../src/core/types.ts";
 
 export type Point = Record<string, number>;
 
 export interface TestFunction {
   name: string;
-  space: Record<string, Knob>;
+  space: Record<string, NumericKnob>;
   f: (p: Point) => number;
   /** The noise-free minimum. */
   optimum: number;
 }
 
-const knob = (low: number, high: number, extra: Partial<Knob> = {}): Knob => ({
+const knob = (low: number, high: number, extra: Partial<NumericKnob> = {}): NumericKnob => ({
   low,
   high,
   log: false,
@@ -107,7 +107,7 @@ export const logQuadratic: TestFunction = {
 };
 
 /** Maps a point of the unit cube into the function's knob space (log knobs in log space). */
-export function fromUnit(space: Record<string, Knob>, u: readonly number[]): Point {
+export function fromUnit(space: Record<string, NumericKnob>, u: readonly number[]): Point {
   const p: Point = {};
   Object.entries(space).forEach(([name, k], i) => {
     const t = Math.min(1, Math.max(0, u[i] ?? 0));

@@ -13,7 +13,14 @@
 import { spawnSync } from "node:child_process";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { suggestTpe, type TpeObservation } from "../src/agents/builtin/tpe.ts";
-import { branin, hartmann3, logQuadratic, logRosenbrock, type TestFunction } from "./_functions.ts";
+import {
+  branin,
+  hartmann3,
+  logQuadratic,
+  logRosenbrock,
+  type Point,
+  type TestFunction,
+} from "./_functions.ts";
 import { findOptuna, PY_SUGGEST } from "./_optuna.ts";
 import { type Estimate, estimate, flags, numberFlag, round, show } from "./_stats.ts";
 
@@ -28,7 +35,7 @@ function searchOnce(fn: TestFunction, seed: number, evals: number, random: boole
       // Random search: never leave the startup phase (uniform sampling, same rounding).
       ...(random ? { startup: Number.POSITIVE_INFINITY } : {}),
     });
-    const v = fn.f(s.params);
+    const v = fn.f(s.params as Point); // numeric knobs only
     observations.push({ params: s.params, value: v });
     best = Math.min(best, v);
   }

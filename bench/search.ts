@@ -30,6 +30,7 @@ import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { suggestTpe } from "../src/agents/builtin/tpe.ts";
 import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge } from "../src/trust/noise-judge.ts";
+import type { Point } from "./_functions.ts";
 import { HELD_OUT, type NoisyFunction, SEARCH_SEEDS } from "./_heldout.ts";
 import { runKeepLoop } from "./_keep-loop.ts";
 import { findOptuna, PY_SUGGEST } from "./_optuna.ts";
@@ -46,7 +47,7 @@ function randomSearch(fn: NoisyFunction, seed: number, evals: number): number[] 
       direction: "minimize",
       startup: Number.POSITIVE_INFINITY,
     });
-    const t = fn.f(s.params);
+    const t = fn.f(s.params as Point); // numeric knobs only
     const y = t + fn.sigma * noise.normal();
     if (y < bestObserved) {
       bestObserved = y;

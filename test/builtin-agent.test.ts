@@ -4,8 +4,9 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createBuiltinAgent, readKnobParams } from "../src/agents/builtin/builtin-agent.ts";
 import { readKnobs } from "../src/agents/builtin/knobs.ts";
+import { keyOf, makeDims } from "../src/agents/builtin/space.ts";
 import { AutolabError } from "../src/core/errors.ts";
-import type { ExperimentView, Knob, Program, ProposalContext } from "../src/core/types.ts";
+import type { ExperimentView, Knob, Params, Program, ProposalContext } from "../src/core/types.ts";
 
 const TRAIN_PY = `"""A tiny training script."""
 import math
@@ -103,13 +104,13 @@ function changedLines(before: string, after: string): { before: string; after: s
   return a.flatMap((line, i) => (line === b[i] ? [] : [{ before: line, after: b[i] as string }]));
 }
 
-function paramsInFiles(files: Record<string, string>, names: string[]): Record<string, number> {
+function paramsInFiles(files: Record<string, string>, names: string[], search = SEARCH): Params {
   const knobs = readKnobs(
     [
       { path: "train.py", text: files["train.py"] as string },
       { path: "train.ts", text: files["train.ts"] as string },
     ],
-    names,
+    Object.fromEntries(names.map((n) => [n, search[n] as Knob])),
   );
   return Object.fromEntries([...knobs].map(([name, loc]) => [name, loc.value]));
 }
@@ -175,7 +176,7 @@ describe("builtin agent", () => {
   it("runs a search loop: TPE after startup, no repeats, always a change, improves", async () => {
     const dir = await fixture();
     // Optimum: LEARNING_RATE 0.01, HIDDEN 256, WEIGHT_DECAY 1e-3, BATCH_SIZE 512.
-    const loss = (p: Record<string, number>) =>
+    const loss = (p: Params) =>
       (Math.log10(p.LEARNING_RATE as number) + 2) ** 2 +
       (Math.log2(p.HIDDEN as number) - 8) ** 2 / 4 +
       (Math.log10(p.WEIGHT_DECAY as number) + 3) ** 2 / 4 +
@@ -201,7 +202,7 @@ describe("builtin agent", () => {
     const mechanisms: string[] = [];
     for (let n = 1; n <= 20; n++) {
       const p = await agent.propose(context(dir, { best, history: [...history] }));
-      const params = p.params as Record<string, number>;
+      const params = p.params as Params;
       expect(paramsInFiles(await readAll(dir), names)).toEqual(params);
       expect(params).not.toEqual(best.params);
       expect(seen.has(JSON.stringify(params))).toBe(false);
@@ -285,5 +286,110 @@ describe("builtin agent", () => {
     expect((err as AutolabError).message).toContain("train.py, train.ts");
     // Nothing was written.
     expect(await readFile(path.join(dir, "train.py"), "utf8")).toBe(TRAIN_PY);
+  });
+});
+
+describe("builtin agent: categorical and conditional knobs", () => {
+  const MIXED_PY = `# hyperparameters
+OPTIMIZER = 'adam'  # adam, sgd or lion
+MOMENTUM = 0.6  # sgd only
+USE_BN: bool = True
+LEARNING_RATE = 3e-3
+HIDDEN: int = 64
+`;
+  const MIXED: Record<string, Knob> = {
+    OPTIMIZER: { choices: ["adam", "sgd", "lion"] },
+    MOMENTUM: { low: 0.5, high: 0.99, log: false, int: false, when: { OPTIMIZER: ["sgd"] } },
+    USE_BN: { choices: [true, false] },
+    LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true, int: false },
+    HIDDEN: { low: 16, high: 512, log: true, int: true },
+  };
+  // Best: sgd with momentum 0.9, batch norm on, LEARNING_RATE 0.01, HIDDEN 128.
+  const loss = (p: Params) =>
+    ({ adam: 0.5, sgd: 0, lion: 0.8 })[p.OPTIMIZER as "adam"] +
+    (p.OPTIMIZER === "sgd" ? 4 * ((p.MOMENTUM as number) - 0.9) ** 2 : 0) +
+    (p.USE_BN ? 0 : 0.3) +
+    (Math.log10(p.LEARNING_RATE as number) + 2) ** 2 +
+    (Math.log2(p.HIDDEN as number) - 7) ** 2 / 8;
+
+  async function mixedFixture(): Promise<string> {
+    const dir = await mkdtemp(path.join(tmpdir(), "autolab-builtin-mixed-"));
+    dirs.push(dir);
+    await writeFile(path.join(dir, "train.py"), MIXED_PY);
+    return dir;
+  }
+
+  function mixedProgram(dir: string): Program {
+    return { ...program(dir, MIXED), files: { editable: ["train.py"], protected: [], holdout: [] } };
+  }
+
+  const inFiles = async (dir: string) => readKnobParams(dir, mixedProgram(dir)).then((p) => p as Params);
+  const lineOf = (text: string, name: string) => text.split("\n").find((l) => l.startsWith(name)) as string;
+
+  for (const sampler of ["gp", "tpe"] as const) {
+    it(`${sampler}: writes choices in the file's style, leaves inactive knobs alone, never repeats, improves`, async () => {
+      const dir = await mixedFixture();
+      const dims = makeDims(MIXED);
+      const baseline = await inFiles(dir);
+      expect(baseline).toEqual({
+        OPTIMIZER: "adam",
+        MOMENTUM: 0.6,
+        USE_BN: true,
+        LEARNING_RATE: 3e-3,
+        HIDDEN: 64,
+      });
+      let best = { n: 0, metric: loss(baseline), params: baseline };
+      let bestText = MIXED_PY;
+      const history: ExperimentView[] = [
+        { n: 0, hypothesis: "baseline", action: "keep", metric: best.metric, params: baseline },
+      ];
+      const seen = new Set([keyOf(dims, baseline)]);
+      const optimizers = new Set<unknown>();
+      for (let n = 1; n <= 24; n++) {
+        const ctx = context(dir, { program: mixedProgram(dir), best, history: [...history] });
+        const p = await createBuiltinAgent({ seed: 5, sampler }).propose(ctx);
+        const params = p.params as Params;
+        const text = await readFile(path.join(dir, "train.py"), "latin1");
+        // The full configuration as the files say it.
+        expect(await inFiles(dir)).toEqual(params);
+        expect(seen.has(keyOf(dims, params)), `repeat at ${n}: ${p.hypothesis}`).toBe(false);
+        seen.add(keyOf(dims, params));
+        optimizers.add(params.OPTIMIZER);
+        // The file's own styles: single quotes, Python booleans, and nothing else changed.
+        expect(lineOf(text, "OPTIMIZER")).toBe(`OPTIMIZER = '${params.OPTIMIZER}'  # adam, sgd or lion`);
+        expect(lineOf(text, "USE_BN")).toBe(`USE_BN: bool = ${params.USE_BN ? "True" : "False"}`);
+        expect(text.split("\n").length).toBe(MIXED_PY.split("\n").length);
+        if (params.OPTIMIZER !== "sgd") {
+          // Inactive: its line is exactly the best's, and the hypothesis does not mention it.
+          expect(lineOf(text, "MOMENTUM")).toBe(lineOf(bestText, "MOMENTUM"));
+          expect(p.hypothesis).not.toContain("MOMENTUM");
+        }
+        if (params.OPTIMIZER !== best.params.OPTIMIZER) {
+          expect(p.hypothesis).toContain(`OPTIMIZER ${best.params.OPTIMIZER} → ${params.OPTIMIZER}`);
+        }
+        const metric = loss(params);
+        const keep = metric < best.metric;
+        history.push({ n, hypothesis: p.hypothesis, params, action: keep ? "keep" : "discard", metric });
+        if (keep) {
+          best = { n, metric, params };
+          bestText = text;
+        } else {
+          await writeFile(path.join(dir, "train.py"), bestText, "latin1");
+        }
+      }
+      expect(optimizers.size).toBe(3);
+      expect(best.metric).toBeLessThan(loss(baseline) / 2);
+    });
+  }
+
+  it("refuses a file whose categorical knob holds something else, naming line, value and choices", async () => {
+    const dir = await mixedFixture();
+    await writeFile(path.join(dir, "train.py"), MIXED_PY.replace("'adam'", "'adamw'"));
+    const err = await createBuiltinAgent()
+      .propose(context(dir, { program: mixedProgram(dir) }))
+      .catch((e: unknown) => e);
+    expect((err as AutolabError).code).toBe("KNOB_NOT_A_CHOICE");
+    expect((err as AutolabError).message).toContain('train.py:2 sets it to "adamw"');
+    expect((err as AutolabError).message).toContain('("adam", "sgd", "lion")');
   });
 });

@@ -81,6 +81,8 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
       mechanism: "larger steps early",
       parent: repo.head as string,
       commit: candidate,
+      // A categorical knob's value is text: the page must show it, never run it.
+      params: { LEARNING_RATE: 0.02, OPTIMIZER: '<img src=x onerror="document.body.dataset.pwned=1">' },
     };
     exps.push({ action: "running", hypothesis: "HIDDEN 32 → 48" });
     const dir = tempDir();
@@ -123,6 +125,11 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator("#exp-body .decision").textContent()).toContain("keep");
     expect(await page.locator("#exp-body pre.diff").textContent()).toContain("+const LEARNING_RATE = 0.02;");
     expect(await page.locator("#exp-body pre.log").count()).toBe(1);
+    expect(await page.locator("#exp-body .params").textContent()).toContain(
+      'OPTIMIZER<img src=x onerror="document.body.dataset.pwned=1">',
+    );
+    expect(await page.locator("#exp-body .params img").count()).toBe(0);
+    expect(await page.locator("body").getAttribute("data-pwned")).toBeNull();
     expect(await page.locator("#overview").isVisible()).toBe(false);
     await page.screenshot({ path: join(ARTIFACTS, "experiment.png"), fullPage: true });
 

@@ -7,9 +7,10 @@ import {
   roundKnobValue,
   writeKnob,
 } from "../src/agents/builtin/knobs.ts";
+import { formatLiteral } from "../src/agents/builtin/literals.ts";
 import { createRng } from "../src/agents/builtin/rng.ts";
 import { AutolabError } from "../src/core/errors.ts";
-import type { Knob } from "../src/core/types.ts";
+import type { Knob, NumericKnob } from "../src/core/types.ts";
 
 const PY = `import torch
 
@@ -36,6 +37,11 @@ var DECAY = -2.5e-3;   /* decay */
 const NAME_LONGER = 7;
 `;
 
+/** Numeric knobs with wide bounds: the reading tests are about lines, not ranges. */
+function numeric(names: string[]): Record<string, Knob> {
+  return Object.fromEntries(names.map((n) => [n, { low: -1e9, high: 1e9, log: false, int: false }]));
+}
+
 function caught(fn: () => unknown): AutolabError {
   try {
     fn();
@@ -50,7 +56,7 @@ describe("readKnobs", () => {
   it("finds Python constants, with annotations, comments and separators", () => {
     const knobs = readKnobs(
       [{ path: "train.py", text: PY }],
-      ["LEARNING_RATE", "HIDDEN", "BATCH_SIZE", "WARMUP", "DROPOUT"],
+      numeric(["LEARNING_RATE", "HIDDEN", "BATCH_SIZE", "WARMUP", "DROPOUT"]),
     );
     expect(knobs.get("LEARNING_RATE")).toEqual({ file: "train.py", line: 4, value: 3e-4, literal: "3e-4" });
     expect(knobs.get("HIDDEN")).toMatchObject({ line: 5, value: 128 });
@@ -63,7 +69,7 @@ describe("readKnobs", () => {
   it("finds JS/TS const, export const, let and var", () => {
     const knobs = readKnobs(
       [{ path: "train.ts", text: TS }],
-      ["LEARNING_RATE", "HIDDEN", "STEPS", "DECAY", "NAME_LONGER"],
+      numeric(["LEARNING_RATE", "HIDDEN", "STEPS", "DECAY", "NAME_LONGER"]),
     );
     expect(knobs.get("LEARNING_RATE")).toMatchObject({ file: "train.ts", line: 3, value: 0.001 });
     expect(knobs.get("HIDDEN")).toMatchObject({ line: 4, value: 64 });
@@ -79,7 +85,7 @@ describe("readKnobs", () => {
         { path: "model.py", text: crlf },
         { path: "train.ts", text: TS },
       ],
-      ["B", "HIDDEN"],
+      numeric(["B", "HIDDEN"]),
     );
     expect(knobs.get("B")).toMatchObject({ file: "model.py", line: 2, value: 2.5 });
     expect(knobs.get("HIDDEN")).toMatchObject({ file: "train.ts" });
@@ -92,7 +98,7 @@ describe("readKnobs", () => {
           { path: "train.py", text: PY },
           { path: "model.py", text: "" },
         ],
-        ["MOMENTUM"],
+        numeric(["MOMENTUM"]),
       ),
     );
     expect(err.code).toBe("KNOB_NOT_FOUND");
@@ -103,7 +109,7 @@ describe("readKnobs", () => {
   });
 
   it("says when the knob is assigned something that is not a plain number", () => {
-    const err = caught(() => readKnobs([{ path: "train.py", text: PY }], ["NOT_A_KNOB"]));
+    const err = caught(() => readKnobs([{ path: "train.py", text: PY }], numeric(["NOT_A_KNOB"])));
     expect(err.code).toBe("KNOB_NOT_FOUND");
     expect(err.message).toContain("train.py:8: NOT_A_KNOB = 2 ** 7");
   });
@@ -115,7 +121,7 @@ describe("readKnobs", () => {
           { path: "a.py", text: "LR = 0.1\n" },
           { path: "b.py", text: "x = 1\nLR = 0.2\n" },
         ],
-        ["LR"],
+        numeric(["LR"]),
       ),
     );
     expect(err.code).toBe("KNOB_AMBIGUOUS");
@@ -125,7 +131,10 @@ describe("readKnobs", () => {
 
   it("does not confuse a knob with a longer name or a comparison", () => {
     const text = "LRX = 0.1\nMY_LR = 0.2\nif LR == 3: pass\nLR = 0.3\n";
-    expect(readKnobs([{ path: "t.py", text }], ["LR"]).get("LR")).toMatchObject({ line: 4, value: 0.3 });
+    expect(readKnobs([{ path: "t.py", text }], numeric(["LR"])).get("LR")).toMatchObject({
+      line: 4,
+      value: 0.3,
+    });
   });
 });
 
@@ -153,18 +162,20 @@ describe("writeKnob", () => {
     expect(out.equals(expected)).toBe(true);
   });
 
-  it("rejects a value that is not a number literal, and a missing knob", () => {
-    expect(() => writeKnob(PY, "HIDDEN", "128; import os")).toThrow(/not a number literal/);
+  it("rejects a value that is not a plain literal, and a missing knob", () => {
+    expect(() => writeKnob(PY, "HIDDEN", "128; import os")).toThrow(/not a plain literal/);
+    expect(() => writeKnob(PY, "HIDDEN", '"a"; import os')).toThrow(/not a plain literal/);
+    expect(() => writeKnob(PY, "HIDDEN", '"a\nimport os"')).toThrow(/not a plain literal/);
     expect(caught(() => writeKnob(PY, "NOPE", 1)).code).toBe("KNOB_NOT_FOUND");
     expect(caught(() => writeKnob("A = 1\nA = 2\n", "A", 3)).code).toBe("KNOB_AMBIGUOUS");
   });
 });
 
 describe("formatKnobValue", () => {
-  const lr: Knob = { low: 1e-6, high: 1, log: true, int: false };
-  const hidden: Knob = { low: 16, high: 512, log: true, int: true };
-  const dropout: Knob = { low: 0, high: 0.5, log: false, int: false };
-  const big: Knob = { low: 1, high: 1e9, log: true, int: false };
+  const lr: NumericKnob = { low: 1e-6, high: 1, log: true, int: false };
+  const hidden: NumericKnob = { low: 16, high: 512, log: true, int: true };
+  const dropout: NumericKnob = { low: 0, high: 0.5, log: false, int: false };
+  const big: NumericKnob = { low: 1, high: 1e9, log: true, int: false };
 
   it("writes integers as integers and floats readably", () => {
     expect(formatKnobValue(137.4, hidden)).toBe("137");
@@ -189,7 +200,7 @@ describe("formatKnobValue", () => {
 
   it("round-trips: parsing the written text gives exactly the recorded value", () => {
     const rng = createRng(7);
-    const knobs: Knob[] = [
+    const knobs: NumericKnob[] = [
       lr,
       hidden,
       dropout,
@@ -201,7 +212,7 @@ describe("formatKnobValue", () => {
     ];
     const bad: string[] = [];
     for (let i = 0; i < 20_000; i++) {
-      const knob = knobs[i % knobs.length] as Knob;
+      const knob = knobs[i % knobs.length] as NumericKnob;
       const u = rng.next();
       const x = knob.log
         ? Math.exp(Math.log(knob.low) + u * (Math.log(knob.high) - Math.log(knob.low)))
@@ -224,5 +235,151 @@ describe("formatKnobValue", () => {
     for (const v of [0.1 + 0.2, 1 / 3, 123456.789, 1e-7, 6.02e23, -4.5e-4]) {
       expect(Number(formatNumber(v, false))).toBe(v);
     }
+  });
+});
+
+describe("categorical knobs: reading and writing literals", () => {
+  const PY_CAT = `from typing import Literal
+
+OPTIMIZER = "adam"  # which one
+SCHEDULE: Literal['cosine', 'linear'] = 'cosine'
+USE_BN = True
+WIDTH = 128
+SCALE = 2.0
+`;
+  const TS_CAT = `export const OPT: "adam" | "sgd" = 'sgd';
+const FLAG = false; // off
+let MODE = "fast"
+`;
+  const cat = (...choices: (string | number | boolean)[]): Knob => ({ choices });
+  const PY_SPACE: Record<string, Knob> = {
+    OPTIMIZER: cat("adam", "sgd", "lion"),
+    SCHEDULE: cat("cosine", "linear"),
+    USE_BN: cat(true, false),
+    WIDTH: cat(64, 128, 256),
+    SCALE: cat(1, 2, 4),
+  };
+  const TS_SPACE: Record<string, Knob> = {
+    OPT: cat("adam", "sgd"),
+    FLAG: cat(true, false),
+    MODE: cat("fast", "slow", 'it\'s "quoted"', "back\\slash\\", "héllo ✓"),
+  };
+
+  /** Writes `value` the way the builtin agent does (the line's style) and reads it back. */
+  function roundTrip(
+    text: string,
+    file: string,
+    space: Record<string, Knob>,
+    name: string,
+    value: string | number | boolean,
+  ) {
+    const at = readKnobs([{ path: file, text }], space).get(name);
+    if (!at) throw new Error(`no ${name}`);
+    const out = writeKnob(text, name, formatLiteral(value, at));
+    return { out, read: readKnobs([{ path: file, text: out }], space).get(name) };
+  }
+
+  it("reads strings in either quote, numbers and booleans in Python and JS style", () => {
+    const py = readKnobs([{ path: "train.py", text: PY_CAT }], PY_SPACE);
+    expect(py.get("OPTIMIZER")).toEqual({ file: "train.py", line: 3, value: "adam", literal: '"adam"' });
+    expect(py.get("SCHEDULE")).toMatchObject({ line: 4, value: "cosine", literal: "'cosine'" });
+    expect(py.get("USE_BN")).toMatchObject({ value: true, literal: "True" });
+    expect(py.get("WIDTH")).toMatchObject({ value: 128 });
+    expect(py.get("SCALE")).toMatchObject({ value: 2, literal: "2.0" });
+    const ts = readKnobs([{ path: "train.ts", text: TS_CAT }], {
+      OPT: cat("adam", "sgd"),
+      FLAG: cat(true, false),
+      MODE: cat("fast", "slow"),
+    });
+    expect(ts.get("OPT")).toMatchObject({ line: 1, value: "sgd", literal: "'sgd'" });
+    expect(ts.get("FLAG")).toMatchObject({ value: false, literal: "false" });
+    expect(ts.get("MODE")).toMatchObject({ value: "fast" });
+  });
+
+  it("round-trips every kind in the file's own style, changing nothing but the literal", () => {
+    const cases: [string, string, Record<string, Knob>, string, string | number | boolean, string][] = [
+      [PY_CAT, "train.py", PY_SPACE, "OPTIMIZER", "sgd", 'OPTIMIZER = "sgd"  # which one'],
+      [
+        PY_CAT,
+        "train.py",
+        PY_SPACE,
+        "SCHEDULE",
+        "linear",
+        "SCHEDULE: Literal['cosine', 'linear'] = 'linear'",
+      ],
+      [PY_CAT, "train.py", PY_SPACE, "USE_BN", false, "USE_BN = False"],
+      [PY_CAT, "train.py", PY_SPACE, "WIDTH", 256, "WIDTH = 256"],
+      // A float line stays a float line in Python.
+      [PY_CAT, "train.py", PY_SPACE, "SCALE", 4, "SCALE = 4.0"],
+      [TS_CAT, "train.ts", TS_SPACE, "OPT", "adam", 'export const OPT: "adam" | "sgd" = \'adam\';'],
+      [TS_CAT, "train.ts", TS_SPACE, "FLAG", true, "const FLAG = true; // off"],
+      [TS_CAT, "train.ts", TS_SPACE, "MODE", "slow", 'let MODE = "slow"'],
+    ];
+    for (const [text, file, space, name, value, line] of cases) {
+      const { out, read } = roundTrip(text, file, space, name, value);
+      expect(read?.value, name).toBe(value);
+      const changed = out.split("\n").filter((l, i) => l !== text.split("\n")[i]);
+      expect(changed, name).toEqual([line]);
+    }
+  });
+
+  it("writes text with quotes, backslashes and non-ASCII as one safe literal (latin1 bytes, UTF-8 text)", () => {
+    for (const value of ['it\'s "quoted"', "back\\slash\\", "héllo ✓"]) {
+      const { out, read } = roundTrip(TS_CAT, "train.ts", TS_SPACE, "MODE", value);
+      expect(read?.value).toBe(value);
+      expect(out.split("\n").length).toBe(TS_CAT.split("\n").length);
+      expect(out.replace(/^let MODE = .*$/m, "")).toBe(TS_CAT.replace(/^let MODE = .*$/m, ""));
+    }
+    // In the file the text is UTF-8.
+    const { out } = roundTrip(TS_CAT, "train.ts", TS_SPACE, "MODE", "héllo ✓");
+    expect(Buffer.from(out, "latin1").toString("utf8")).toContain('let MODE = "héllo ✓"');
+  });
+
+  it("a choice cannot break out of its literal into code", () => {
+    const evil = '"; import os; os.system("x"); y = "';
+    const space = { OPTIMIZER: cat("adam", evil) };
+    const { out, read } = roundTrip(PY_CAT, "train.py", space, "OPTIMIZER", evil);
+    expect(read?.value).toBe(evil);
+    const line = out.split("\n")[2] as string;
+    expect(line).toBe(`OPTIMIZER = "\\"; import os; os.system(\\"x\\"); y = \\""  # which one`);
+  });
+
+  it("names file, line, value and choices when the line holds something else", () => {
+    const err = caught(() =>
+      readKnobs([{ path: "train.py", text: PY_CAT }], { ...PY_SPACE, OPTIMIZER: cat("sgd", "lion") }),
+    );
+    expect(err.code).toBe("KNOB_NOT_A_CHOICE");
+    expect(err.message).toBe(
+      'knob OPTIMIZER: train.py:3 sets it to "adam", which is not one of its choices in program.md ("sgd", "lion")',
+    );
+    expect(err.hint).toContain('add "adam" to OPTIMIZER\'s choices');
+    // Text and numbers differ.
+    const num = caught(() => readKnobs([{ path: "t.py", text: "X = 1\n" }], { X: cat("1", "2") }));
+    expect(num.code).toBe("KNOB_NOT_A_CHOICE");
+    expect(num.message).toContain('sets it to 1, which is not one of its choices in program.md ("1", "2")');
+  });
+
+  it("a numeric knob's line must hold a number", () => {
+    const err = caught(() => readKnobs([{ path: "train.py", text: PY_CAT }], numeric(["OPTIMIZER"])));
+    expect(err.code).toBe("KNOB_NOT_A_NUMBER");
+    expect(err.message).toContain('train.py:3 sets it to "adam"');
+  });
+
+  it("refuses a string escape that Python and JS read differently", () => {
+    const err = caught(() =>
+      readKnobs([{ path: "t.py", text: 'OPT = "a\\qb"\n' }], { OPT: cat("a\\qb", "x") }),
+    );
+    expect(err.message).toContain(
+      't.py:1 holds "a\\qb", a string with an escape Python and JS read differently',
+    );
+  });
+
+  it("a categorical knob assigned an expression is not found, and says so", () => {
+    const err = caught(() =>
+      readKnobs([{ path: "t.py", text: 'OPT = "adam" if fast else "sgd"\n' }], { OPT: cat("adam", "sgd") }),
+    );
+    expect(err.code).toBe("KNOB_NOT_FOUND");
+    expect(err.message).toContain("not to one of its choices: t.py:1");
+    expect(err.message).toContain('`OPT = "adam"`');
   });
 });

@@ -65,3 +65,35 @@ describe("predictedBest", () => {
     ).toBeUndefined();
   });
 });
+
+describe("predictedBest over categorical and conditional knobs", () => {
+  const mixed: Program = {
+    ...program,
+    search: {
+      OPT: { choices: ["a", "b"] },
+      X: { low: 0, high: 1, log: false, int: false, when: { OPT: ["b"] } },
+    },
+  };
+  const at = (n: number, params: Record<string, unknown>, values: number[]) =>
+    ({ ...exp(n, undefined, values), params }) as ExperimentRecord;
+
+  it("places configurations by their active knobs and names the best one", () => {
+    const rng = createRng(8);
+    const exps: ExperimentRecord[] = [];
+    // "a" is flat at 0.3; "b" is (X - 0.4)², better near 0.4. X under "a" is whatever the
+    // files said (here even text): inactive, it must not matter.
+    for (let i = 0; i < 6; i++)
+      exps.push(at(exps.length, { OPT: "a", X: i % 2 ? "junk" : i / 5 }, [0.3 + 0.01 * rng.normal()]));
+    for (let i = 0; i <= 10; i++) {
+      const x = i / 10;
+      exps.push(at(exps.length, { OPT: "b", X: x }, [(x - 0.4) ** 2 + 0.01 * rng.normal()]));
+    }
+    // A choice program.md no longer lists cannot be placed.
+    exps.push(at(exps.length, { OPT: "c", X: 0.4 }, [-5]));
+    const p = predictedBest(mixed, exps);
+    expect(p?.configurations).toBe(17);
+    const named = exps[p?.id ?? 0]?.params;
+    expect(named?.OPT).toBe("b");
+    expect(Math.abs((named?.X as number) - 0.4)).toBeLessThanOrEqual(0.1);
+  });
+});

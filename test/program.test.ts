@@ -266,6 +266,104 @@ describe("parseProgram: errors point at file, line and field", () => {
   });
 });
 
+/** A program whose search: lists `knobs`, one per line from line 10. */
+function withSearch(...knobs: string[]): string {
+  const head = MINIMAL.replace(/---\n$/, "");
+  return `${head}search:\n${knobs.map((k) => `  ${k}`).join("\n")}\n---\n`;
+}
+
+describe("parseProgram: categorical and conditional knobs", () => {
+  it("parses choices of text, numbers and booleans, and conditions (one choice or a list)", () => {
+    const p = parseProgram(
+      withSearch(
+        "OPTIMIZER: { choices: [adam, sgd, lion] }",
+        "MOMENTUM: { low: 0.5, high: 0.99, when: { OPTIMIZER: sgd } }",
+        "NESTEROV: { choices: [true, false], when: { OPTIMIZER: [sgd, lion] } }",
+        'WIDTH: { choices: [64, 128, "auto"] }',
+        "LR: { low: 1e-4, high: 1e-1, log: true }",
+      ),
+      "program.md",
+    );
+    expect(p.search).toEqual({
+      OPTIMIZER: { choices: ["adam", "sgd", "lion"] },
+      MOMENTUM: { low: 0.5, high: 0.99, log: false, int: false, when: { OPTIMIZER: ["sgd"] } },
+      NESTEROV: { choices: [true, false], when: { OPTIMIZER: ["sgd", "lion"] } },
+      WIDTH: { choices: [64, 128, "auto"] },
+      LR: { low: 1e-4, high: 1e-1, log: true, int: false },
+    });
+  });
+
+  it("rejects too few choices, duplicates, values that are not scalars, and numeric options on a categorical knob", () => {
+    const err = failure(
+      withSearch(
+        "A: { choices: [] }",
+        "B: { choices: [adam] }",
+        "C: { choices: [adam, sgd, adam] }",
+        "D: { choices: [adam, { x: 1 }] }",
+        'E: { choices: ["a\\nb", c] }',
+        "F: { choices: [a, b], low: 0 }",
+        "G: { log: true }",
+        "H: { choices: [1, 1.0] }",
+        "I: { choices: adam }",
+      ),
+    );
+    expect(reported(err, 10, "search.A.choices")).toContain("at least two choices");
+    expect(reported(err, 11, "search.B.choices")).toContain("at least two choices");
+    expect(reported(err, 12, "search.C.choices[2]")).toContain('"adam" is listed twice');
+    expect(reported(err, 13, "search.D.choices[1]")).toContain("text, a number or true/false");
+    expect(reported(err, 14, "search.E.choices[0]")).toContain("control character");
+    expect(reported(err, 15, "search.F.low")).toContain("a categorical knob (choices:) has no low");
+    expect(reported(err, 16, "search.G.low")).toContain("is required");
+    expect(reported(err, 17, "search.H.choices[1]")).toContain("1 is listed twice");
+    expect(reported(err, 18, "search.I.choices")).toContain("expected a list");
+    expect(err.message).toContain("OPTIMIZER: { choices: [adam, sgd, lion] }");
+  });
+
+  it("checks conditions: an existing categorical knob, its choices, not itself", () => {
+    const err = failure(
+      withSearch(
+        "OPTIMIZER: { choices: [adam, sgd] }",
+        "LR: { low: 0.1, high: 1 }",
+        "M1: { low: 0, high: 1, when: { OPTIMISER: sgd } }",
+        "M2: { low: 0, high: 1, when: { OPTIMIZER: sgdd } }",
+        "M3: { low: 0, high: 1, when: { LR: 0.1 } }",
+        "M4: { low: 0, high: 1, when: { OPTIMIZER: [] } }",
+        "S: { choices: [x, y], when: { S: x } }",
+        "W: { choices: [64, 128] }",
+        'M5: { low: 0, high: 1, when: { W: "64", OPTIMIZER: [adam, nope] } }',
+        "M6: { low: 0, high: 1, when: {} }",
+      ),
+    );
+    expect(reported(err, 12, "search.M1.when.OPTIMISER")).toContain(
+      'OPTIMISER is not a knob of search: — did you mean "OPTIMIZER"?',
+    );
+    expect(reported(err, 13, "search.M2.when.OPTIMIZER")).toContain(
+      '"sgdd" is not a choice of OPTIMIZER ("adam", "sgd") — did you mean "sgd"?',
+    );
+    expect(reported(err, 14, "search.M3.when.LR")).toContain("LR is numeric");
+    expect(reported(err, 15, "search.M4.when.OPTIMIZER")).toContain("at least one choice");
+    expect(reported(err, 16, "search.S.when.S")).toContain("on itself");
+    // Text and numbers differ: "64" is not the choice 64.
+    expect(reported(err, 18, "search.M5.when.W")).toContain('"64" is not a choice of W (64, 128)');
+    expect(reported(err, 18, "search.M5.when.OPTIMIZER[1]")).toContain('"nope" is not a choice of OPTIMIZER');
+    expect(reported(err, 19, "search.M6.when")).toContain("names no knob");
+    expect(err.message).toContain("MOMENTUM: { low: 0.5, high: 0.99, when: { OPTIMIZER: sgd } }");
+  });
+
+  it("rejects conditions that form a cycle, once, at the knob that starts it", () => {
+    const err = failure(
+      withSearch(
+        "A: { choices: [x, y], when: { B: p } }",
+        "B: { choices: [p, q], when: { C: u } }",
+        "C: { choices: [u, v], when: { A: x } }",
+        "D: { low: 0, high: 1, when: { A: y } }",
+      ),
+    );
+    expect(reported(err, 10, "search.A.when")).toContain("a cycle: A → B → C → A");
+    expect(err.message).toContain("1 problem");
+  });
+});
+
 describe("parseProgram: slots and org", () => {
   it("has no slots and no org unless asked (the serial loop)", () => {
     const p = parseProgram(MINIMAL, "program.md");

@@ -83,6 +83,7 @@ it("program.md parses, and every search knob is a `const NAME = value;` line of 
   const knobs = Object.entries(program.search);
   expect(knobs.length).toBeGreaterThanOrEqual(4);
   for (const [name, knob] of knobs) {
+    if ("choices" in knob) throw new Error(`${name}: tiny-lm has numeric knobs only`);
     const lines = train.match(new RegExp(`^const ${name} = (.+);$`, "gm")) ?? [];
     expect(lines, name).toHaveLength(1);
     const value = Number(/= (.+);$/.exec(lines[0] as string)?.[1]);

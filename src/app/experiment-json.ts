@@ -1,4 +1,5 @@
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { Params } from "../core/types.ts";
 import { objectiveOf } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { visibleMetrics } from "./status.ts";
@@ -15,7 +16,8 @@ export interface ExperimentJson {
   expected: string | null;
   /** What the proposal cost the researcher: inputTokens, outputTokens, costUsd, wallS (when known). */
   usage: Record<string, number> | null;
-  params: Record<string, number> | null;
+  /** Knob values (numbers, or text/booleans of categorical knobs). */
+  params: Params | null;
   commit: string;
   parent: string;
   ref: string;

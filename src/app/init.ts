@@ -31,6 +31,8 @@ files:
 agent: builtin
 search:                         # knobs for the built-in optimizer: NAME = value lines in editable files
   LEARNING_RATE: { low: 1.0e-4, high: 1.0e-1, log: true }
+  # OPTIMIZER: { choices: [adamw, sgd] }                          # categorical: OPTIMIZER = "adamw"
+  # MOMENTUM: { low: 0.5, high: 0.99, when: { OPTIMIZER: sgd } }  # tuned only while OPTIMIZER is sgd
 ---
 # Research directions
 

@@ -26,8 +26,8 @@ export function knobRebaser(program: Program): RebaseKnobs {
       if (before === undefined || after === undefined) return undefined;
       let replayed = before;
       for (const k of names) {
-        const from = literalOf(before, path, k);
-        const to = literalOf(after, path, k);
+        const from = literalOf(program, before, path, k);
+        const to = literalOf(program, after, path, k);
         if (to === undefined || from === undefined || from === to) continue;
         literals.set(k, to);
         replayed = writeKnob(replayed, k, to);
@@ -41,7 +41,7 @@ export function knobRebaser(program: Program): RebaseKnobs {
       const abs = join(ws.projectDir, path);
       let text = await readFile(abs, "latin1");
       for (const [k, literal] of literals)
-        if (literalOf(text, path, k) !== undefined) text = writeKnob(text, k, literal);
+        if (literalOf(program, text, path, k) !== undefined) text = writeKnob(text, k, literal);
       await writeFile(abs, text, "latin1");
     }
     const changedNow = await ws.changes(snapshot);
@@ -50,9 +50,10 @@ export function knobRebaser(program: Program): RebaseKnobs {
   };
 }
 
-function literalOf(text: string, path: string, knob: string): string | undefined {
+function literalOf(program: Program, text: string, path: string, knob: string): string | undefined {
   try {
-    return readKnobs([{ path, text }], [knob]).get(knob)?.literal;
+    const spec = program.search[knob];
+    return spec ? readKnobs([{ path, text }], { [knob]: spec }).get(knob)?.literal : undefined;
   } catch {
     return undefined;
   }

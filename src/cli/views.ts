@@ -242,7 +242,8 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   if (e.params)
     lines.push(
       `Params:     ${Object.entries(e.params)
-        .map(([k, v]) => `${k}=${v}`)
+        // Text (a categorical knob's choice) quoted and escaped: nothing in it reaches the terminal raw.
+        .map(([k, v]) => `${k}=${typeof v === "string" ? JSON.stringify(v) : v}`)
         .join(" ")}`,
     );
   lines.push(`Commit:     ${e.commit} (parent ${e.parentCommit.slice(0, 8)}), ref ${e.ref}`);

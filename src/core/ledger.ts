@@ -1,4 +1,4 @@
-import type { Decision, DecisionAction, Direction, TrialResult, TrialStatus } from "./types.ts";
+import type { Decision, DecisionAction, Direction, Params, TrialResult, TrialStatus } from "./types.ts";
 
 /**
  * The lab notebook. Records are appended, never rewritten: an experiment row, then trial
@@ -40,7 +40,7 @@ export interface NewExperiment {
   hypothesis: string;
   mechanism?: string;
   expected?: string;
-  params?: Record<string, number>;
+  params?: Params;
   diff: DiffStats;
   usage?: Record<string, number>;
   /** The org role that proposed it (absent without an org). */

@@ -19,6 +19,7 @@ import type {
   Decision,
   DecisionAction,
   Executor,
+  Params,
   Program,
   Proposal,
   ProposalContext,
@@ -725,9 +726,9 @@ async function mergeOnto(
 }
 
 /** The knob values an experiment changed relative to its parent. */
-function changedParams(exp: ExperimentRecord, exps: ExperimentRecord[]): Record<string, number> {
+function changedParams(exp: ExperimentRecord, exps: ExperimentRecord[]): Params {
   const parent = exps.find((e) => e.commit === exp.parentCommit)?.params ?? {};
-  const out: Record<string, number> = {};
+  const out: Params = {};
   for (const [k, v] of Object.entries(exp.params ?? {})) if (parent[k] !== v) out[k] = v;
   return out;
 }

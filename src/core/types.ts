@@ -5,13 +5,39 @@
 
 export type Direction = "minimize" | "maximize";
 
+/**
+ * A knob's value: a number, or a choice of a categorical knob (a YAML scalar: text, a number,
+ * true/false). The notebook stores params as JSON, so all three kinds round-trip.
+ */
+export type ParamValue = number | string | boolean;
+/** Knob values by knob name (the built-in optimizer's configuration, as written in the files). */
+export type Params = Record<string, ParamValue>;
+
+/**
+ * When a conditional knob is active: every named (categorical) knob is active and has one of
+ * the listed choices. An inactive knob is left untouched in the files and is no part of the
+ * configuration's identity.
+ */
+export type KnobCondition = Record<string, ParamValue[]>;
+
 /** A numeric knob of the built-in optimizer: a `NAME = value` constant line in an editable file. */
-export interface Knob {
+export interface NumericKnob {
   low: number;
   high: number;
   log: boolean;
   int: boolean;
+  when?: KnobCondition;
 }
+
+/** A categorical knob: the constant line holds one of the choices (`OPTIMIZER = "adam"`). */
+export interface CategoricalKnob {
+  /** At least two, all distinct. */
+  choices: ParamValue[];
+  when?: KnobCondition;
+}
+
+/** A knob with `choices` is categorical (src/agents/builtin/space.ts: isCategorical). */
+export type Knob = NumericKnob | CategoricalKnob;
 
 /** Which researcher proposes, and how to reach it (program.md `agent:`). */
 export interface AgentConfig {
@@ -263,7 +289,7 @@ export interface Proposal {
   mechanism?: string;
   expected?: string;
   /** Knob values of the candidate (built-in optimizer). */
-  params?: Record<string, number>;
+  params?: Params;
   usage?: { inputTokens?: number; outputTokens?: number; costUsd?: number; wallS?: number };
 }
 
@@ -272,7 +298,7 @@ export interface ExperimentView {
   n: number;
   hypothesis: string;
   mechanism?: string;
-  params?: Record<string, number>;
+  params?: Params;
   action?: DecisionAction;
   reason?: string;
   /** Objective value, when it was measured. */
@@ -288,7 +314,7 @@ export interface ProposalContext {
   /** The worktree to edit; it is at the current best when propose is called. */
   worktree: string;
   program: Program;
-  best: { n: number; metric: number; params?: Record<string, number> };
+  best: { n: number; metric: number; params?: Params };
   history: ExperimentView[];
   /** The notebook rendered as text for agents (autolab context). */
   contextText: string;
@@ -310,7 +336,7 @@ export interface Agent {
    * The parameters of an unmodified worktree (the built-in optimizer's knob values), recorded
    * with the baseline so later proposals know where the search started.
    */
-  paramsOf?(worktree: string, program: Program): Promise<Record<string, number>>;
+  paramsOf?(worktree: string, program: Program): Promise<Params>;
 }
 
 /** Stops a trial early when its learning curve is confidently worse than the best's. */

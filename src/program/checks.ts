@@ -5,6 +5,7 @@
 import { formatDuration, parseDuration } from "./duration.ts";
 import type { FieldPath } from "./locate.ts";
 import { normalizePath } from "./schema.ts";
+import { searchIssues } from "./search-checks.ts";
 
 export interface ProgramIssue {
   path: FieldPath;
@@ -89,6 +90,7 @@ export function crossFieldIssues(raw: unknown): ProgramIssue[] {
     });
   }
   issues.push(...ladderIssues(raw));
+  issues.push(...searchIssues(raw));
   return issues;
 }
 

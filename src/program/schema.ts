@@ -5,6 +5,7 @@
  */
 import { posix } from "node:path";
 import { z } from "zod";
+import type { Knob, ParamValue } from "../core/types.ts";
 import { METRIC_NAME, parseConstraint } from "../trust/constraints.ts";
 import { parseDuration } from "./duration.ts";
 
@@ -106,39 +107,103 @@ const metricsShape = {
   progress: metricName.optional(),
 };
 
+/**
+ * One knob map, numeric (`low`, `high`, `log`, `int`) or categorical (`choices`), either with
+ * an optional `when`. One strict object rather than a union, so a misspelt key still gets its
+ * "did you mean"; which keys go together is checked below. Conditions that name other knobs
+ * are checked across the search map (search-checks.ts).
+ */
 const knobShape = {
-  low: z.number(),
-  high: z.number(),
-  log: z.boolean().default(false),
-  int: z.boolean().default(false),
+  low: z.number().optional(),
+  high: z.number().optional(),
+  log: z.boolean().optional(),
+  int: z.boolean().optional(),
+  choices: z.array(z.unknown()).optional(),
+  when: z.record(z.string(), z.unknown()).optional(),
 };
 
-const knob = z.strictObject(knobShape).superRefine((k, ctx) => {
-  if (!(k.low < k.high)) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["high"],
-      input: k.high,
-      message: `high (${k.high}) must be greater than low (${k.low})${k.high === k.low ? ": a knob with one value has nothing to search; leave it out of search: (the file keeps its value)" : ""}`,
-    });
+const NUMERIC_KEYS = ["low", "high", "log", "int"] as const;
+
+/** Why a YAML value cannot be a choice (text, a number, true/false), or undefined. */
+export function choiceProblem(v: unknown): string | undefined {
+  if (typeof v === "boolean") return undefined;
+  if (typeof v === "number") return Number.isFinite(v) ? undefined : `${v} is not a finite number`;
+  if (typeof v === "string") {
+    // Choices are written into source code and shown in terminals: no line breaks, no escapes.
+    return [...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+      ? `${JSON.stringify(v)} has a control character (a line break, a tab): a choice is one line of plain text`
+      : undefined;
   }
-  if (k.log && k.low <= 0) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["low"],
-      input: k.low,
-      message: `a log-scale knob needs low > 0, got ${k.low}`,
-    });
+  return `a choice is text, a number or true/false, got ${describe(v)}`;
+}
+
+/** A choice as an error message shows it: text quoted, so "1" and 1 differ. */
+export function showChoice(v: unknown): string {
+  return typeof v === "string" ? JSON.stringify(v) : String(v);
+}
+
+const knob = z
+  .strictObject(knobShape)
+  .superRefine((k, ctx) => {
+    const issue = (path: (string | number)[], message: string) =>
+      ctx.addIssue({ code: "custom", path, input: k, message });
+    if (k.choices !== undefined) {
+      for (const key of NUMERIC_KEYS) {
+        if (k[key] !== undefined) {
+          issue(
+            [key],
+            `a categorical knob (choices:) has no ${key}: remove ${key}, or remove choices: for a numeric knob`,
+          );
+        }
+      }
+      if (k.choices.length < 2) issue(["choices"], "must list at least two choices to choose between");
+      k.choices.forEach((c, i) => {
+        const problem = choiceProblem(c);
+        if (problem) issue(["choices", i], problem);
+        else if (k.choices?.slice(0, i).includes(c))
+          issue(["choices", i], `${showChoice(c)} is listed twice`);
+      });
+    } else {
+      if (k.low === undefined) issue(["low"], "is required (or choices: for a categorical knob)");
+      if (k.high === undefined) issue(["high"], "is required (or choices: for a categorical knob)");
+      if (k.low !== undefined && k.high !== undefined) numericIssues(k.low, k.high, k, issue);
+    }
+    if (k.when !== undefined && Object.keys(k.when).length === 0) {
+      issue(["when"], "names no knob: write e.g. when: { OPTIMIZER: sgd }, or remove when:");
+    }
+  })
+  .transform((k): Knob => {
+    const when =
+      k.when === undefined
+        ? undefined
+        : Object.fromEntries(
+            Object.entries(k.when).map(([name, v]) => [name, (Array.isArray(v) ? v : [v]) as ParamValue[]]),
+          );
+    const condition = when ? { when } : {};
+    if (k.choices !== undefined) return { choices: k.choices as ParamValue[], ...condition };
+    return { low: k.low ?? 0, high: k.high ?? 0, log: k.log ?? false, int: k.int ?? false, ...condition };
+  });
+
+function numericIssues(
+  low: number,
+  high: number,
+  k: { log?: boolean | undefined; int?: boolean | undefined },
+  issue: (path: (string | number)[], message: string) => void,
+): void {
+  if (!(low < high)) {
+    issue(
+      ["high"],
+      `high (${high}) must be greater than low (${low})${high === low ? ": a knob with one value has nothing to search; leave it out of search: (the file keeps its value)" : ""}`,
+    );
   }
-  if (k.int && !(Number.isInteger(k.low) && Number.isInteger(k.high))) {
-    ctx.addIssue({
-      code: "custom",
-      path: [Number.isInteger(k.low) ? "high" : "low"],
-      input: k,
-      message: `an int knob needs whole-number bounds, got low ${k.low} and high ${k.high}`,
-    });
+  if (k.log && low <= 0) issue(["low"], `a log-scale knob needs low > 0, got ${low}`);
+  if (k.int && !(Number.isInteger(low) && Number.isInteger(high))) {
+    issue(
+      [Number.isInteger(low) ? "high" : "low"],
+      `an int knob needs whole-number bounds, got low ${low} and high ${high}`,
+    );
   }
-});
+}
 
 /** Researchers autolab knows; `command` runs any other CLI from a template. */
 export const AGENT_BACKENDS = [
@@ -345,8 +410,12 @@ files:
 ---
 Research directions for the agents go here.`;
 
-const KNOB_EXAMPLE =
-  "LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true }\nHIDDEN: { low: 16, high: 512, int: true }";
+const KNOB_EXAMPLE = [
+  "LEARNING_RATE: { low: 1e-4, high: 1e-1, log: true }",
+  "HIDDEN: { low: 16, high: 512, int: true }",
+  "OPTIMIZER: { choices: [adam, sgd, lion] }                     # text, numbers or true/false",
+  "MOMENTUM: { low: 0.5, high: 0.99, when: { OPTIMIZER: sgd } }  # tuned only while OPTIMIZER is sgd",
+].join("\n");
 
 /** A valid example per generalized field path; the reporter uses the longest matching prefix. */
 export const EXAMPLES: Record<string, string> = {
@@ -413,6 +482,10 @@ export const EXAMPLES: Record<string, string> = {
   "ladder.min_pairs":
     "min_pairs: 12   # candidates measured on both rungs before the alarm judges (default 12)",
   "search.*": KNOB_EXAMPLE,
+  "search.*.choices":
+    "OPTIMIZER: { choices: [adam, sgd, lion] }   # at least two, each text, a number or true/false",
+  "search.*.when":
+    "MOMENTUM: { low: 0.5, high: 0.99, when: { OPTIMIZER: sgd } }   # or when: { OPTIMIZER: [sgd, lion] }; names categorical knobs",
 };
 
 /** A value as an error message shows it. */

@@ -5,11 +5,13 @@
  * also learns from the configurations around it, including discarded ones).
  *
  * The model is the built-in optimizer's Gaussian process (src/agents/builtin/gp.ts) over the
- * knobs of program.md's `search:`, fitted to every full-budget ok trial. Experiments without
- * recorded knob values (a code change by an agent) cannot be placed in the space and are left
- * out; with fewer than three measured configurations there is no prediction.
+ * knobs of program.md's `search:` (categorical and conditional ones encoded as the sampler does),
+ * fitted to every full-budget ok trial. Experiments without recorded knob values (a code change
+ * by an agent) cannot be placed in the space and are left out; with fewer than three measured
+ * configurations there is no prediction.
  */
 import { type GpObservation, posteriorBest } from "../agents/builtin/gp.ts";
+import { activeNames, makeDims, validValue } from "../agents/builtin/space.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
 import { valuesAt } from "../core/trial-values.ts";
 import type { Program } from "../core/types.ts";
@@ -54,13 +56,16 @@ export function predictedBest(
 }
 
 function predict(program: Program, exps: readonly ExperimentRecord[]): PredictedBest | undefined {
-  const names = Object.keys(program.search);
-  if (names.length === 0) return undefined;
+  const dims = makeDims(program.search);
+  if (dims.length === 0) return undefined;
   const placed: { id: number; commit: string; obs: GpObservation }[] = [];
   for (const e of exps) {
-    if (!e.params || names.some((k) => !Number.isFinite(e.params?.[k]))) continue;
-    if (e.decision?.action === "reject") continue;
-    const params = Object.fromEntries(names.map((k) => [k, e.params?.[k] as number]));
+    const params = e.params;
+    if (!params || e.decision?.action === "reject") continue;
+    // Placed when every knob active in it has a value the knob can take now (an inactive
+    // conditional knob's value does not matter).
+    const active = activeNames(dims, params);
+    if (dims.some((d) => active.has(d.name) && !validValue(d, params[d.name]))) continue;
     placed.push({ id: e.n, commit: e.commit, obs: { params, values: valuesAt(program, e, "full") } });
   }
   const measured = placed.filter((p) => (p.obs.values?.length ?? 0) > 0);

@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import type { RunRecord } from "../../src/core/ledger.ts";
-import type { DecisionAction, TrialStatus } from "../../src/core/types.ts";
+import type { DecisionAction, Params, TrialStatus } from "../../src/core/types.ts";
 import { SqliteLedger } from "../../src/ledger/sqlite-ledger.ts";
 
 export interface FixtureExperiment {
@@ -22,7 +22,7 @@ export interface FixtureExperiment {
   logTail?: string;
   commit?: string;
   parent?: string;
-  params?: Record<string, number>;
+  params?: Params;
   wallS?: number;
   /** The org role that proposed it, and on a merge candidate the experiment it rebases. */
   role?: string;

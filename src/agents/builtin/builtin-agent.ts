@@ -1,26 +1,37 @@
 /**
- * The built-in researcher: a model-based optimizer over the numeric knobs declared in
- * program.md's `search:` — a Gaussian process with expected improvement (gp.ts, the default) or
- * a Tree-structured Parzen Estimator (tpe.ts, `agent: { backend: builtin, args: [--sampler=tpe] }`).
+ * The built-in researcher: a model-based optimizer over the knobs declared in program.md's
+ * `search:` (numeric, categorical, conditional) — a Gaussian process with expected improvement
+ * (gp.ts, the default) or a Tree-structured Parzen Estimator (tpe.ts,
+ * `agent: { backend: builtin, args: [--sampler=tpe] }`).
  * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
  * else, so it needs no LLM, no network and no API key.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
-import type { Agent, ExperimentView, Program, Proposal, ProposalContext } from "../../core/types.ts";
+import type {
+  Agent,
+  ExperimentView,
+  Knob,
+  Params,
+  ParamValue,
+  Program,
+  Proposal,
+  ProposalContext,
+} from "../../core/types.ts";
 import { type GpObservation, type GpSuggestion, suggestGp } from "./gp.ts";
 import {
   formatKnobValue,
-  formatNumber,
+  isCategorical,
   type KnobFile,
   type KnobLocation,
-  parseNumberLiteral,
   readKnobs,
   writeKnob,
 } from "./knobs.ts";
+import { formatLiteral, formatNumber, parseLiteral, showValue } from "./literals.ts";
 import { createRng, mixSeed } from "./rng.ts";
-import { defaultStartup, type Params, suggestTpe, type TpeObservation } from "./tpe.ts";
+import { type Dim, makeDims, validValue } from "./space.ts";
+import { defaultStartup, suggestTpe, type TpeObservation } from "./tpe.ts";
 
 /** The built-in samplers: "gp" (default; docs/optimizer.md says why) or "tpe". */
 export const SAMPLERS = ["gp", "tpe"] as const;
@@ -92,16 +103,17 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
   }
 
   const files = await readEditableFiles(ctx.worktree, ctx.program.files.editable);
-  const locations = readKnobs(files, names);
+  const locations = readKnobs(files, space);
+  const dims = makeDims(space);
   // The worktree is at the current best, so these are the best's values unless the ledger says otherwise.
   const current = paramsOf(locations);
   const bestParams: Params = { ...current };
-  for (const name of names) {
-    const v = ctx.best.params?.[name];
-    if (v !== undefined && Number.isFinite(v)) bestParams[name] = v;
+  for (const d of dims) {
+    const v = ctx.best.params?.[d.name];
+    if (validValue(d, v)) bestParams[d.name] = v;
   }
 
-  const { observations, failed } = buildObservations(ctx, names, current, bestParams);
+  const { observations, failed } = buildObservations(ctx, dims, current, bestParams);
   const startup = opts.startup ?? defaultStartup(names.length);
   const rng = createRng(mixSeed(opts.seed ?? 0, ctx.history.length));
   const direction = ctx.program.objective.direction;
@@ -121,13 +133,19 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
     if (failed > 0) mechanism += ` (${failed} failed or pending counted as worst)`;
   }
 
-  const changed = names.filter((name) => s.params[name] !== current[name]);
+  // The suggestion sets the active knobs; an inactive one keeps its line (and value) as it is.
+  const params: Params = { ...current, ...s.params };
+  const changed = names.filter((name) => params[name] !== current[name]);
   const literals = new Map<string, string>();
   for (const name of changed) {
-    const literal = formatKnobValue(s.params[name] as number, space[name] as (typeof space)[string]);
+    const literal = literalFor(
+      space[name] as Knob,
+      params[name] as ParamValue,
+      locations.get(name) as KnobLocation,
+    );
     // The recorded value must be exactly what the file will say.
-    if (parseNumberLiteral(literal) !== s.params[name]) {
-      throw new Error(`builtin agent: ${name} = ${literal} does not parse back to ${s.params[name]}`);
+    if (parseLiteral(literal) !== params[name]) {
+      throw new Error(`builtin agent: ${name} = ${literal} does not parse back to ${String(params[name])}`);
     }
     literals.set(name, literal);
   }
@@ -141,12 +159,20 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
 
   const hypothesis = changed
     .map((name) => {
-      const from = current[name] as number;
-      return `${name} ${formatNumber(from, Boolean(space[name]?.int) && Number.isInteger(from))} → ${literals.get(name)}`;
+      const knob = space[name] as Knob;
+      const from = current[name] as ParamValue;
+      if (isCategorical(knob)) return `${name} ${showValue(from)} → ${showValue(params[name] as ParamValue)}`;
+      const int = knob.int && Number.isInteger(from);
+      return `${name} ${formatNumber(from as number, int)} → ${literals.get(name)}`;
     })
     .join(", ");
   if (s.repeat) mechanism += "; every nearby configuration was tried, so this re-measures an earlier one";
-  return { hypothesis, mechanism, params: s.params };
+  return { hypothesis, mechanism, params };
+}
+
+/** The literal written for a knob's new value: a rounded number, or a choice in the line's style. */
+function literalFor(knob: Knob, value: ParamValue, at: KnobLocation): string {
+  return isCategorical(knob) ? formatLiteral(value, at) : formatKnobValue(value as number, knob);
 }
 
 /** What the GP saw and expects, in the metric's units (significant digits only). */
@@ -163,9 +189,9 @@ function gpMechanism(g: GpSuggestion): string {
  * baseline's params keeps the baseline an observation after the best has moved on (an
  * experiment without params cannot be placed in the search space).
  */
-export async function readKnobParams(worktree: string, program: Program): Promise<Record<string, number>> {
+export async function readKnobParams(worktree: string, program: Program): Promise<Params> {
   const files = await readEditableFiles(worktree, program.files.editable);
-  return paramsOf(readKnobs(files, Object.keys(program.search)));
+  return paramsOf(readKnobs(files, program.search));
 }
 
 function paramsOf(locations: Map<string, KnobLocation>): Params {
@@ -206,11 +232,11 @@ function measuredValue(e: ExperimentView): number | undefined {
  * Observations in chronological order. Experiments without params (a baseline, or a code
  * change by another agent) cannot be placed in the space and are left out, except the best,
  * whose configuration is the one in the files. Missing knobs (a knob added to search: later)
- * take the worktree's value.
+ * and values the knob cannot take now (a choice since removed) take the worktree's value.
  */
 function buildObservations(
   ctx: ProposalContext,
-  names: string[],
+  dims: Dim[],
   current: Params,
   bestParams: Params,
 ): { observations: (TpeObservation & GpObservation)[]; failed: number } {
@@ -221,9 +247,9 @@ function buildObservations(
     const isBest = e.n === ctx.best.n;
     if (!e.params && !isBest) continue;
     const params: Params = {};
-    for (const name of names) {
-      const v = e.params ? e.params[name] : bestParams[name];
-      params[name] = v !== undefined && Number.isFinite(v) ? v : (current[name] as number);
+    for (const d of dims) {
+      const v = e.params ? e.params[d.name] : bestParams[d.name];
+      params[d.name] = validValue(d, v) ? v : (current[d.name] as ParamValue);
     }
     bestSeen ||= isBest;
     const value = isBest ? (bestMetric ?? measuredValue(e)) : measuredValue(e);

@@ -3,9 +3,10 @@
  * sampler once the startup points are in.
  *
  * Model. Each evaluated configuration i contributes the mean ȳ_i of its n_i trials. Knobs are
- * mapped to the unit cube (log knobs in log space, integers widened by 0.5, as in space.ts);
- * values are standardised (minimisation; a maximised metric is negated). The GP has a constant
- * mean 0, a Matérn-5/2 kernel with one lengthscale per knob (ARD) and signal variance s², and
+ * mapped to the unit cube (space.ts unitLayout: log knobs in log space, integers widened by
+ * 0.5, a categorical knob one-hot, an inactive conditional knob at a constant 0.5); values are
+ * standardised (minimisation; a maximised metric is negated). The GP has a constant mean 0, a
+ * Matérn-5/2 kernel with one lengthscale per coordinate (ARD) and signal variance s², and
  * Gaussian trial noise σ_n²: ȳ_i carries noise σ_n²/n_i, and the spread of the repeats around
  * their own mean adds its exact likelihood term (Σ SS_i/(2σ_n²) + (n_i − 1)/2 · log σ_n²), so
  * repeats measure the noise. Hyperparameters are the maximum a posteriori under weak log-normal
@@ -14,10 +15,11 @@
  *
  * Acquisition. Expected improvement of the noise-free value over the best posterior mean at an
  * evaluated configuration (the "plug-in" incumbent of noisy EI: a lucky single draw does not set
- * the bar). It is maximised over random points, points near the best predicted configurations and
- * a local refinement of the best of those; every candidate is scored after rounding, i.e. as the
- * configuration that would actually be written and evaluated. A configuration already evaluated,
- * or the current one, is never proposed when another is available.
+ * the bar). It is maximised over random points, points near the best predicted configurations
+ * (some with one choice switched) and a local refinement of the best of those; every candidate
+ * is scored after rounding and decoding (a choice by argmax), i.e. as the configuration that
+ * would actually be written and evaluated. A configuration already evaluated, or the current
+ * one, is never proposed when another is available (identity: the active knobs, space.ts keyOf).
  *
  * Cost is cubic in the configurations modelled: past MAX_MODELLED, the model keeps the best half
  * and the most recent half (a proposal then stays under a few seconds; trials take minutes).
@@ -28,7 +30,16 @@ import { AutolabError } from "../../core/errors.ts";
 import type { Direction, Knob } from "../../core/types.ts";
 import { mean, normalCdf, sumSquares } from "../../trust/stats.ts";
 import type { Rng } from "./rng.ts";
-import { type Dim, encode, keyOf, makeDims, type Params, paramsOf, randomParams } from "./space.ts";
+import {
+  clamp01,
+  type Dim,
+  keyOf,
+  makeDims,
+  type Params,
+  randomParams,
+  type UnitLayout,
+  unitLayout,
+} from "./space.ts";
 
 export interface GpObservation {
   params: Params;
@@ -95,7 +106,7 @@ export function suggestGp(
 ): GpSuggestion {
   const dims = makeDims(space);
   if (dims.length === 0) throw new AutolabError("NO_SEARCH_SPACE", "the search space has no knobs");
-  const free = dims.filter((d) => !d.fixed);
+  const layout = unitLayout(dims);
   const seen = new Set(observations.map((o) => keyOf(dims, o.params)));
   const currentKey = options.current ? keyOf(dims, options.current) : undefined;
   if (currentKey !== undefined) seen.add(currentKey);
@@ -108,9 +119,11 @@ export function suggestGp(
 
   // The model needs two measured configurations and something to vary; before that, random.
   const modelled =
-    n >= options.startup && free.length > 0 && observations.filter((o) => valuesOf(o).length > 0).length >= 2;
+    n >= options.startup &&
+    layout.width > 0 &&
+    observations.filter((o) => valuesOf(o).length > 0).length >= 2;
   if (modelled) {
-    const s = gpSuggestion(dims, free, observations, rng, options.direction, isNew, remember);
+    const s = gpSuggestion(dims, layout, observations, rng, options.direction, isNew, remember);
     if (s) return s;
   }
   // Startup, or every configuration the model liked was tried (a small space): a new random one.
@@ -143,10 +156,9 @@ export function posteriorBest(
   observations: GpObservation[],
   direction: Direction,
 ): { index: number; predicted: number; sd: number } | undefined {
-  const dims = makeDims(space);
-  const free = dims.filter((d) => !d.fixed);
-  if (free.length === 0 || observations.filter((o) => valuesOf(o).length > 0).length < 2) return undefined;
-  const m = modelOf(free, observations, direction);
+  const layout = unitLayout(makeDims(space));
+  if (layout.width === 0 || observations.filter((o) => valuesOf(o).length > 0).length < 2) return undefined;
+  const m = modelOf(layout, observations, direction);
   let best: { index: number; predicted: number; sd: number } | undefined;
   let bestMu = Number.POSITIVE_INFINITY;
   observations.forEach((o, index) => {
@@ -161,9 +173,9 @@ export function posteriorBest(
 }
 
 /** The GP fitted to the observations, with the maps between metric units and the model's. */
-function modelOf(free: Dim[], observations: GpObservation[], direction: Direction) {
+function modelOf(layout: UnitLayout, observations: GpObservation[], direction: Direction) {
   const sign = direction === "maximize" ? -1 : 1;
-  const toUnit = (p: Params) => free.map((d) => (encode(d, p[d.name] ?? d.knob.low) - d.a) / (d.b - d.a));
+  const toUnit = (p: Params) => layout.toUnit(p);
   // Raw rows: signed means and spreads; failures get the worst mean.
   const raw = observations.map((o) => {
     const vs = valuesOf(o).map((v) => sign * v);
@@ -195,19 +207,19 @@ function modelOf(free: Dim[], observations: GpObservation[], direction: Directio
     n: r.n,
     ss: r.ss / (scale * scale),
   }));
-  return { model: fitGp(data, free.length), toUnit, sign, center, scale, data };
+  return { model: fitGp(data, layout.width), toUnit, sign, center, scale, data };
 }
 
 function gpSuggestion(
   dims: Dim[],
-  free: Dim[],
+  layout: UnitLayout,
   observations: GpObservation[],
   rng: Rng,
   direction: Direction,
   isNew: (p: Params) => boolean,
   remember: (p: Params) => void,
 ): GpSuggestion | undefined {
-  const { model, toUnit, sign, center, scale, data } = modelOf(free, observations, direction);
+  const { model, toUnit, sign, center, scale, data } = modelOf(layout, observations, direction);
 
   // The incumbent: the best posterior mean at an evaluated configuration.
   let incumbent = Number.POSITIVE_INFINITY;
@@ -219,17 +231,11 @@ function gpSuggestion(
   }
   centres = centres.sort((a, b) => a.mu - b.mu).slice(0, TOP_CENTRES);
 
-  // Candidates in the unit cube, scored after rounding to real configurations.
-  const fromUnitVec = (u: number[]): Params => {
-    let j = 0;
-    return paramsOf(
-      dims,
-      dims.map((d) => (d.fixed ? d.a : d.a + clamp01(u[j++] as number) * (d.b - d.a))),
-    );
-  };
+  // Candidates in the unit cube, scored after rounding (and decoding choices) to the real
+  // configurations they stand for: inactive knobs then sit at their constant coordinates.
   const scored = new Map<string, { p: Params; u: number[]; ei: number; mu: number }>();
   const score = (u: number[]) => {
-    const p = fromUnitVec(u);
+    const p = layout.fromUnit(u);
     const key = keyOf(dims, p);
     const hit = scored.get(key);
     if (hit) return hit;
@@ -239,12 +245,15 @@ function gpSuggestion(
     scored.set(key, entry);
     return entry;
   };
-  const d = free.length;
+  const d = layout.width;
+  const categorical = dims.some((x) => x.kind === "categorical");
   for (let i = 0; i < RANDOM_CANDIDATES; i++) score(Array.from({ length: d }, () => rng.next()));
   for (const c of centres) {
     for (let i = 0; i < LOCAL_CANDIDATES; i++) {
+      // Small steps keep a one-hot choice; every fourth neighbour switches one choice instead.
       const step = i % 2 === 0 ? 0.05 : 0.15;
-      score(c.u.map((x) => clamp01(x + step * rng.normal())));
+      const from = categorical && i % 4 === 3 ? layout.switchChoice(c.u, rng) : c.u;
+      score(from.map((x) => clamp01(x + step * rng.normal())));
     }
   }
   const starts = [...scored.values()]
@@ -279,10 +288,6 @@ function gpSuggestion(
       noiseSigma: Math.sqrt(model.noise) * scale,
     },
   };
-}
-
-function clamp01(x: number): number {
-  return Math.min(Math.max(x, 0), 1);
 }
 
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);

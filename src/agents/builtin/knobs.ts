@@ -1,14 +1,23 @@
 /**
- * Knobs of the built-in optimizer: numeric constant lines in editable files.
+ * Knobs of the built-in optimizer: constant lines in editable files.
  *
- *   Python:  LEARNING_RATE = 3e-4          HIDDEN: int = 128  # comment
+ *   Python:  LEARNING_RATE = 3e-4          HIDDEN: int = 128  # comment     OPTIMIZER = "adam"
  *   JS/TS:   const LEARNING_RATE = 3e-4;   export const HIDDEN: number = 1_024; // comment
  *
- * Reading finds exactly one such line per knob; writing replaces only the number literal, so
- * every other byte of the file (indentation, comments, line endings) stays as it was.
+ * A numeric knob's line holds a number; a categorical knob's line holds one of its choices, as a
+ * plain literal (literals.ts: a number, a string in either quote, a boolean). Reading finds
+ * exactly one such line per knob; writing replaces only the literal, so every other byte of the
+ * file (indentation, comments, line endings) stays as it was.
  */
 import { AutolabError } from "../../core/errors.ts";
-import type { Knob } from "../../core/types.ts";
+import type { CategoricalKnob, Knob, NumericKnob, ParamValue } from "../../core/types.ts";
+import { formatNumber, isLiteral, LITERAL, parseLiteral, showValue } from "./literals.ts";
+
+export { formatNumber, parseNumberLiteral } from "./literals.ts";
+
+export function isCategorical(knob: Knob): knob is CategoricalKnob {
+  return "choices" in knob;
+}
 
 export interface KnobFile {
   /** Path as shown to the user (relative to the worktree). */
@@ -20,23 +29,21 @@ export interface KnobLocation {
   file: string;
   /** 1-based line number. */
   line: number;
-  value: number;
-  /** The number literal as written in the file, e.g. `3e-4` or `1_024`. */
+  value: ParamValue;
+  /** The literal as written in the file, e.g. `3e-4`, `1_024` or `'adam'`. */
   literal: string;
 }
 
-function expectedForm(name: string): string {
-  return `\`${name} = 0.001\` (Python) or \`const ${name} = 0.001;\` (JS/TS)`;
+function expectedForm(name: string, knob?: Knob): string {
+  const example = knob && isCategorical(knob) ? showValue(knob.choices[0] ?? "adam", true) : "0.001";
+  return `\`${name} = ${example}\` (Python) or \`const ${name} = ${example};\` (JS/TS)`;
 }
 
-// Decimal literal with optional sign, fraction, exponent and `_` digit separators (Python and JS).
-const DIGITS = String.raw`\d(?:_?\d)*`;
-const NUMBER = String.raw`[-+]?(?:${DIGITS}(?:\.(?:${DIGITS})?)?|\.${DIGITS})(?:[eE][-+]?${DIGITS})?`;
-const NUMBER_ONLY = new RegExp(`^${NUMBER}$`);
 // `[ \t]` rather than `\s`: files may be decoded as latin1 (byte-exact), where `\s` would
 // also match byte 0xA0 of a UTF-8 character.
 const PREFIX = String.raw`[ \t]*(?:export[ \t]+)?(?:(?:const|let|var)[ \t]+)?`;
-const ANNOTATION = String.raw`(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], \t|]*?)?`;
+// Type annotations may quote (`Literal["adam", "sgd"]`, `"adam" | "sgd"`).
+const ANNOTATION = String.raw`(?:[ \t]*:[ \t]*[A-Za-z_"'][\w.\[\], \t|"']*?)?`;
 const TAIL = String.raw`[ \t]*;?[ \t]*(?:(?:#|\/\/).*|\/\*.*\*\/[ \t]*)?`;
 
 function escapeRegExp(s: string): string {
@@ -44,23 +51,17 @@ function escapeRegExp(s: string): string {
 }
 
 function knobLineRegExp(name: string): RegExp {
-  return new RegExp(`^(${PREFIX}${escapeRegExp(name)}${ANNOTATION}[ \t]*=[ \t]*)(${NUMBER})(${TAIL})$`);
+  return new RegExp(`^(${PREFIX}${escapeRegExp(name)}${ANNOTATION}[ \t]*=[ \t]*)(${LITERAL})(${TAIL})$`);
 }
 
-/** Any assignment of the name, numeric or not: used to explain why a knob was not found. */
+/** Any assignment of the name, plain or not: used to explain why a knob was not found. */
 function assignmentRegExp(name: string): RegExp {
   return new RegExp(`^${PREFIX}${escapeRegExp(name)}[ \t]*(?::[^=]*)?=(?!=)`);
 }
 
-/** Parses a number literal as written in Python or JS source (`1_000`, `3e-4`, `.5`, `2.`). */
-export function parseNumberLiteral(literal: string): number {
-  if (!NUMBER_ONLY.test(literal)) throw new Error(`not a number literal: ${JSON.stringify(literal)}`);
-  return Number(literal.replaceAll("_", ""));
-}
-
 interface Definition {
   line: number;
-  /** Offsets of the number literal in the whole text. */
+  /** Offsets of the literal in the whole text. */
   start: number;
   end: number;
   literal: string;
@@ -68,7 +69,7 @@ interface Definition {
 
 interface Scan {
   definitions: Definition[];
-  /** Lines that assign the name something other than a plain number. */
+  /** Lines that assign the name something other than a plain literal. */
   others: { line: number; text: string }[];
 }
 
@@ -103,34 +104,29 @@ function scan(text: string, name: string): Scan {
 }
 
 /**
- * Finds each knob's single definition across the files. Throws KNOB_NOT_FOUND when a knob has
- * no numeric constant line, KNOB_AMBIGUOUS when it has more than one.
+ * Finds each knob's single definition across the files and reads its value. Throws
+ * KNOB_NOT_FOUND when a knob has no constant line, KNOB_AMBIGUOUS when it has more than one,
+ * KNOB_NOT_A_NUMBER when a numeric knob's line holds text or a boolean, KNOB_NOT_A_CHOICE when a
+ * categorical knob's line holds a value that is not one of its choices.
  */
-export function readKnobs(files: KnobFile[], names: string[]): Map<string, KnobLocation> {
+export function readKnobs(files: KnobFile[], space: Record<string, Knob>): Map<string, KnobLocation> {
   const found = new Map<string, KnobLocation>();
-  for (const name of names) {
-    const hits: KnobLocation[] = [];
+  for (const [name, knob] of Object.entries(space)) {
+    const hits: { file: string; line: number; literal: string }[] = [];
     const others: string[] = [];
     for (const file of files) {
       const s = scan(file.text, name);
-      for (const d of s.definitions) {
-        hits.push({
-          file: file.path,
-          line: d.line,
-          value: parseNumberLiteral(d.literal),
-          literal: d.literal,
-        });
-      }
+      for (const d of s.definitions) hits.push({ file: file.path, line: d.line, literal: d.literal });
       for (const o of s.others) others.push(`${file.path}:${o.line}: ${o.text}`);
     }
     const [first, second] = hits;
     if (!first) {
       const searched = files.length > 0 ? files.map((f) => f.path).join(", ") : "none";
-      const seen =
-        others.length > 0 ? ` It is assigned, but not to a plain number: ${others.join("; ")}.` : "";
+      const what = isCategorical(knob) ? "one of its choices" : "a plain number";
+      const seen = others.length > 0 ? ` It is assigned, but not to ${what}: ${others.join("; ")}.` : "";
       throw new AutolabError(
         "KNOB_NOT_FOUND",
-        `knob ${name} (search: in program.md) has no constant line in the editable files (searched: ${searched}).${seen} Expected a line like ${expectedForm(name)}.`,
+        `knob ${name} (search: in program.md) has no constant line in the editable files (searched: ${searched}).${seen} Expected a line like ${expectedForm(name, knob)}.`,
         `add such a line to an editable file, or remove ${name} from search: in program.md`,
       );
     }
@@ -141,20 +137,53 @@ export function readKnobs(files: KnobFile[], names: string[]): Map<string, KnobL
         `keep one \`${name} = value\` line in the editable files, so the optimizer knows which one to change`,
       );
     }
-    found.set(name, first);
+    found.set(name, { ...first, value: knobValue(name, knob, first) });
   }
   return found;
 }
 
+/** The value of a knob's line, which must be of the knob's kind: a number, or one of the choices. */
+function knobValue(
+  name: string,
+  knob: Knob,
+  at: { file: string; line: number; literal: string },
+): ParamValue {
+  const parsed = parseLiteral(at.literal);
+  const where = `${at.file}:${at.line}`;
+  if (parsed === undefined) {
+    throw new AutolabError(
+      "KNOB_NOT_FOUND",
+      `knob ${name}: ${where} holds ${at.literal}, a string with an escape Python and JS read differently`,
+      `write the value without that escape, e.g. ${expectedForm(name, knob)}`,
+    );
+  }
+  if (isCategorical(knob)) {
+    if (knob.choices.includes(parsed)) return parsed;
+    const choices = knob.choices.map((c) => showValue(c, true)).join(", ");
+    throw new AutolabError(
+      "KNOB_NOT_A_CHOICE",
+      `knob ${name}: ${where} sets it to ${showValue(parsed, true)}, which is not one of its choices in program.md (${choices})`,
+      `set the line to one of the choices, or add ${showValue(parsed, true)} to ${name}'s choices: in program.md (text and numbers differ: "1" is not 1)`,
+    );
+  }
+  if (typeof parsed !== "number") {
+    throw new AutolabError(
+      "KNOB_NOT_A_NUMBER",
+      `knob ${name} is numeric (low/high in program.md), but ${where} sets it to ${showValue(parsed, true)}`,
+      `write a plain number there, or make ${name} categorical in program.md: ${name}: { choices: [...] }`,
+    );
+  }
+  return parsed;
+}
+
 /**
- * Replaces the number literal of the knob's single definition in `text`. A number value is
- * written in its shortest exact form; a string is written verbatim and must be a number literal
- * (use formatKnobValue to make one). Every other byte is kept.
+ * Replaces the literal of the knob's single definition in `text`. A number value is written in
+ * its shortest exact form; a string is written verbatim and must be a plain literal (use
+ * formatKnobValue or literals.ts formatLiteral to make one). Every other byte is kept.
  */
 export function writeKnob(text: string, name: string, value: number | string): string {
   const literal = typeof value === "number" ? formatNumber(value, Number.isInteger(value)) : value;
-  if (!NUMBER_ONLY.test(literal))
-    throw new Error(`writeKnob: not a number literal: ${JSON.stringify(literal)}`);
+  if (!isLiteral(literal)) throw new Error(`writeKnob: not a plain literal: ${JSON.stringify(literal)}`);
   const { definitions } = scan(text, name);
   const [d, second] = definitions;
   if (!d) {
@@ -178,7 +207,7 @@ export function writeKnob(text: string, name: string, value: number | string): s
  * the range. Always
  * within [low, high]. formatKnobValue writes exactly this value.
  */
-export function roundKnobValue(value: number, knob: Knob): number {
+export function roundKnobValue(value: number, knob: NumericKnob): number {
   if (!Number.isFinite(value)) throw new Error(`roundKnobValue: not a finite number: ${value}`);
   const low = knob.int ? Math.ceil(knob.low) : knob.low;
   const high = knob.int ? Math.floor(knob.high) : knob.high;
@@ -203,21 +232,6 @@ function roundToStep(value: number, exponent: number): number {
  * that parsing it gives back exactly that number. Integers as integers (`128`); floats readable
  * (`0.0012`, `3e-5`, `12.5`, `2.0` — a float stays a float in Python).
  */
-export function formatKnobValue(value: number, knob: Knob): string {
+export function formatKnobValue(value: number, knob: NumericKnob): string {
   return formatNumber(roundKnobValue(value, knob), knob.int);
-}
-
-/** Shortest exact literal of a number, in the style of formatKnobValue (no rounding). */
-export function formatNumber(value: number, int: boolean): string {
-  if (!Number.isFinite(value)) throw new Error(`formatNumber: not a finite number: ${value}`);
-  if (int && Number.isInteger(value)) return BigInt(value).toString();
-  if (value === 0) return "0.0";
-  const abs = Math.abs(value);
-  if (abs >= 1e-3 && abs < 1e6) {
-    // String() gives the shortest round-trip digits and no exponent in this range.
-    const s = String(value);
-    return s.includes(".") ? s : `${s}.0`;
-  }
-  // toExponential() without an argument also gives the shortest round-trip digits.
-  return value.toExponential().replace("e+", "e");
 }

@@ -7,14 +7,31 @@
  *
  * Log knobs live in log space, integer knobs in [low - 0.5, high + 0.5] and are rounded, as in
  * Optuna. Every proposed value goes through roundKnobValue, so the configuration returned is
- * exactly the one written into the files and recorded.
+ * exactly the one written into the files and recorded. A categorical knob's kernel is Optuna's
+ * categorical Parzen estimator (the observed choice's weight on top of a prior count spread over
+ * the choices). Knobs without a condition are modelled jointly; a conditional knob (`when:`) is
+ * modelled on its own, from the observations where it was active, and counts in l(x)/g(x) only
+ * where the candidate activates it.
  *
  * Pure and deterministic: the same space, observations and RNG state give the same suggestion.
  */
 import { AutolabError } from "../../core/errors.ts";
 import type { Direction, Knob } from "../../core/types.ts";
 import type { Rng } from "./rng.ts";
-import { type Dim, encode, keyOf, makeDims, type Params, paramsOf, randomParams } from "./space.ts";
+import {
+  activeNames,
+  buildParams,
+  type Dim,
+  decode,
+  encode,
+  keyOf,
+  makeDims,
+  type NumericDim,
+  type Params,
+  type ParamValue,
+  randomParams,
+  validValue,
+} from "./space.ts";
 
 export type { Params } from "./space.ts";
 
@@ -105,14 +122,23 @@ function ncdf(x: number): number {
 
 const LOG_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
 
-/** A mixture of product kernels, truncated to the box of the dims that are not fixed. */
+/**
+ * One kernel's factor for one dim: a Gaussian truncated to [a, b] (logNorm = log(sigma · its
+ * mass inside)), or probabilities of the choices.
+ */
+type Factor = { mu: number; sigma: number; logNorm: number } | { probs: number[]; logProbs: number[] };
+
+/**
+ * A mixture of product kernels over `dims`, one per observation plus a wide prior kernel (the
+ * last); fixed dims are left out of the density. Points hold a model coordinate per dim: the
+ * encoded value of a numeric knob, the index of a categorical knob's choice.
+ */
 interface Mixture {
+  dims: Dim[];
   logWeights: number[];
   weights: number[];
-  /** mus[k][d], sigmas[k][d], logNorm[k][d] = log(sigma * Z) per kernel and dim. */
-  mus: number[][];
-  sigmas: number[][];
-  logNorm: number[][];
+  /** factors[k][j]: kernel k's factor for dims[j]. */
+  factors: Factor[][];
 }
 
 function buildMixture(dims: Dim[], points: number[][], priorWeight: number): Mixture {
@@ -121,32 +147,39 @@ function buildMixture(dims: Dim[], points: number[][], priorWeight: number): Mix
   const w = [...observationWeights(n), priorWeight];
   const total = w.reduce((s, x) => s + x, 0);
   const weights = w.map((x) => x / total);
-  const mus: number[][] = points.map((p) => [...p]);
-  mus.push(dims.map((dim) => 0.5 * (dim.a + dim.b)));
-  const sigmas: number[][] = [];
-  const logNorm: number[][] = [];
+  const factors: Factor[][] = [];
   for (let k = 0; k <= n; k++) {
-    const sk: number[] = [];
-    const lk: number[] = [];
-    for (let j = 0; j < d; j++) {
-      const dim = dims[j] as Dim;
-      const range = dim.b - dim.a;
-      let sigma: number;
-      if (k === n) {
-        sigma = range; // the prior kernel: wide, centred
-      } else {
-        // Scott-like rule of Optuna's multivariate TPE, clipped by the "magic clip".
-        const s0 = 0.2 * Math.max(n, 1) ** (-1 / (d + 4)) * range;
-        sigma = Math.min(Math.max(s0, range / Math.min(100, n + 2)), range);
-      }
-      const mu = (mus[k] as number[])[j] as number;
-      sk.push(sigma);
-      lk.push(dim.fixed ? 0 : Math.log(sigma) + Math.log(truncMass(mu, sigma, dim.a, dim.b)));
-    }
-    sigmas.push(sk);
-    logNorm.push(lk);
+    const point = points[k];
+    factors.push(
+      dims.map((dim, j): Factor => {
+        if (dim.kind === "categorical") {
+          // Optuna's categorical Parzen estimator: a kernel puts its observed choice's weight
+          // on top of a prior count spread evenly; the prior kernel is uniform.
+          const c = dim.knob.choices.length;
+          const at = point ? (point[j] as number) : -1;
+          const probs = dim.knob.choices.map((_, i) =>
+            point ? (priorWeight / c + (i === at ? 1 : 0)) / (1 + priorWeight) : 1 / c,
+          );
+          return { probs, logProbs: probs.map((x) => Math.log(x)) };
+        }
+        const range = dim.b - dim.a;
+        let sigma: number;
+        let mu: number;
+        if (!point) {
+          sigma = range; // the prior kernel: wide, centred
+          mu = 0.5 * (dim.a + dim.b);
+        } else {
+          // Scott-like rule of Optuna's multivariate TPE, clipped by the "magic clip".
+          const s0 = 0.2 * Math.max(n, 1) ** (-1 / (d + 4)) * range;
+          sigma = Math.min(Math.max(s0, range / Math.min(100, n + 2)), range);
+          mu = point[j] as number;
+        }
+        const logNorm = dim.fixed ? 0 : Math.log(sigma) + Math.log(truncMass(mu, sigma, dim.a, dim.b));
+        return { mu, sigma, logNorm };
+      }),
+    );
   }
-  return { logWeights: weights.map((x) => Math.log(x)), weights, mus, sigmas, logNorm };
+  return { dims, logWeights: weights.map((x) => Math.log(x)), weights, factors };
 }
 
 /** Mass of N(mu, sigma) inside [a, b]; computed on the side where it does not cancel. */
@@ -157,19 +190,22 @@ function truncMass(mu: number, sigma: number, a: number, b: number): number {
   return Math.max(mass, 1e-300);
 }
 
-function logPdf(m: Mixture, dims: Dim[], u: number[]): number {
-  // log-sum-exp over kernels of log w_k + sum_d log N_trunc(u_d; mu_kd, sigma_kd)
+function logPdf(m: Mixture, x: number[]): number {
+  // log-sum-exp over kernels of log w_k + sum_d log factor_kd(x_d)
   const terms: number[] = [];
   let max = Number.NEGATIVE_INFINITY;
   for (let k = 0; k < m.weights.length; k++) {
-    const mu = m.mus[k] as number[];
-    const sigma = m.sigmas[k] as number[];
-    const norm = m.logNorm[k] as number[];
+    const factors = m.factors[k] as Factor[];
     let t = m.logWeights[k] as number;
-    for (let j = 0; j < dims.length; j++) {
-      if ((dims[j] as Dim).fixed) continue;
-      const z = ((u[j] as number) - (mu[j] as number)) / (sigma[j] as number);
-      t += -0.5 * z * z - LOG_SQRT_2PI - (norm[j] as number);
+    for (let j = 0; j < m.dims.length; j++) {
+      if ((m.dims[j] as Dim).fixed) continue;
+      const f = factors[j] as Factor;
+      if ("probs" in f) {
+        t += f.logProbs[x[j] as number] ?? Number.NEGATIVE_INFINITY;
+        continue;
+      }
+      const z = ((x[j] as number) - f.mu) / f.sigma;
+      t += -0.5 * z * z - LOG_SQRT_2PI - f.logNorm;
     }
     terms.push(t);
     if (t > max) max = t;
@@ -179,25 +215,111 @@ function logPdf(m: Mixture, dims: Dim[], u: number[]): number {
   return max + Math.log(sum);
 }
 
-function sampleMixture(m: Mixture, dims: Dim[], rng: Rng): number[] {
+function sampleMixture(m: Mixture, rng: Rng): number[] {
   let r = rng.next();
   let k = 0;
   while (k < m.weights.length - 1 && r >= (m.weights[k] as number)) {
     r -= m.weights[k] as number;
     k++;
   }
-  const mu = m.mus[k] as number[];
-  const sigma = m.sigmas[k] as number[];
-  return dims.map((dim, j) => {
-    if (dim.fixed) return dim.a;
+  const factors = m.factors[k] as Factor[];
+  return m.dims.map((dim, j) => {
+    const f = factors[j] as Factor;
+    if ("probs" in f) {
+      let u = rng.next();
+      for (let i = 0; i < f.probs.length - 1; i++) {
+        u -= f.probs[i] as number;
+        if (u < 0) return i;
+      }
+      return f.probs.length - 1;
+    }
+    const numeric = dim as NumericDim; // a Gaussian factor belongs to a numeric dim
+    if (numeric.fixed) return numeric.a;
     // Rejection sampling: every kernel's centre lies inside [a, b] and sigma <= b - a, so at
     // least ~19% of its mass is inside; 64 tries practically always suffice.
     for (let i = 0; i < 64; i++) {
-      const u = (mu[j] as number) + (sigma[j] as number) * rng.normal();
-      if (u >= dim.a && u <= dim.b) return u;
+      const u = f.mu + f.sigma * rng.normal();
+      if (u >= numeric.a && u <= numeric.b) return u;
     }
-    return rng.uniform(dim.a, dim.b);
+    return rng.uniform(numeric.a, numeric.b);
   });
+}
+
+/** A model coordinate per dim (see Mixture); NaN for a knob that is inactive or has no valid value. */
+function coordinates(dims: Dim[], params: Params): number[] {
+  const active = activeNames(dims, params);
+  return dims.map((d) => {
+    const v = params[d.name];
+    if (!active.has(d.name) || !validValue(d, v)) return Number.NaN;
+    return d.kind === "categorical" ? d.knob.choices.indexOf(v) : encode(d, v as number);
+  });
+}
+
+/** The value a model coordinate stands for (rounded, as it would be written). */
+function valueAt(dim: Dim, x: number): ParamValue {
+  return dim.kind === "categorical" ? (dim.knob.choices[x] as ParamValue) : decode(dim, x);
+}
+
+/**
+ * One density (l or g) over a space with conditional knobs: the knobs without a condition
+ * jointly (a multivariate mixture), and each conditional knob on its own, from the
+ * observations where it was active only (as Optuna's independent TPE does per parameter).
+ */
+interface Density {
+  root: Mixture;
+  /** Index of each root dim in `dims`. */
+  rootAt: number[];
+  conditional: Map<number, Mixture>;
+}
+
+function buildDensity(dims: Dim[], points: number[][], priorWeight: number): Density {
+  const rootAt = dims.flatMap((d, j) => (d.knob.when ? [] : [j]));
+  // A root knob always has a value; one that does not (a hand-made observation) takes the
+  // middle of its range, or its first choice.
+  const rootPoints = points.map((p) =>
+    rootAt.map((j) => {
+      const x = p[j] as number;
+      if (!Number.isNaN(x)) return x;
+      const d = dims[j] as Dim;
+      return d.kind === "numeric" ? 0.5 * (d.a + d.b) : 0;
+    }),
+  );
+  const root = buildMixture(
+    rootAt.map((j) => dims[j] as Dim),
+    rootPoints,
+    priorWeight,
+  );
+  const conditional = new Map<number, Mixture>();
+  dims.forEach((d, j) => {
+    if (!d.knob.when) return;
+    const active = points.filter((p) => !Number.isNaN(p[j] as number)).map((p) => [p[j] as number]);
+    conditional.set(j, buildMixture([d], active, priorWeight));
+  });
+  return { root, rootAt, conditional };
+}
+
+/** Draws a configuration from the density: root knobs jointly, then each active conditional knob. */
+function sampleDensity(dims: Dim[], density: Density, rng: Rng): Params {
+  const root = sampleMixture(density.root, rng);
+  const rootValue = new Map(density.rootAt.map((j, i) => [j, valueAt(dims[j] as Dim, root[i] as number)]));
+  return buildParams(dims, (d) => {
+    const j = dims.indexOf(d);
+    const fromRoot = rootValue.get(j);
+    if (fromRoot !== undefined) return fromRoot;
+    const m = density.conditional.get(j) as Mixture;
+    return valueAt(d, sampleMixture(m, rng)[0] as number);
+  });
+}
+
+/** log density at a configuration's coordinates: the root mixture plus each active conditional knob. */
+function logDensity(density: Density, x: number[]): number {
+  let t = logPdf(
+    density.root,
+    density.rootAt.map((j) => x[j] as number),
+  );
+  for (const [j, m] of density.conditional)
+    if (!Number.isNaN(x[j] as number)) t += logPdf(m, [x[j] as number]);
+  return t;
 }
 
 // --- suggestion ---------------------------------------------------------------------------
@@ -250,22 +372,22 @@ export function suggestTpe(
     finite.sort((x, y) => sign * (x.v - y.v) || x.i - y.i);
     nGood = Math.min(Math.max(gamma(n), 0), finite.length);
     const goodSet = new Set(finite.slice(0, nGood).map((x) => x.i));
-    const points = observations.map((o) => dims.map((d) => encode(d, o.params[d.name] ?? d.knob.low)));
+    const points = observations.map((o) => coordinates(dims, o.params));
     // Groups keep chronological order for the age weights.
     const good = points.filter((_, i) => goodSet.has(i));
     const bad = points.filter((_, i) => !goodSet.has(i));
     const priorWeight = options.priorWeight ?? 1;
-    const l = buildMixture(dims, good, priorWeight);
-    const g = buildMixture(dims, bad, priorWeight);
+    const l = buildDensity(dims, good, priorWeight);
+    const g = buildDensity(dims, bad, priorWeight);
     const count = options.candidates ?? DEFAULT_CANDIDATES;
 
     for (let round = 0; round < ROUNDS; round++) {
       const scored: { p: Params; score: number }[] = [];
       for (let c = 0; c < count; c++) {
-        const p = paramsOf(dims, sampleMixture(l, dims, rng));
+        const p = sampleDensity(dims, l, rng);
         // Score the rounded configuration, i.e. the one that would actually be evaluated.
-        const u = dims.map((d) => encode(d, p[d.name] as number));
-        scored.push({ p, score: logPdf(l, dims, u) - logPdf(g, dims, u) });
+        const x = coordinates(dims, p);
+        scored.push({ p, score: logDensity(l, x) - logDensity(g, x) });
       }
       scored.sort((x, y) => y.score - x.score);
       for (const s of scored) {

@@ -411,7 +411,8 @@ async function loadExperiment(n) {
   const metricName = state.status?.metric ?? "metric";
   const params = e.params
     ? `<dl class="params">${Object.entries(e.params)
-        .map(([k, v]) => `<dt>${esc(k)}</dt><dd>${fmt(v)}</dd>`)
+        // A categorical knob's value is text (or a boolean): escaped, never HTML.
+        .map(([k, v]) => `<dt>${esc(k)}</dt><dd>${typeof v === "number" ? fmt(v) : esc(v)}</dd>`)
         .join("")}</dl>`
     : "";
   const metrics = Object.entries(e.metrics);
