@@ -61,7 +61,10 @@ function predict(program: Program, exps: readonly ExperimentRecord[]): Predicted
     if (!e.params || names.some((k) => !Number.isFinite(e.params?.[k]))) continue;
     if (e.decision?.action === "reject") continue;
     const params = Object.fromEntries(names.map((k) => [k, e.params?.[k] as number]));
-    placed.push({ id: e.n, commit: e.commit, obs: { params, values: valuesAt(program, e, "full") } });
+    const values = valuesAt(program, e, "full");
+    // Undecided without a finished trial (a parallel slot is on it): not a failure, not data yet.
+    if (!e.decision && values.length === 0) continue;
+    placed.push({ id: e.n, commit: e.commit, obs: { params, values } });
   }
   const measured = placed.filter((p) => (p.obs.values?.length ?? 0) > 0);
   if (measured.length < MIN_CONFIGURATIONS) return undefined;
