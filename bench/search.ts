@@ -21,6 +21,7 @@
  * interval excludes 0).
  *
  *   npm run bench -- search [--seeds=40] [--budgets=50,100,300] [--first-seed=0] [--no-optuna]
+ *   npm run bench -- search --slots=4 [...]   autolab and Optuna, serial vs 4 trials at once
  *
  * The default run is slow (Optuna to 300 trials, 120 studies in one process: it had not finished after 20 minutes on
  * 2 cores); `--seeds=10 --budgets=50,100` takes about 20 s.
@@ -34,6 +35,7 @@ import type { Point } from "./_functions.ts";
 import { HELD_OUT, type NoisyFunction, SEARCH_SEEDS } from "./_heldout.ts";
 import { runKeepLoop } from "./_keep-loop.ts";
 import { findOptuna, PY_SUGGEST } from "./_optuna.ts";
+import { runSlotsLoop } from "./_slots-loop.ts";
 import { type Estimate, estimate, flags, numberFlag, round, show } from "./_stats.ts";
 
 /** Random search: the true regret of the best observed configuration after each evaluation. */
@@ -104,22 +106,51 @@ def tabular(p):
             + 0.002*(math.log10(p["MIN_CHILD"])-1)**2 + 0.001*(math.log10(p["L2"])+0.5)**2)
 ${PY_SUGGEST}
 F = {"six-hump-camel": camel, "hartmann6": hartmann6, "tabular": tabular}
+def serial(f, fn, seed, rng, budget):
+    sampler = optuna.samplers.TPESampler(seed=seed)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    rows = []
+    def objective(trial):
+        p = suggest(trial, fn["space"])
+        t = f(p)
+        y = t + fn["sigma"]*rng.standard_normal()
+        rows.append((y, t, p))
+        return y
+    study.optimize(objective, n_trials=budget)
+    return rows
+def parallel(f, fn, seed, rng, budget, slots):
+    # slots workers: ask when a worker is free, tell when its trial ends (0.9-1.1 time units,
+    # as bench/_slots-loop.ts); running trials are the constant liar's. Rows in ask order: a run
+    # of E trials is the first E asks of a longer one.
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    durations = np.random.default_rng(seed + 1000003)
+    rows, running, now = [], [], 0.0
+    def ask():
+        trial = study.ask()
+        p = suggest(trial, fn["space"])
+        t = f(p)
+        y = t + fn["sigma"]*rng.standard_normal()
+        rows.append((y, t, p))
+        running.append((now + durations.uniform(0.9, 1.1), len(rows), trial, y))
+    for _ in range(min(slots, budget)):
+        ask()
+    while running:
+        running.sort(key=lambda r: (r[0], r[1]))
+        now, _, trial, y = running.pop(0)
+        study.tell(trial, y)
+        if len(rows) < budget:
+            ask()
+    return rows
 out = {}
 for fn in cfg["functions"]:
     f = F[fn["name"]]
     tpe, reeval = [], []
     for seed in cfg["seeds"]:
         rng = np.random.default_rng(seed)
-        sampler = optuna.samplers.TPESampler(seed=seed)
-        study = optuna.create_study(direction="minimize", sampler=sampler)
-        rows = []
-        def objective(trial):
-            p = suggest(trial, fn["space"])
-            t = f(p)
-            y = t + fn["sigma"]*rng.standard_normal()
-            rows.append((y, t, p))
-            return y
-        study.optimize(objective, n_trials=max(cfg["budgets"]))
+        budget = max(cfg["budgets"])
+        slots = cfg["slots"]
+        rows = serial(f, fn, seed, rng, budget) if slots == 1 else parallel(f, fn, seed, rng, budget, slots)
         # TPE at each budget: the best observed trial among the first E (a run of E trials).
         tpe.append([min(rows[:e], key=lambda r: r[0])[1] - fn["optimum"] for e in cfg["budgets"]])
         row = []
@@ -133,6 +164,142 @@ for fn in cfg["functions"]:
     out[fn["name"]] = {"tpe": tpe, "reeval": reeval}
 print(json.dumps(out))
 `;
+
+type OptunaFigures = Record<string, { tpe: number[][]; reeval: number[][] }>;
+
+/** Optuna's arms per function: [seed][budget] true regrets; `slots` > 1 with constant_liar. */
+function runOptuna(
+  seeds: number[],
+  budgets: number[],
+  slots: number,
+  skip: boolean,
+): { optuna?: OptunaFigures; note: string } {
+  if (skip) return { note: "skipped (--no-optuna)" };
+  const py = findOptuna();
+  if (!py) return { note: "skipped: python3 cannot import optuna (Debian: apt-get install python3-optuna)" };
+  const cfg = {
+    seeds,
+    budgets,
+    slots,
+    functions: HELD_OUT.map((fn) => ({
+      name: fn.name,
+      space: fn.space,
+      optimum: fn.optimum,
+      sigma: fn.sigma,
+    })),
+  };
+  const r = spawnSync(py.python, ["-c", PYTHON, JSON.stringify(cfg)], {
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
+  if (r.status !== 0) {
+    return {
+      note: `skipped: the optuna run failed: ${(r.stderr || r.error?.message || "").trim().split("\n").pop()}`,
+    };
+  }
+  return { optuna: JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}"), note: `optuna ${py.version}` };
+}
+
+/**
+ * `--slots=k`: autolab and Optuna at equal total evaluations, serially and with k trials at
+ * once: autolab through bench/_slots-loop.ts (the scheduler simulated, proposals with pending
+ * experiments as constant liars), Optuna asking while k trials run (`constant_liar=True`).
+ * Per function and budget: each arm serial and at k slots, the paired difference k slots −
+ * serial, and autolab − each Optuna arm at k slots.
+ */
+function compareSlots(
+  seeds: number[],
+  budgets: number[],
+  slots: number,
+  noOptuna: boolean,
+  t0: number,
+): Record<string, unknown> {
+  const serial = runOptuna(seeds, budgets, 1, noOptuna);
+  const parallel = runOptuna(seeds, budgets, slots, noOptuna);
+  console.log(
+    `true regret of the final best, mean ± 95% CI over ${seeds.length} held-out seeds (${seeds[0]}–${seeds.at(-1)}), serial vs ${slots} slots at equal evaluations; ${parallel.note}`,
+  );
+  const figures: Record<string, unknown> = {
+    benchmark: "search",
+    slots,
+    seeds: seeds.length,
+    first_seed: seeds[0],
+    budgets,
+    optuna: parallel.note,
+  };
+  const counts = { keeps: 0, worse: 0, rebased: 0, runs: 0 };
+  for (const fn of HELD_OUT) {
+    budgets.forEach((evals, bi) => {
+      const atSlots = (seed: number) => {
+        const r = runSlotsLoop({
+          fn,
+          sigma: fn.sigma,
+          judge: createNoiseJudge(),
+          totalTrials: evals,
+          seed,
+          slots,
+          proposer: "gp",
+        });
+        counts.keeps += r.keeps;
+        counts.worse += r.falseKeeps;
+        counts.rebased += r.rebased;
+        counts.runs++;
+        return r.posteriorTrue - fn.optimum;
+      };
+      const arms: Record<string, { serial: number[]; slots: number[] }> = {
+        autolab: { serial: seeds.map((s) => keepLoop(fn, s, evals, "autolab")), slots: seeds.map(atSlots) },
+      };
+      const o1 = serial.optuna?.[fn.name];
+      const ok = parallel.optuna?.[fn.name];
+      if (o1 && ok) {
+        const at = (rows: number[][]) => rows.map((r) => r[bi] as number);
+        arms["optuna TPE"] = { serial: at(o1.tpe), slots: at(ok.tpe) };
+        arms["optuna TPE + re-eval"] = { serial: at(o1.reeval), slots: at(ok.reeval) };
+      }
+      console.log(`${fn.name} (σ ${fn.sigma}), ${evals} evaluations`);
+      const entry: Record<string, Record<string, number>> = {};
+      for (const [name, a] of Object.entries(arms)) {
+        const [one, k, d] = [estimate(a.serial), estimate(a.slots), paired(a.slots, a.serial)];
+        console.log(
+          `  ${name.padEnd(22)} serial ${show(one)}   ${slots} slots ${show(k)}   ${slots} slots − serial ${show(d)}`,
+        );
+        entry[name] = {
+          serial: round(one.mean),
+          serial_ci: round(one.ci, 2),
+          slots: round(k.mean),
+          slots_ci: round(k.ci, 2),
+          slots_minus_serial: round(d.mean),
+          slots_minus_serial_ci: round(d.ci, 2),
+        };
+      }
+      const auto = arms.autolab as { serial: number[]; slots: number[] };
+      for (const name of ["optuna TPE", "optuna TPE + re-eval"]) {
+        const a = arms[name];
+        if (!a) continue;
+        const [d, d1] = [paired(auto.slots, a.slots), paired(auto.serial, a.serial)];
+        console.log(
+          `  autolab − ${name}: at ${slots} slots ${show(d)} (${significance(d)}); serial ${show(d1)} (${significance(d1)})`,
+        );
+        Object.assign(entry[name] as Record<string, number>, {
+          autolab_minus_at_slots: round(d.mean),
+          autolab_minus_at_slots_ci: round(d.ci, 2),
+          autolab_minus_serial: round(d1.mean),
+          autolab_minus_serial_ci: round(d1.ci, 2),
+        });
+      }
+      figures[`${fn.name}/${evals}`] = entry;
+    });
+  }
+  const serialKeeps = keepCounts.get("autolab") ?? { keeps: 0, worse: 0 };
+  const pct = (c: { keeps: number; worse: number }) => round((100 * c.worse) / Math.max(1, c.keeps), 3);
+  console.log(
+    `truly worse among kept changes: autolab serial ${pct(serialKeeps)}% of ${serialKeeps.keeps}, ${slots} slots ${pct(counts)}% of ${counts.keeps}; winners rebased onto a newer best: ${round(counts.rebased / Math.max(1, counts.runs), 3)} per run`,
+  );
+  figures.truly_worse_keeps_pct = { serial: pct(serialKeeps), slots: pct(counts) };
+  figures.rebased_per_run = round(counts.rebased / Math.max(1, counts.runs), 3);
+  figures.seconds = round((performance.now() - t0) / 1000, 3);
+  return figures;
+}
 
 /** Paired difference a − b over seeds, mean ± 95% CI. */
 function paired(a: readonly number[], b: readonly number[]): Estimate {
@@ -151,34 +318,12 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
   const first = SEARCH_SEEDS + numberFlag(f, "first-seed", 0);
   const seeds = Array.from({ length: seedCount }, (_, i) => first + i);
   const t0 = performance.now();
-
-  let optuna: Record<string, { tpe: number[][]; reeval: number[][] }> | undefined;
-  let optunaNote = "";
-  const py = f["no-optuna"] ? undefined : findOptuna();
-  if (f["no-optuna"]) optunaNote = "skipped (--no-optuna)";
-  else if (!py) optunaNote = "skipped: python3 cannot import optuna (Debian: apt-get install python3-optuna)";
-  else {
-    const cfg = {
-      seeds,
-      budgets,
-      functions: HELD_OUT.map((fn) => ({
-        name: fn.name,
-        space: fn.space,
-        optimum: fn.optimum,
-        sigma: fn.sigma,
-      })),
-    };
-    const r = spawnSync(py.python, ["-c", PYTHON, JSON.stringify(cfg)], {
-      encoding: "utf8",
-      maxBuffer: 1 << 26,
-    });
-    if (r.status === 0) {
-      optuna = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}");
-      optunaNote = `optuna ${py.version}`;
-    } else {
-      optunaNote = `skipped: the optuna run failed: ${(r.stderr || r.error?.message || "").trim().split("\n").pop()}`;
-    }
+  if (f.slots !== undefined) {
+    const slots = numberFlag(f, "slots", 4);
+    if (!(Number.isInteger(slots) && slots >= 2)) throw new Error("--slots: trials at once, at least 2");
+    return compareSlots(seeds, budgets, slots, Boolean(f["no-optuna"]), t0);
   }
+  const { optuna, note: optunaNote } = runOptuna(seeds, budgets, 1, Boolean(f["no-optuna"]));
 
   console.log(
     `true regret of the final best (true value − optimum; lower is better), mean ± 95% CI over ${seedCount} held-out seeds; ${optunaNote || "optuna"}`,

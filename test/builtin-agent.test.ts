@@ -231,12 +231,12 @@ describe("builtin agent", () => {
       /^GP: expected improvement \S+ over the best predicted value \S+; this one is predicted \S+ \(model of 5 configurations, trial noise σ ≈ \S+\)$/,
     );
     expect(mechanisms[19]).toMatch(
-      /^GP: .*\(model of 20 configurations, .*\) \(2 failed or pending counted as worst\)$/,
+      /^GP: .*\(model of 20 configurations, .*\) \(2 failed counted as worst\)$/,
     );
     expect(best.metric).toBeLessThan(loss(baseline) / 2);
   });
 
-  it("uses the best's recorded params and treats pending experiments as worst", async () => {
+  it("uses the best's recorded params and takes pending experiments as constant liars, not failures", async () => {
     const dir = await fixture();
     const history: ExperimentView[] = [
       { n: 0, hypothesis: "baseline", action: "keep", metric: 1.5 },
@@ -255,12 +255,34 @@ describe("builtin agent", () => {
     ];
     const p = await createBuiltinAgent({ sampler: "tpe" }).propose(context(dir, { history }));
     expect(p.mechanism).toBe(
-      "TPE: sampled from the density of the best 2 of 7 observed configurations (1 failed or pending counted as worst)",
+      "TPE: sampled from the density of the best 2 of 7 observed configurations; 1 pending configuration counted with the worse group (constant liar)",
     );
     const g = await createBuiltinAgent().propose(context(dir, { history }));
     expect(g.mechanism).toMatch(
-      /^GP: .*\(model of 7 configurations, .*\) \(1 failed or pending counted as worst\)$/,
+      /^GP: .* over the best predicted value (\S+); .*\(model of 7 configurations, .*\); 1 pending configuration fantasized at the best predicted value \1 \(constant liar\)$/,
     );
+    // A pending experiment whose first trial finished is a measurement, as far as it goes; a
+    // crash is a failure.
+    const later: ExperimentView[] = [
+      ...history.slice(0, -1),
+      { ...(history.at(-1) as ExperimentView), metric: 2.5, values: [2.5] },
+      {
+        n: 7,
+        hypothesis: "crashed",
+        params: { ...(history[1]?.params as Record<string, number>), HIDDEN: 40 },
+        action: "crash",
+      },
+      ...[8, 9].map((n) => ({
+        n,
+        hypothesis: "queued",
+        params: { LEARNING_RATE: 0.05, HIDDEN: 20 * n, WEIGHT_DECAY: 1e-3, BATCH_SIZE: 512 },
+      })),
+    ];
+    const g2 = await createBuiltinAgent().propose(context(dir, { history: later }));
+    expect(g2.mechanism).toMatch(
+      /\(model of 10 configurations, .*\) \(1 failed counted as worst\); 2 pending configurations fantasized at the best predicted value \S+ \(constant liar\)$/,
+    );
+    expect([8, 9].map((n) => later[n]?.params)).not.toContainEqual(g2.params);
   });
 
   it("asks for search: knobs when there are none", async () => {

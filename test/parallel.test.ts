@@ -14,6 +14,7 @@ import type { ExperimentRecord } from "../src/core/ledger.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
 import { createToyProject, readLedger, runCli, spawnCli, type ToyProject } from "./helpers/toy-project.ts";
+import { valueProject } from "./helpers/value-project.ts";
 
 /** Whether pid is a live train.mjs process (a zombie has no command line; a reused pid another). */
 function alive(pid: number): boolean {
@@ -185,6 +186,32 @@ describe("parallel slots", () => {
       );
       expect(git(t.dir, "diff", "--stat", best.commit, m.commit)).toMatch(/train\.mjs \| +[1-4] /);
     }
+  });
+
+  it("tells the judge the run's budget (--max-experiments), as the serial loop does", async () => {
+    // The noise rule explores while more than 20% of the budget is left: a first trial inside
+    // the noise that is not promising costs one trial and says so. Without the budget it would
+    // get the full test (test/loop.test.ts "knows the budget" is the serial twin).
+    const dir = valueProject({ acceptance: "noise", noise: 0.05 });
+    writeFileSync(
+      join(dir, "program.md"),
+      readFileSync(join(dir, "program.md"), "utf8").replace("---\nLower", "slots: 2\n---\nLower"),
+    );
+    git(dir, "commit", "-qam", "two slots");
+    const setX = (x: number): ScriptedStep => ({
+      hypothesis: `X 5 → ${x}`,
+      edits: { "value.mjs": `export const X = ${x};\n` },
+    });
+    // After the list, the agent repeats its last step: clear losses, one trial each.
+    const { experiments: exps } = await run(dir, [setX(4.99), setX(6)], 10);
+    expect(new Set(exps.flatMap((e) => e.trials.map((t) => t.slot)))).toEqual(new Set([0, 1]));
+    expect(exps.filter((e) => e.n > 0 && e.rebaseOf === undefined)).toHaveLength(10);
+    const inside = exps.find((e) => e.hypothesis === "X 5 → 4.99") as ExperimentRecord;
+    // Judged before most of the run was proposed: at most 4 of the 10 experiments existed then.
+    expect(inside.decision?.reason).toMatch(
+      /^not promising: .* while exploring \((60|70|80|90)% of the budget left/,
+    );
+    expect(inside.trials).toHaveLength(1);
   });
 
   it("--slots turns a serial program parallel for one invocation", async () => {

@@ -56,6 +56,15 @@ describe("predictedBest", () => {
     expect(b?.configurations).toBe(17);
   });
 
+  it("leaves out an experiment a parallel slot is still evaluating: not a failure, no data yet", () => {
+    const running = { ...exp(16, 0.4, []), decision: undefined } as unknown as ExperimentRecord;
+    const crashed = exp(16, 0.4, [], "crash");
+    const p = predictedBest(program, exps);
+    expect(predictedBest(program, [...exps, running])).toEqual(p);
+    // A crash there is the worst value: it pulls the prediction around 0.4 up.
+    expect(predictedBest(program, [...exps, crashed])?.predicted).not.toBe(p?.predicted);
+  });
+
   it("says nothing without knobs, or with too few measured configurations", () => {
     expect(predictedBest({ ...program, search: {} }, exps)).toBeUndefined();
     expect(predictedBest(program, exps.slice(0, 2))).toBeUndefined();

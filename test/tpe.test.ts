@@ -132,6 +132,64 @@ describe("suggestTpe", () => {
     expect(withoutCrashes).toBeLessThan(30);
   });
 
+  it("counts pending configurations in the bad group (constant liar): concurrent proposals spread", () => {
+    // Two equally good regions, at 0.25 and 0.75; other slots are evaluating four around 0.75.
+    const space: Record<string, Knob> = { X: { low: 0, high: 1, log: false, int: false } };
+    const measured: TpeObservation[] = [
+      { params: { X: 0.25 }, value: 0 },
+      { params: { X: 0.75 }, value: 0 },
+      ...[0.1, 0.4, 0.6, 0.9].map((x) => ({ params: { X: x }, value: 5 })),
+    ];
+    const pending = [0.67, 0.71, 0.79, 0.83].map((x) => ({ params: { X: x }, pending: true }));
+    const towardFree = (obs: TpeObservation[]) => {
+      let n = 0;
+      for (let seed = 0; seed < 40; seed++) {
+        const s = suggestTpe(space, obs, createRng(seed), { direction: "minimize", gamma: () => 2 });
+        if ((s.params.X as number) < 0.5) n++;
+        if (obs.length > measured.length) expect(s.pending).toBe(4);
+      }
+      return n;
+    };
+    expect(towardFree([...measured, ...pending])).toBeGreaterThanOrEqual(32);
+    expect(towardFree(measured)).toBeLessThan(30);
+  });
+
+  it("is deterministic with pending configurations, and proposes one only when nothing else is left", () => {
+    const space: Record<string, Knob> = { N: { low: 1, high: 8, log: false, int: true } };
+    const current = { N: 3 };
+    const obs: TpeObservation[] = [
+      ...[3, 7].map((n) => ({ params: { N: n }, value: Math.abs(n - 5) })),
+      ...[1, 2, 4, 5, 6].map((n) => ({ params: { N: n }, pending: true })),
+    ];
+    const options = { direction: "minimize" as const, current, startup: 2 };
+    expect(suggestTpe(space, obs, createRng(1), options)).toEqual(
+      suggestTpe(space, obs, createRng(1), options),
+    );
+    for (let seed = 0; seed < 10; seed++) {
+      expect(suggestTpe(space, obs, createRng(seed), options)).toMatchObject({
+        params: { N: 8 },
+        repeat: false,
+      });
+    }
+    // Nothing new: an evaluated configuration is re-measured rather than a pending one repeated.
+    const full = [...obs, { params: { N: 8 }, value: 3 }];
+    for (let seed = 0; seed < 10; seed++) {
+      const s = suggestTpe(space, full, createRng(seed), options);
+      expect(s.repeat).toBe(true);
+      expect([7, 8]).toContain(s.params.N);
+    }
+    // Only pending ones left besides the current: the last resort, flagged as a repeat.
+    const onlyPending = obs.filter((o) => o.pending || o.params.N === 3);
+    const last = suggestTpe(
+      { N: { low: 1, high: 6, log: false, int: true } },
+      onlyPending,
+      createRng(0),
+      options,
+    );
+    expect(last.repeat).toBe(true);
+    expect([1, 2, 4, 5, 6]).toContain(last.params.N);
+  });
+
   it("does not repeat an evaluated configuration, nor propose the current one", () => {
     const space: Record<string, Knob> = { N: { low: 1, high: 6, log: false, int: true } };
     const current = { N: 3 };

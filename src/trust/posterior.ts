@@ -66,7 +66,10 @@ function predict(program: Program, exps: readonly ExperimentRecord[]): Predicted
     // conditional knob's value does not matter).
     const active = activeNames(dims, params);
     if (dims.some((d) => active.has(d.name) && !validValue(d, params[d.name]))) continue;
-    placed.push({ id: e.n, commit: e.commit, obs: { params, values: valuesAt(program, e, "full") } });
+    const values = valuesAt(program, e, "full");
+    // Undecided without a finished trial (a parallel slot is on it): not a failure, not data yet.
+    if (!e.decision && values.length === 0) continue;
+    placed.push({ id: e.n, commit: e.commit, obs: { params, values } });
   }
   const measured = placed.filter((p) => (p.obs.values?.length ?? 0) > 0);
   if (measured.length < MIN_CONFIGURATIONS) return undefined;

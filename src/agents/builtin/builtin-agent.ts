@@ -31,7 +31,7 @@ import {
 import { formatLiteral, formatNumber, parseLiteral, showValue } from "./literals.ts";
 import { createRng, mixSeed } from "./rng.ts";
 import { type Dim, makeDims, validValue } from "./space.ts";
-import { defaultStartup, suggestTpe, type TpeObservation } from "./tpe.ts";
+import { defaultStartup, suggestTpe, type TpeObservation, type TpeSuggestion } from "./tpe.ts";
 
 /** The built-in samplers: "gp" (default; docs/optimizer.md says why) or "tpe". */
 export const SAMPLERS = ["gp", "tpe"] as const;
@@ -113,7 +113,7 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
     if (validValue(d, v)) bestParams[d.name] = v;
   }
 
-  const { observations, failed } = buildObservations(ctx, dims, current, bestParams);
+  const { observations, failed, pending } = buildObservations(ctx, dims, current, bestParams);
   const startup = opts.startup ?? defaultStartup(names.length);
   const rng = createRng(mixSeed(opts.seed ?? 0, ctx.history.length));
   const direction = ctx.program.objective.direction;
@@ -130,7 +130,8 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
       "good" in s
         ? `TPE: sampled from the density of the best ${s.good} of ${s.observed} observed configurations`
         : gpMechanism(s);
-    if (failed > 0) mechanism += ` (${failed} failed or pending counted as worst)`;
+    if (failed > 0) mechanism += ` (${failed} failed counted as worst)`;
+    if (pending > 0) mechanism += `; ${pendingMechanism(pending, s)}`;
   }
 
   // The suggestion sets the active knobs; an inactive one keeps its line (and value) as it is.
@@ -175,9 +176,19 @@ function literalFor(knob: Knob, value: ParamValue, at: KnobLocation): string {
   return isCategorical(knob) ? formatLiteral(value, at) : formatKnobValue(value as number, knob);
 }
 
+const sig = (x: number, digits: number) => formatNumber(Number(x.toPrecision(digits)), false);
+
+/** How the configurations other slots are evaluating right now entered the model. */
+function pendingMechanism(pending: number, s: GpSuggestion | TpeSuggestion): string {
+  const what = `${pending} pending configuration${pending === 1 ? "" : "s"}`;
+  if ("good" in s) return `${what} counted with the worse group (constant liar)`;
+  if (s.model)
+    return `${what} fantasized at the best predicted value ${sig(s.model.bestPredicted, 6)} (constant liar)`;
+  return `${what} not repeated`;
+}
+
 /** What the GP saw and expects, in the metric's units (significant digits only). */
 function gpMechanism(g: GpSuggestion): string {
-  const sig = (x: number, digits: number) => formatNumber(Number(x.toPrecision(digits)), false);
   if (!g.model)
     return `GP: every configuration it preferred was tried; a random one of ${g.observed} observed`;
   const m = g.model;
@@ -232,14 +243,17 @@ function measuredValue(e: ExperimentView): number | undefined {
  * Observations in chronological order. Experiments without params (a baseline, or a code
  * change by another agent) cannot be placed in the space and are left out, except the best,
  * whose configuration is the one in the files. Missing knobs (a knob added to search: later)
- * and values the knob cannot take now (a choice since removed) take the worktree's value.
+ * and values the knob cannot take now (a choice since removed) take the worktree's value. An
+ * experiment without a decision and without a finished full-budget trial is pending (parallel
+ * slots are evaluating it, or it waits for one): the samplers take it as a constant liar, not as
+ * a failure. One with finished trials is measured as far as it goes.
  */
 function buildObservations(
   ctx: ProposalContext,
   dims: Dim[],
   current: Params,
   bestParams: Params,
-): { observations: (TpeObservation & GpObservation)[]; failed: number } {
+): { observations: (TpeObservation & GpObservation)[]; failed: number; pending: number } {
   const observations: (TpeObservation & GpObservation)[] = [];
   let bestSeen = false;
   const bestMetric = Number.isFinite(ctx.best.metric) ? ctx.best.metric : undefined;
@@ -252,6 +266,11 @@ function buildObservations(
       params[d.name] = validValue(d, v) ? v : (current[d.name] as ParamValue);
     }
     bestSeen ||= isBest;
+    // (The baseline is the best while its first trials run in a parallel run: pending too.)
+    if (e.action === undefined && !e.values?.length && !(isBest && bestMetric !== undefined)) {
+      observations.push({ params, values: [], pending: true });
+      continue;
+    }
     const value = isBest ? (bestMetric ?? measuredValue(e)) : measuredValue(e);
     // The GP models every trial (repeats measure the noise); a failed experiment has none.
     const values = value === undefined ? [] : e.values?.length ? e.values : [value];
@@ -264,6 +283,7 @@ function buildObservations(
       values: bestMetric === undefined ? [] : [bestMetric],
     });
   }
-  const failed = observations.filter((o) => o.value === undefined).length;
-  return { observations, failed };
+  const pending = observations.filter((o) => o.pending).length;
+  const failed = observations.filter((o) => o.value === undefined && !o.pending).length;
+  return { observations, failed, pending };
 }

@@ -21,6 +21,17 @@
  * would actually be written and evaluated. A configuration already evaluated, or the current
  * one, is never proposed when another is available (identity: the active knobs, space.ts keyOf).
  *
+ * Pending configurations (parallel slots: proposed, not yet measured) are "constant liar"
+ * fantasies (Ginsbourger et al. 2010): after the hyperparameters are fitted to the real data,
+ * the posterior is conditioned on one trial at each pending configuration whose value is the
+ * lie, the incumbent above (CL-min for a minimisation). The bar of EI stays where it was and the
+ * pending region still looks as good as the best, but its uncertainty is gone, so EI there
+ * collapses and the next proposal goes to the next most promising place instead of next door.
+ * A pessimistic lie (what counting them as failures did) would repel proposals from the region
+ * the model likes best and teach it a cliff that is not there. Fantasies never enter the fit:
+ * they must not teach the model a noise level or a lengthscale. A pending configuration is not
+ * proposed again while any other configuration exists.
+ *
  * Cost is cubic in the configurations modelled: past MAX_MODELLED, the model keeps the best half
  * and the most recent half (a proposal then stays under a few seconds; trials take minutes).
  *
@@ -51,6 +62,11 @@ export interface GpObservation {
   values?: number[];
   /** A single value, when the trials are not known one by one. */
   value?: number;
+  /**
+   * Proposed and not yet measured (another slot is evaluating it): neither a failure nor a
+   * measurement; suggestGp fantasizes it at the constant liar, posteriorBest leaves it out.
+   */
+  pending?: boolean;
 }
 
 export interface GpOptions {
@@ -78,6 +94,8 @@ export interface GpSuggestion {
     /** Trial noise σ the model estimated. */
     noiseSigma: number;
   };
+  /** Pending configurations: fantasized at `model.bestPredicted` (constant liar), else only avoided. */
+  pending: number;
 }
 
 /** Configurations the model is fitted on, at most (cost is cubic in it). */
@@ -89,6 +107,11 @@ const TOP_CENTRES = 5;
 const REFINE = 10;
 const REFINE_STEPS = 20;
 const RANDOM_TRIES = 200;
+/**
+ * Trials a pending configuration's fantasy stands for: one, what its first trial will tell the
+ * model. A noise-free fantasy (many trials) measured within noise of it (docs/optimizer.md).
+ */
+const LIE_TRIALS = 1;
 
 interface Row {
   u: number[];
@@ -108,20 +131,27 @@ export function suggestGp(
   if (dims.length === 0) throw new AutolabError("NO_SEARCH_SPACE", "the search space has no knobs");
   const layout = unitLayout(dims);
   const seen = new Set(observations.map((o) => keyOf(dims, o.params)));
+  const pendingKeys = new Set(observations.filter((o) => o.pending).map((o) => keyOf(dims, o.params)));
   const currentKey = options.current ? keyOf(dims, options.current) : undefined;
   if (currentKey !== undefined) seen.add(currentKey);
   const isNew = (p: Params) => !seen.has(keyOf(dims, p));
-  let fallback: Params | undefined;
+  // A repeat when nothing is new: an evaluated configuration, a pending one only as the last resort.
+  const fallbacks: { evaluated?: Params; pending?: Params } = {};
   const remember = (p: Params) => {
-    if (fallback === undefined && keyOf(dims, p) !== currentKey) fallback = p;
+    const key = keyOf(dims, p);
+    if (key === currentKey) return;
+    if (pendingKeys.has(key)) fallbacks.pending ??= p;
+    else fallbacks.evaluated ??= p;
   };
   const n = observations.length;
+  const pending = observations.filter((o) => o.pending).length;
 
   // The model needs two measured configurations and something to vary; before that, random.
+  // Pending configurations count towards the startup: they were proposed already.
   const modelled =
     n >= options.startup &&
     layout.width > 0 &&
-    observations.filter((o) => valuesOf(o).length > 0).length >= 2;
+    observations.filter((o) => !o.pending && valuesOf(o).length > 0).length >= 2;
   if (modelled) {
     const s = gpSuggestion(dims, layout, observations, rng, options.direction, isNew, remember);
     if (s) return s;
@@ -130,10 +160,11 @@ export function suggestGp(
   const mode = modelled ? "gp" : "startup";
   for (let i = 0; i < RANDOM_TRIES; i++) {
     const p = randomParams(dims, rng);
-    if (isNew(p)) return { params: p, mode, observed: n, repeat: false };
+    if (isNew(p)) return { params: p, mode, observed: n, repeat: false, pending };
     remember(p);
   }
-  if (fallback) return { params: fallback, mode, observed: n, repeat: true };
+  const fallback = fallbacks.evaluated ?? fallbacks.pending;
+  if (fallback) return { params: fallback, mode, observed: n, repeat: true, pending };
   throw new AutolabError(
     "SEARCH_EXHAUSTED",
     "the search space has no configuration other than the current one",
@@ -157,12 +188,13 @@ export function posteriorBest(
   direction: Direction,
 ): { index: number; predicted: number; sd: number } | undefined {
   const layout = unitLayout(makeDims(space));
-  if (layout.width === 0 || observations.filter((o) => valuesOf(o).length > 0).length < 2) return undefined;
+  const measured = (o: GpObservation) => !o.pending && valuesOf(o).length > 0;
+  if (layout.width === 0 || observations.filter(measured).length < 2) return undefined;
   const m = modelOf(layout, observations, direction);
   let best: { index: number; predicted: number; sd: number } | undefined;
   let bestMu = Number.POSITIVE_INFINITY;
   observations.forEach((o, index) => {
-    if (valuesOf(o).length === 0) return;
+    if (!measured(o)) return;
     const { mu, sd } = m.model.predict(m.toUnit(o.params));
     if (mu < bestMu) {
       bestMu = mu;
@@ -172,15 +204,20 @@ export function posteriorBest(
   return best;
 }
 
-/** The GP fitted to the observations, with the maps between metric units and the model's. */
+/**
+ * The GP fitted to the observations (pending ones left out), with the maps between metric units
+ * and the model's.
+ */
 function modelOf(layout: UnitLayout, observations: GpObservation[], direction: Direction) {
   const sign = direction === "maximize" ? -1 : 1;
   const toUnit = (p: Params) => layout.toUnit(p);
   // Raw rows: signed means and spreads; failures get the worst mean.
-  const raw = observations.map((o) => {
-    const vs = valuesOf(o).map((v) => sign * v);
-    return { u: toUnit(o.params), m: mean(vs), n: vs.length, ss: vs.length ? sumSquares(vs) : 0 };
-  });
+  const raw = observations
+    .filter((o) => !o.pending)
+    .map((o) => {
+      const vs = valuesOf(o).map((v) => sign * v);
+      return { u: toUnit(o.params), m: mean(vs), n: vs.length, ss: vs.length ? sumSquares(vs) : 0 };
+    });
   const finite = raw.filter((r) => r.n > 0);
   const worst = Math.max(...finite.map((r) => r.m));
   let rows = raw.map((r) => (r.n > 0 ? r : { ...r, m: worst, n: 1, ss: 0 }));
@@ -219,17 +256,23 @@ function gpSuggestion(
   isNew: (p: Params) => boolean,
   remember: (p: Params) => void,
 ): GpSuggestion | undefined {
-  const { model, toUnit, sign, center, scale, data } = modelOf(layout, observations, direction);
+  const fitted = modelOf(layout, observations, direction);
+  const { toUnit, sign, center, scale, data } = fitted;
 
   // The incumbent: the best posterior mean at an evaluated configuration.
   let incumbent = Number.POSITIVE_INFINITY;
   let centres: { u: number[]; mu: number }[] = [];
   for (const r of data) {
-    const { mu } = model.predict(r.u);
+    const { mu } = fitted.model.predict(r.u);
     centres.push({ u: r.u, mu });
     if (mu < incumbent) incumbent = mu;
   }
   centres = centres.sort((a, b) => a.mu - b.mu).slice(0, TOP_CENTRES);
+  // Constant liar: each pending configuration as one trial at the incumbent (see the header).
+  const lies: Row[] = observations
+    .filter((o) => o.pending)
+    .map((o) => ({ u: toUnit(o.params), y: incumbent, n: LIE_TRIALS, ss: 0 }));
+  const model = lies.length ? fitted.model.given(lies) : fitted.model;
 
   // Candidates in the unit cube, scored after rounding (and decoding choices) to the real
   // configurations they stand for: inactive knobs then sit at their constant coordinates.
@@ -287,6 +330,7 @@ function gpSuggestion(
       bestPredicted,
       noiseSigma: Math.sqrt(model.noise) * scale,
     },
+    pending: lies.length,
   };
 }
 
@@ -305,6 +349,15 @@ interface GpModel {
   /** Trial noise variance (standardised units). */
   noise: number;
   predict(u: number[]): { mu: number; sd: number };
+  /** The posterior with these rows added, hyperparameters unchanged (fantasies: constant liar). */
+  given(rows: Row[]): GpModel;
+}
+
+/** Fitted hyperparameters: inverse squared lengthscales, signal and noise variance. */
+interface Hyper {
+  inv: number[];
+  s2: number;
+  noise: number;
 }
 
 const SQRT5 = Math.sqrt(5);
@@ -331,7 +384,7 @@ export const MAX_FITTED = 80;
 
 /** Fits the hyperparameters (MAP) and returns the posterior. */
 function fitGp(data: Row[], d: number): GpModel {
-  return posterior(data, d, fitHyperparameters(subsetForFit(data), d));
+  return posterior(data, fitHyperparameters(subsetForFit(data), d));
 }
 
 /** The best half by mean and the newest half of the rows, in their order. */
@@ -397,7 +450,7 @@ function bounded(theta: readonly number[], d: number): number[] {
 }
 
 /** MAP log-hyperparameters: the marginal likelihood, the within-repeat term and the priors. */
-function fitHyperparameters(data: Row[], d: number): number[] {
+function fitHyperparameters(data: Row[], d: number): Hyper {
   const n = data.length;
   const { K, build } = covariance(data, d);
   const y = Float64Array.from(data, (r) => r.y);
@@ -429,20 +482,43 @@ function fitHyperparameters(data: Row[], d: number): number[] {
     const r = nelderMead(f, s, 0.7, 60 + 20 * d);
     if (r.f < best.f) best = r;
   }
-  return bounded(best.x, d);
+  const theta = bounded(best.x, d);
+  return {
+    inv: theta.slice(0, d).map((t) => Math.exp(-2 * t)),
+    s2: Math.exp(theta[d] as number),
+    noise: Math.exp(theta[d + 1] as number),
+  };
 }
 
-/** The posterior of the GP with hyperparameters theta, conditioned on every row. */
-function posterior(data: Row[], d: number, theta: readonly number[]): GpModel {
+/** The GP posterior given the rows and fixed hyperparameters. */
+function posterior(data: Row[], h: Hyper): GpModel {
+  const { inv, s2, noise } = h;
   const n = data.length;
-  const { K, build } = covariance(data, d);
-  const y = Float64Array.from(data, (r) => r.y);
-  const { s2, noise, inv } = build(theta);
+  const d = inv.length;
+  const K = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) {
+    const ui = (data[i] as Row).u;
+    for (let k = 0; k < i; k++) {
+      const uk = (data[k] as Row).u;
+      let r2 = 0;
+      for (let j = 0; j < d; j++) {
+        const diff = (ui[j] as number) - (uk[j] as number);
+        r2 += diff * diff * (inv[j] as number);
+      }
+      K[i * n + k] = s2 * matern52(r2);
+    }
+    K[i * n + i] = s2 + noise / (data[i] as Row).n + JITTER;
+  }
   if (!cholesky(K, n)) throw new Error("gp: the fitted covariance is not positive definite");
-  const alpha = solveChol(K, n, y);
+  const alpha = solveChol(
+    K,
+    n,
+    Float64Array.from(data, (r) => r.y),
+  );
   const L = K;
   return {
     noise,
+    given: (rows) => posterior([...data, ...rows], h),
     predict(u: number[]) {
       const kStar = new Float64Array(n);
       let mu = 0;

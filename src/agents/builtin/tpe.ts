@@ -42,6 +42,12 @@ export interface TpeObservation {
    * timeout, rejected) or has no result yet: it counts as worse than every measured one.
    */
   value?: number;
+  /**
+   * Proposed and not yet measured (parallel slots). It counts in the bad group, as Optuna's
+   * `constant_liar` does with running trials: l(x)/g(x) drops around it, so concurrent proposals
+   * spread out. It is not proposed again while any other configuration exists.
+   */
+  pending?: boolean;
 }
 
 export interface TpeOptions {
@@ -71,6 +77,8 @@ export interface TpeSuggestion {
    * suggestion repeats an evaluated configuration, which at least re-measures it.
    */
   repeat: boolean;
+  /** Pending observations: counted in the bad group (in startup mode only avoided). */
+  pending: number;
 }
 
 /**
@@ -352,23 +360,32 @@ export function suggestTpe(
   const notCurrent = (p: Params) => keyOf(dims, p) !== currentKey;
 
   let nGood = 0;
-  let fallback: Params | undefined;
+  const pending = observations.filter((o) => o.pending).length;
+  // A repeat when nothing is new: an evaluated configuration, a pending one only as the last resort.
+  const pendingKeys = new Set(observations.filter((o) => o.pending).map((o) => keyOf(dims, o.params)));
+  const fallbacks: { evaluated?: Params; pending?: Params } = {};
   const remember = (p: Params) => {
-    if (fallback === undefined && notCurrent(p)) fallback = p;
+    if (!notCurrent(p)) return;
+    if (pendingKeys.has(keyOf(dims, p))) fallbacks.pending ??= p;
+    else fallbacks.evaluated ??= p;
   };
 
   if (n < startup) {
     for (let i = 0; i < RANDOM_TRIES; i++) {
       const p = randomParams(dims, rng);
-      if (isNew(p)) return { params: p, mode: "startup", observed: n, good: 0, repeat: false };
+      if (isNew(p)) return { params: p, mode: "startup", observed: n, good: 0, repeat: false, pending };
       remember(p);
     }
   } else {
-    // Rank: measured values best first (ties by age), failed and pending ones last.
+    // Rank: measured values best first (ties by age), failed and pending ones last: pending ones
+    // are never good, whatever their value says (Optuna's constant_liar).
     const sign = options.direction === "maximize" ? -1 : 1;
     const finite = observations
       .map((o, i) => ({ i, v: o.value }))
-      .filter((x): x is { i: number; v: number } => x.v !== undefined && Number.isFinite(x.v));
+      .filter(
+        (x): x is { i: number; v: number } =>
+          x.v !== undefined && Number.isFinite(x.v) && !observations[x.i]?.pending,
+      );
     finite.sort((x, y) => sign * (x.v - y.v) || x.i - y.i);
     nGood = Math.min(Math.max(gamma(n), 0), finite.length);
     const goodSet = new Set(finite.slice(0, nGood).map((x) => x.i));
@@ -391,17 +408,18 @@ export function suggestTpe(
       }
       scored.sort((x, y) => y.score - x.score);
       for (const s of scored) {
-        if (isNew(s.p)) return { params: s.p, mode: "tpe", observed: n, good: nGood, repeat: false };
+        if (isNew(s.p)) return { params: s.p, mode: "tpe", observed: n, good: nGood, repeat: false, pending };
         remember(s.p);
       }
     }
     // l(x) keeps landing on evaluated points (a small integer space): look anywhere.
     for (let i = 0; i < RANDOM_TRIES; i++) {
       const p = randomParams(dims, rng);
-      if (isNew(p)) return { params: p, mode: "tpe", observed: n, good: nGood, repeat: false };
+      if (isNew(p)) return { params: p, mode: "tpe", observed: n, good: nGood, repeat: false, pending };
       remember(p);
     }
   }
+  const fallback = fallbacks.evaluated ?? fallbacks.pending;
   if (fallback) {
     return {
       params: fallback,
@@ -409,6 +427,7 @@ export function suggestTpe(
       observed: n,
       good: nGood,
       repeat: true,
+      pending,
     };
   }
   throw new AutolabError(
