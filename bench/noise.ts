@@ -211,12 +211,16 @@ const NOISE_CASES: { name: string; opts: Partial<KeepLoopOptions> }[] = [
   },
 ];
 
-/** The rule before the run-wide noise model (#20), with its defaults of then. */
+/** The rule before the run-wide noise model (#20), every option pinned to its value of then. */
 export const OLD_RULE: NoiseJudgeOptions = {
   pooling: "judged",
   testTrials: 4,
+  confirmTrials: 6,
   futilityZ: 0.5,
+  lossZ: 0.25,
   confirmZ: 1.2,
+  referenceShrink: 0.3,
+  alpha: 0.1,
 };
 
 interface CaseFigures {

@@ -30,24 +30,34 @@ const input = (xs: number[], over: Partial<JudgeInput> = {}): JudgeInput => ({
  * The rule's mechanics at the thresholds they were written for (4 test trials, futility 0.5σ,
  * confirmation at 1.2σ); the defaults that bench/noise.ts chose are checked on their own.
  */
-const MECHANICS = { testTrials: 4, futilityZ: 0.5, confirmZ: 1.2 } as const;
+const MECHANICS = {
+  testTrials: 4,
+  confirmTrials: 6,
+  futilityZ: 0.5,
+  lossZ: 0.25,
+  confirmZ: 1.2,
+  referenceShrink: 0.3,
+  remeasureRatio: 3,
+} as const;
 
 describe("createNoiseJudge", () => {
   const judge = createNoiseJudge(MECHANICS);
 
-  it("defaults: 3 baseline trials, up to 6 to pass the keep test and 6 for a keep, the incumbent re-measured", () => {
+  it("defaults: 3 baseline trials, up to 10 to pass the keep test and 8 for a keep, the incumbent re-measured", () => {
     const d = createNoiseJudge();
     expect(d.name).toBe("noise");
     expect(d.baselineTrials).toBe(3);
-    expect(d.maxTrials).toBe(6);
+    expect(d.maxTrials).toBe(10);
     expect(d.options).toMatchObject({
-      testTrials: 6,
-      confirmTrials: 6,
+      testTrials: 10,
+      confirmTrials: 8,
       confirmZ: 1.4,
-      futilityZ: 0.25,
+      futilityZ: -0.25,
+      lossZ: 0.5,
+      referenceShrink: 0.5,
       pooling: "run",
       remeasure: true,
-      remeasureRatio: 3,
+      remeasureRatio: 2,
       incumbentMaxTrials: 10,
     });
   });

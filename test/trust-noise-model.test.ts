@@ -219,7 +219,7 @@ describe("the noise judge with the run's noise model", () => {
     });
     expect(r.source).toBe("pooled");
     expect(r.reason).toMatch(
-      /^noise: score — σ 0\.01 pooled from 1 configuration and 3 trials; #0 repeated its value exactly, so it is taken as exact; the smallest improvement the rule can accept is 0\.00578 \(0\.58% of 1\) with 6 trials$/,
+      /^noise: score — σ 0\.01 pooled from 1 configuration and 3 trials; #0 repeated its value exactly, so it is taken as exact; the smallest improvement the rule can accept is 0\.00431 \(0\.43% of 1\) with 10 trials$/,
     );
   });
 });

@@ -59,13 +59,13 @@ export interface NoiseJudgeOptions {
   baselineTrials?: number;
   /**
    * Most trials a candidate gets to pass the keep test; one that has not passed by then is
-   * discarded as not credibly better. Default 6 (4 before the run-wide noise model; bench/noise.ts cases).
+   * discarded as not credibly better. Default 10 (4 before the run-wide noise model, 6 until the cases of #20 were halved: docs/noise.md).
    */
   testTrials?: number;
   /**
    * Trials a keep rests on: a candidate that passed the keep test runs on to this many trials
    * (confirmation) and is kept if z is still at least confirmZ. The judge's maxTrials is the
-   * larger of testTrials and confirmTrials. Default 6; a value ≤ minKeepTrials keeps at once
+   * larger of testTrials and confirmTrials. Default 8 (6 before #20's cases); a value ≤ minKeepTrials keeps at once
    * on passing (the rule before confirmation, which measured 0.07σ–0.45σ worse true value than
    * greedy in bench/noise.ts).
    */
@@ -75,7 +75,7 @@ export interface NoiseJudgeOptions {
   /**
    * Pulls the best's mean of trials back by this many of its standard errors before comparing
    * (it was kept because it looked good, so it is optimistic); not applied to the baseline.
-   * Default 0.3 (with confirmation; 0.5 and 1 let truly worse keeps pass 5% in bench/noise.ts).
+   * Default 0.5 (0.3 until the longer test of #20; with it, 0.5 keeps fewer truly worse changes at equal power).
    */
   referenceShrink?: number;
   /** Fewest trials a keep rests on (one lucky trial is what greedy keeps). Default 2. */
@@ -89,11 +89,11 @@ export interface NoiseJudgeOptions {
   alpha?: number;
   /** Smallest keep threshold in standard errors, whatever the degrees of freedom. Default 1.28. */
   keepZ?: number;
-  /** A first trial worse than the reference by this many standard errors is discarded at once. Default 0.25. */
+  /** A first trial worse than the reference by this many standard errors is discarded at once. Default 0.5 (0.25 before #20's cases: a real improvement's first draw is often low). */
   lossZ?: number;
   /**
    * From the second trial on (and throughout confirmation), a z at or below this discards: the
-   * candidate is not better by enough to be worth more trials. Default 0.25 (0.5 before the run-wide noise model).
+   * candidate is not better by enough to be worth more trials. Default −0.25: only a candidate that looks worse stops early (0.5 before the run-wide noise model, 0.25 before #20's cases).
    */
   futilityZ?: number;
   /**
@@ -148,7 +148,7 @@ export interface NoiseJudgeOptions {
   /**
    * How many trials the incumbent gets per trial of the challenger (rounded up, at most
    * `incumbentMaxTrials`): it is compared with every challenger, so a trial of it serves all of
-   * them (the √k rule for comparisons with one control). Default 3 (measured in bench/noise.ts: docs/noise.md).
+   * them (the √k rule for comparisons with one control). Default 2 (3 before #20's cases; measured in bench/noise.ts: docs/noise.md).
    */
   remeasureRatio?: number;
   /** Most trials the incumbent is re-measured to. Default 10. */
@@ -185,15 +185,15 @@ export interface NoiseJudgeOptions {
 
 const DEFAULTS = {
   baselineTrials: 3,
-  testTrials: 6,
-  confirmTrials: 6,
+  testTrials: 10,
+  confirmTrials: 8,
   confirmZ: 1.4,
   minKeepTrials: 2,
-  referenceShrink: 0.3,
+  referenceShrink: 0.5,
   alpha: 0.1,
   keepZ: 1.28,
-  lossZ: 0.25,
-  futilityZ: 0.25,
+  lossZ: 0.5,
+  futilityZ: -0.25,
   sigmaFloor: 0,
   relativeSigmaFloor: 1e-6,
   shrink: 1.5,
@@ -202,7 +202,7 @@ const DEFAULTS = {
   pairPrior: 2,
   pooling: "run",
   remeasure: true,
-  remeasureRatio: 3,
+  remeasureRatio: 2,
   incumbentMaxTrials: 10,
   exploreReserve: 0.2,
   promoteZ: 1.5,
@@ -701,7 +701,7 @@ export function createNoiseJudge(
 
       if (exploring && n >= minKeep && noise.df > 0 && z >= Math.max(o.clearZ, threshold, a.confirmAt)) {
         return keep(
-          `${margin} ≥ ${fmtZ(o.clearZ)}σ after ${n} trials: a clear improvement, kept without further confirmation`,
+          `${margin} ≥ ${fmtT(o.clearZ)}σ after ${n} trials: a clear improvement, kept without further confirmation`,
         );
       }
       if (passedAt) {
@@ -732,7 +732,7 @@ export function createNoiseJudge(
       }
       if (n === 1 && exploring && z < o.promoteZ && z > -o.lossZ) {
         return discard(
-          `not promising: ${cmp}; ${margin} < ${fmtZ(o.promoteZ)}σ after one trial, while exploring (${pct(left)} of the budget left: only a promising first trial earns more)${sigmaNote}`,
+          `not promising: ${cmp}; ${margin} < ${fmtT(o.promoteZ)}σ after one trial, while exploring (${pct(left)} of the budget left: only a promising first trial earns more)${sigmaNote}`,
         );
       }
       if (n === 1 && z <= -o.lossZ) {
@@ -762,13 +762,18 @@ export function createNoiseJudge(
             `not credibly better: ${cmp}; ${margin} < ${fmtZ(threshold)}σ after ${n} trials${why}`,
           );
         }
-        return discard(`not better: ${cmp}; ${margin} ≤ ${fmtZ(o.futilityZ)}σ after ${n} trials${why}`);
+        return discard(`not better: ${cmp}; ${margin} ≤ ${fmtT(o.futilityZ)}σ after ${n} trials${why}`);
       }
       return more(
         `inside the noise band: ${cmp}; ${margin} (a keep needs ${fmtZ(threshold)}σ); running trial ${n + 1} of up to ${o.testTrials}${sigmaNote}`,
       );
     },
   };
+}
+
+/** A threshold as configured (−0.25 stays −0.25, not "-0.3"). */
+function fmtT(t: number): string {
+  return Number(t.toFixed(2)).toString();
 }
 
 function fmtZ(z: number): string {
