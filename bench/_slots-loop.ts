@@ -5,10 +5,11 @@
  *
  *   - `slots` trials at once; a trial takes 0.9–1.1 time units (a fixed time budget per trial),
  *     so trials finish, and are judged, in completion order;
- *   - proposals are instant (the built-in optimizer) and made whenever the queue has room: at
- *     most `slots` candidates wait besides those running, so a proposal sees up to
- *     2·slots − 1 experiments without a decision (pending, the constant liar's fantasies);
- *     proposals made at the same moment (the first ones) do not see each other;
+ *   - proposals are instant (the built-in optimizer) and, as the scheduler makes them for an
+ *     instant proposer, one at a time and only for a free slot: a proposal sees up to
+ *     slots − 1 experiments without a decision (pending, the constant liar's fantasies);
+ *     `queue: slots` simulates the scheduler for agents that think (a trial ahead, up to
+ *     2·slots − 1 pending);
  *   - each proposal builds on the best of its moment and is judged against that best (its
  *     parent), with the parent's re-measurements on the candidate's slot when the judge asks;
  *   - a winner whose best moved meanwhile is rebased: its changed knob values written onto the
@@ -41,8 +42,9 @@ export interface SlotsLoopOptions {
   slots: number;
   proposer: "gp" | "tpe";
   /**
-   * Candidates that may wait for a slot besides those running. Default `slots` (the scheduler's
-   * bound); 0: a proposal is made only when a slot is free for it.
+   * Candidates that may wait for a slot besides those running. Default 0: a proposal is made
+   * only when a slot is free for it, as the scheduler does for an instant proposer (the built-in
+   * optimizer, Agent.instant); `slots`: a trial ahead, as it does for agents that think.
    */
   queue?: number;
   /** Tell the judge how many trials are left (JudgeInput.budget). Default true. */
@@ -125,7 +127,7 @@ export function runSlotsLoop(o: SlotsLoopOptions): SlotsLoopResult {
   /** Those put back in the queue: they need a decision more than a slot (outside the queue's bound). */
   const toJudge = new Set<Exp>();
   const running: Running[] = [];
-  const capacity = o.queue ?? o.slots;
+  const capacity = o.queue ?? 0;
 
   /** The history a proposal sees, as the built-in agent builds it (src/agents/builtin/builtin-agent.ts). */
   const observations = (): (GpObservation & TpeObservation)[] =>

@@ -8,8 +8,9 @@
  *   - k slots: the scheduler simulated (bench/_slots-loop.ts), pending experiments as the
  *     constant liar (the default);
  *   - k slots, pending as failed: how the built-in agent counted them before (the worst value);
- *   - k slots, queue 0: as the scheduler but a proposal is made only when a slot is free for it
- *     (the scheduler keeps up to k candidates waiting, for agents that think for minutes).
+ *   - k slots, a trial ahead: up to k candidates waiting beside the running ones, as the
+ *     scheduler proposes for agents that think (and did for the built-in one before
+ *     Agent.instant; the default now proposes only for a free slot).
  *
  *   npm run bench -- batch [--seeds=30] [--budget=60] [--slots=4] [--first-seed=1000]
  */
@@ -84,7 +85,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
       }),
       [`${slots} slots`]: atSlots({}),
       [`${slots} slots, pending as failed`]: atSlots({ pending: "failed" }),
-      [`${slots} slots, queue 0`]: atSlots({ queue: 0 }),
+      [`${slots} slots, a trial ahead`]: atSlots({ queue: slots }),
     };
     const minus = (a: number[], b: number[]) => estimate(a.map((x, i) => x - (b[i] as number)));
     const serial = arms.serial as number[];

@@ -86,11 +86,12 @@ export async function parallelDeps(
       ];
   // A role whose agent cannot be built (an unknown backend, a missing CLI) is bad input: say so
   // before any worktree is made. Agents are made once per worker (proposer 0's is this one).
+  let instant = true;
   for (const r of researchers) {
     const make = r.agentFor;
     const made = new Map<number, Promise<Agent>>();
     r.agentFor = (i) => made.get(i) ?? (made.set(i, make(i)).get(i) as Promise<Agent>);
-    await r.agentFor(0);
+    instant &&= (await r.agentFor(0)).instant === true;
   }
 
   const slots: Slot[] = [];
@@ -118,6 +119,7 @@ export async function parallelDeps(
     slots,
     proposers,
     researchers,
+    ...(instant ? { instantProposals: true } : {}),
     ...(chooser ? { chooser } : {}),
     ...(Object.keys(program.search).length ? { rebaseKnobs: knobRebaser(program) } : {}),
   };

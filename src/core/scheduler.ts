@@ -72,6 +72,12 @@ export interface ParallelDeps extends LoopDeps {
   slots: Slot[];
   /** Worktrees where proposals are made, one per concurrent proposal. */
   proposers: Workspace[];
+  /**
+   * Every researcher proposes instantly (Agent.instant): one proposal at a time, only for a
+   * free slot. Otherwise proposals run ahead, up to one per slot waiting beside the running
+   * trials, so slots never idle while an agent thinks.
+   */
+  instantProposals?: boolean;
   researchers: Researcher[];
   /** Without one, the first researcher always proposes. */
   chooser?: Chooser;
@@ -186,6 +192,14 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   let proposing = 0;
   let proposersLeft = deps.proposers.length;
   const capacity = deps.slots.length;
+  /** Slots running an experiment (the baseline's measuring ones included). */
+  let busy = measuring ? baselineSlots : 0;
+  /** Whether a proposer must wait: the queue is full, or (instant proposals) no slot is free for one more. */
+  const full = () => {
+    const queued = queue.filter((e) => !toJudge.has(e.n)).length;
+    if (deps.instantProposals) return proposing > 0 || queued + proposing >= capacity - busy;
+    return queued + proposing >= capacity;
+  };
   const failures = new Map<string, string[]>();
   const maxFailures = opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES;
   const researcherOf = (role: string | undefined) =>
@@ -194,7 +208,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   const proposer = async (i: number): Promise<void> => {
     const agents = new Map<Researcher, Agent>();
     while (!stopped() && issued < max) {
-      if (queue.filter((e) => !toJudge.has(e.n)).length + proposing >= capacity) {
+      if (full()) {
         await changed();
         continue;
       }
@@ -277,11 +291,15 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
         queue.unshift(exp);
         return;
       }
+      busy++;
       try {
         await evaluateExperiment({ ...d, ...(exp.role ? { role: exp.role } : {}) }, exp, emit, signal);
       } catch (err) {
         fail(err);
         return;
+      } finally {
+        busy--;
+        wake(); // a free slot: an instant proposer may propose for it
       }
       credit(exp.n);
       const streak = failedTrialStreak(list());
@@ -314,6 +332,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     } catch (err) {
       fail(err);
     }
+    busy -= baselineSlots;
     const ok = !stopped() && list().find((e) => e.n === 0)?.decision?.action === "keep";
     baselineDone(ok);
     if (ok) queue.unshift(...waitingForBaseline.splice(0));

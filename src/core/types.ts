@@ -331,6 +331,12 @@ export interface ProposalContext {
 
 export interface Agent {
   readonly name: string;
+  /**
+   * Proposes in well under a second (the built-in optimizer). The parallel scheduler then
+   * proposes one candidate at a time and only for a slot that is free, so each proposal sees
+   * every experiment still running instead of being made a trial ahead, blind to the others.
+   */
+  readonly instant?: boolean;
   propose(ctx: ProposalContext): Promise<Proposal>;
   /**
    * The parameters of an unmodified worktree (the built-in optimizer's knob values), recorded

@@ -78,6 +78,7 @@ export function builtinOptionsFromArgs(args: readonly string[]): Pick<BuiltinAge
 export function createBuiltinAgent(opts: BuiltinAgentOptions = {}): Agent {
   return {
     name: "builtin",
+    instant: true,
     propose: (ctx) => propose(ctx, opts),
     paramsOf: (worktree, program) =>
       Object.keys(program.search).length ? readKnobParams(worktree, program) : Promise.resolve({}),
