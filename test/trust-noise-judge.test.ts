@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { hartmann3 } from "../bench/_functions.ts";
 import { runKeepLoop, simProgram, simTrial } from "../bench/_keep-loop.ts";
+import { OLD_RULE } from "../bench/noise.ts";
 import type { JudgeInput } from "../src/core/judge.ts";
 import type { Program, TrialResult } from "../src/core/types.ts";
 import { createJudge } from "../src/trust/acceptance.ts";
@@ -11,6 +12,7 @@ import {
   describeNoise,
   estimateNoise,
   keepThreshold,
+  type NoiseJudgeOptions,
   seedPairs,
 } from "../src/trust/noise-judge.ts";
 import { satterthwaiteDf } from "../src/trust/stats.ts";
@@ -27,18 +29,11 @@ const input = (xs: number[], over: Partial<JudgeInput> = {}): JudgeInput => ({
 });
 
 /**
- * The rule's mechanics at the thresholds they were written for (4 test trials, futility 0.5σ,
- * confirmation at 1.2σ); the defaults that bench/noise.ts chose are checked on their own.
+ * The rule's mechanics at the thresholds they were written for — the old rule's (4 test trials,
+ * 6 for a keep, futility 0.5σ, confirmation at 1.2σ) — with the run-wide noise model; the
+ * defaults that bench/noise.ts chose are checked on their own.
  */
-const MECHANICS = {
-  testTrials: 4,
-  confirmTrials: 6,
-  futilityZ: 0.5,
-  lossZ: 0.25,
-  confirmZ: 1.2,
-  referenceShrink: 0.3,
-  remeasureRatio: 3,
-} as const;
+const MECHANICS: NoiseJudgeOptions = { ...OLD_RULE, pooling: "run", remeasureRatio: 3 };
 
 describe("createNoiseJudge", () => {
   const judge = createNoiseJudge(MECHANICS);
