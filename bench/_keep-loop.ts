@@ -97,6 +97,8 @@ export interface KeepRecord {
   trueOld: number;
   reported: number;
   trials: number;
+  /** The judge's reason for keeping it. */
+  reason: string;
 }
 
 export interface KeepLoopResult {
@@ -258,7 +260,14 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
     trueOf.push(trueValue);
     if (decision.action === "keep") {
       const reported = decision.metric as number;
-      keeps.push({ n, trueNew: trueValue, trueOld: best.true, reported, trials: trials.length });
+      keeps.push({
+        n,
+        trueNew: trueValue,
+        trueOld: best.true,
+        reported,
+        trials: trials.length,
+        reason: decision.reason,
+      });
       best = { n, u, metric: reported, values, trials, true: trueValue, sigma: o.sigma };
     }
   }
