@@ -263,6 +263,27 @@ describe("seed-paired comparison", () => {
     expect(d.metric).toBeLessThan(2.8);
   });
 
+  it("while exploring, a margin of 4 on two pairs is not clear: the pairs' variance rests on few degrees of freedom", () => {
+    const explore = { budget: { left: 9, total: 10 } };
+    const decide = (n: number) =>
+      judge.decide({
+        program,
+        trials: candidate(n, 2.3),
+        best: { n: 4, metric: 2.9, values: bestValues, trials: bestTrials },
+        baseline,
+        ...explore,
+      });
+    // Margin 4σ on two pairs (3 degrees of freedom): a t of 4 there is one in seventy.
+    const two = decide(2);
+    expect(two.reason).toMatch(/margin 4\.0σ \(paired on 2 seeds\)/);
+    expect(two.action).toBe("more");
+    // Three pairs and 5.7σ clear the bar of 5.2σ; six pairs need 4.5σ.
+    expect(decide(3).reason).toMatch(
+      /margin 5\.7σ \(paired on 3 seeds\) ≥ 5\.2σ after 3 trials: a clear improvement/,
+    );
+    expect(decide(6).reason).toMatch(/≥ 4\.5σ after 6 trials: a clear improvement/);
+  });
+
   it("does not keep a candidate that is as good as the best on every shared seed", () => {
     const same = run(bestTrials, 2.9);
     expect(same.at(-1)?.action).toBe("discard");
@@ -425,13 +446,17 @@ describe("budget-aware exploration (JudgeInput.budget)", () => {
 
   it("while exploring, a clear improvement (≥ 3σ after two trials) is kept without the rest of its confirmation", () => {
     const clear = [2.85, 2.86];
-    const d = judge.decide(input(clear, { budget: { left: 9, total: 10 } }));
+    // σ measured on 10 degrees of freedom (another configuration repeated 8 times): 3σ is clear.
+    const run = [{ n: 7, values: [2.95, 2.97, 2.93, 2.96, 2.94, 2.95, 2.97, 2.93] }];
+    const d = judge.decide(input(clear, { budget: { left: 9, total: 10 }, run }));
     expect(d.action).toBe("keep");
     expect((d as { reason: string }).reason).toMatch(
       /a clear improvement, kept without further confirmation/,
     );
     // Without the budget (or in the reserve) the full confirmation runs.
-    expect(judge.decide(input(clear)).action).toBe("more");
-    expect(judge.decide(input(clear, { budget: { left: 1, total: 10 } })).action).toBe("more");
+    expect(judge.decide(input(clear, { run })).action).toBe("more");
+    expect(judge.decide(input(clear, { budget: { left: 1, total: 10 }, run })).action).toBe("more");
+    // On σ from 3 degrees of freedom (the baseline's and the candidate's repeats alone), 6σ is not clear yet.
+    expect(judge.decide(input(clear, { budget: { left: 9, total: 10 } })).action).toBe("more");
   });
 });

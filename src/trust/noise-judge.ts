@@ -612,6 +612,10 @@ export function createNoiseJudge(
           threshold: keepThreshold(df, o),
           paired: p >= 2,
           confirmAt: p >= 2 ? confirmThreshold(df, o) : o.confirmZ,
+          // "Clear" means clearZ's one-sided probability at the difference's degrees of freedom:
+          // a margin of 3 on a variance measured by two or three pairs is not clear (a t of 3 on
+          // 2 degrees of freedom happens one time in twenty).
+          clearAt: df > 0 ? Math.max(o.clearZ, tQuantile(normalCdf(o.clearZ), df)) : Number.POSITIVE_INFINITY,
         };
       };
       const passes = (a: ReturnType<typeof assess>) =>
@@ -699,9 +703,9 @@ export function createNoiseJudge(
         };
       };
 
-      if (exploring && n >= minKeep && noise.df > 0 && z >= Math.max(o.clearZ, threshold, a.confirmAt)) {
+      if (exploring && n >= minKeep && noise.df > 0 && z >= Math.max(a.clearAt, threshold, a.confirmAt)) {
         return keep(
-          `${margin} ≥ ${fmtT(o.clearZ)}σ after ${n} trials: a clear improvement, kept without further confirmation`,
+          `${margin} ≥ ${fmtZ(a.clearAt)}σ after ${n} trials: a clear improvement, kept without further confirmation`,
         );
       }
       if (passedAt) {
