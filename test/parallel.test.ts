@@ -214,6 +214,29 @@ describe("parallel slots", () => {
     expect(inside.trials).toHaveLength(1);
   });
 
+  it("never re-measures the incumbent twice on one seed when slots judge against it at once", async () => {
+    // Three clearly better candidates start together; each asks for the incumbent's next seed
+    // before its second trial. Concurrent re-measurements must take different seeds: the same
+    // seed twice is the same measurement twice (here the noise is a function of the seed).
+    const dir = valueProject({ acceptance: "noise", noise: 0.05 });
+    writeFileSync(
+      join(dir, "program.md"),
+      readFileSync(join(dir, "program.md"), "utf8").replace("---\nLower", "slots: 3\n---\nLower"),
+    );
+    git(dir, "commit", "-qam", "three slots");
+    const setX = (x: number): ScriptedStep => ({
+      hypothesis: `X 5 → ${x}`,
+      edits: { "value.mjs": `export const X = ${x};\n` },
+    });
+    const { experiments: exps } = await run(dir, [setX(4), setX(3.9), setX(3.8), setX(6)], 6);
+    const baseline = exps.find((e) => e.n === 0) as ExperimentRecord;
+    expect(baseline.trials.length).toBeGreaterThan(3); // re-measured
+    for (const e of exps) {
+      const seeds = e.trials.filter((t) => t.result && t.result.status !== "interrupted").map((t) => t.seed);
+      expect(new Set(seeds).size, `#${e.n} seeds ${seeds.join(", ")}`).toBe(seeds.length);
+    }
+  });
+
   it("--slots turns a serial program parallel for one invocation", async () => {
     const dir = pairProject({ sleepMs: 300 });
     writeFileSync(

@@ -430,6 +430,21 @@ function tooLarge(diff: DiffStats, max: number): string {
   return `scope: the diff is too large (${diff.insertions + diff.deletions} changed lines in ${diff.files} files; the limit is ${max})`;
 }
 
+/**
+ * The first seed index that no full-budget trial of `exp` holds, finished (ok or failed: a failed
+ * one is not re-run) or running; an interrupted trial's seed is free again.
+ */
+function nextSeedIndex(program: Program, runSeed: number, exp: ExperimentRecord): number {
+  const taken = new Set(
+    exp.trials
+      .filter((t) => isFullBudget(program, t) && t.result?.status !== "interrupted")
+      .map((t) => t.seed - runSeed),
+  );
+  let k = 0;
+  while (taken.has(k)) k++;
+  return k;
+}
+
 /** Runs a trial of `exp` and, unless interrupted, decides it and moves the ratchet. */
 export async function evaluateExperiment(
   deps: LoopDeps,
@@ -560,11 +575,6 @@ export async function evaluateExperiment(
         : {}),
     };
   };
-  /** Full-budget trials of the incumbent that finished, ok or not (a failed one is not re-run). */
-  const parentFinished = () =>
-    (ledger.getExperiment(run.id, parent.n)?.trials ?? []).filter(
-      (t) => isFullBudget(program, t) && t.result && t.result.status !== "interrupted",
-    ).length;
   // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
   const climbed = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, exp.n, 0, emit, signal, rung));
   if (climbed === "interrupted") return;
@@ -580,7 +590,7 @@ export async function evaluateExperiment(
     if (verdict.action !== "more") decision = verdict;
     else if (verdict.incumbent && remeasure) {
       // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
-      const r = await runTrial(deps, parent.n, parentFinished(), emit, signal, undefined, exp.n);
+      const r = await runTrial(deps, parent.n, "next", emit, signal, undefined, exp.n);
       if (r.status === "interrupted") return;
       if (r.status !== "ok") {
         remeasure = false; // not again for this challenger: its other trials decide
@@ -748,7 +758,12 @@ function spread(values: number[]): string {
 export async function runTrial(
   deps: LoopDeps,
   n: number,
-  seedIndex: number,
+  /**
+   * Which seed (run.seed + index). "next": the first index no full-budget trial of the
+   * experiment holds or is running — counted right before the start is recorded, so slots that
+   * re-measure the same incumbent at once take different seeds.
+   */
+  seedIndex: number | "next",
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
   rung?: Rung,
@@ -779,7 +794,7 @@ export async function runTrial(
   }
   const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
-  const seed = run.seed + seedIndex;
+  const seed = run.seed + (seedIndex === "next" ? nextSeedIndex(program, run.seed, exp) : seedIndex);
   const logDir = join(deps.logDir, String(exp.n), String(attempt));
   // No await between counting the attempts and recording the start: parallel trials of one
   // experiment (the baseline's) must not take the same attempt number.
