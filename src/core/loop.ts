@@ -11,7 +11,7 @@ import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
 import { climbLadder, type Rung } from "./ladder.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
-import { DEFAULT_MAX_TRIAL_FAILURES, failedTrialStreak, trialsFailingError } from "./trial-streak.ts";
+import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type {
   Agent,
@@ -174,10 +174,10 @@ export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<
       ...(opts.maxDiffLines !== undefined ? { maxDiffLines: opts.maxDiffLines } : {}),
     });
     if (!step) break;
-    const streak = failedTrialStreak(list());
-    if (streak.length >= (opts.maxTrialFailures ?? DEFAULT_MAX_TRIAL_FAILURES)) {
+    const failing = trialsFailing(program, list(), opts.maxTrialFailures);
+    if (failing) {
       await ws.resetTo(bestOf(list())?.commit ?? run.baseCommit);
-      throw trialsFailingError(streak, Object.keys(program.search).length > 0);
+      throw failing;
     }
     if (!step.researcherFailed) {
       failures.length = 0;

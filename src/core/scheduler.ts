@@ -20,7 +20,7 @@ import {
   startRun,
   withBudget,
 } from "./loop.ts";
-import { DEFAULT_MAX_TRIAL_FAILURES, failedTrialStreak, trialsFailingError } from "./trial-streak.ts";
+import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Agent, Program } from "./types.ts";
 import { bestOf, objectiveOf } from "./views.ts";
@@ -302,9 +302,9 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
         wake(); // a free slot: an instant proposer may propose for it
       }
       credit(exp.n);
-      const streak = failedTrialStreak(list());
-      if (streak.length >= (opts.maxTrialFailures ?? DEFAULT_MAX_TRIAL_FAILURES)) {
-        fail(trialsFailingError(streak, Object.keys(program.search).length > 0));
+      const failing = trialsFailing(program, list(), opts.maxTrialFailures);
+      if (failing) {
+        fail(failing);
         return;
       }
     }

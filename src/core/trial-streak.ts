@@ -7,10 +7,10 @@
  */
 import { AutolabError } from "./errors.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { TrialStatus } from "./types.ts";
+import type { Program, TrialStatus } from "./types.ts";
 
 /** Consecutive candidates with failed trials before the run stops. */
-export const DEFAULT_MAX_TRIAL_FAILURES = 10;
+const DEFAULT_MAX_TRIAL_FAILURES = 10;
 
 const FAILED: ReadonlySet<TrialStatus> = new Set(["crash", "timeout", "missing_metric", "nonfinite_metric"]);
 
@@ -38,8 +38,22 @@ export function failedTrialStreak(exps: readonly ExperimentRecord[]): string[] {
   return streak;
 }
 
-/** The error a run stops with once `streak` reaches the limit. */
-export function trialsFailingError(streak: readonly string[], search: boolean): AutolabError {
+/**
+ * The error a run stops with (the serial loop and the scheduler check after every decision), or
+ * undefined while the streak is below `max` (default DEFAULT_MAX_TRIAL_FAILURES).
+ */
+export function trialsFailing(
+  program: Program,
+  exps: readonly ExperimentRecord[],
+  max = DEFAULT_MAX_TRIAL_FAILURES,
+): AutolabError | undefined {
+  const streak = failedTrialStreak(exps);
+  return streak.length >= max
+    ? trialsFailingError(streak, Object.keys(program.search).length > 0)
+    : undefined;
+}
+
+function trialsFailingError(streak: readonly string[], search: boolean): AutolabError {
   const last = streak.slice(-5);
   return new AutolabError(
     "TRIALS_FAILING",
