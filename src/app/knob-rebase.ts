@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { readKnobs, writeKnob } from "../agents/builtin/knobs.ts";
+import { literalIn, writeKnob } from "../agents/builtin/knobs.ts";
 import type { ParallelHooks } from "../core/loop.ts";
 import type { Program } from "../core/types.ts";
 
@@ -26,8 +26,8 @@ export function knobRebaser(program: Program): RebaseKnobs {
       if (before === undefined || after === undefined) return undefined;
       let replayed = before;
       for (const k of names) {
-        const from = literalOf(program, before, path, k);
-        const to = literalOf(program, after, path, k);
+        const from = literalIn(before, k);
+        const to = literalIn(after, k);
         if (to === undefined || from === undefined || from === to) continue;
         literals.set(k, to);
         replayed = writeKnob(replayed, k, to);
@@ -41,20 +41,11 @@ export function knobRebaser(program: Program): RebaseKnobs {
       const abs = join(ws.projectDir, path);
       let text = await readFile(abs, "latin1");
       for (const [k, literal] of literals)
-        if (literalOf(program, text, path, k) !== undefined) text = writeKnob(text, k, literal);
+        if (literalIn(text, k) !== undefined) text = writeKnob(text, k, literal);
       await writeFile(abs, text, "latin1");
     }
     const changedNow = await ws.changes(snapshot);
     if (changedNow.length === 0) return undefined;
     return ws.commitCandidate(n, changedNow, message);
   };
-}
-
-function literalOf(program: Program, text: string, path: string, knob: string): string | undefined {
-  try {
-    const spec = program.search[knob];
-    return spec ? readKnobs([{ path, text }], { [knob]: spec }).get(knob)?.literal : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -36,7 +36,7 @@ export interface CategoricalKnob {
   when?: KnobCondition;
 }
 
-/** A knob with `choices` is categorical (src/agents/builtin/space.ts: isCategorical). */
+/** A knob with `choices` is categorical (src/agents/builtin/knobs.ts: isCategorical). */
 export type Knob = NumericKnob | CategoricalKnob;
 
 /** Which researcher proposes, and how to reach it (program.md `agent:`). */

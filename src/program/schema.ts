@@ -137,11 +137,6 @@ export function choiceProblem(v: unknown): string | undefined {
   return `a choice is text, a number or true/false, got ${describe(v)}`;
 }
 
-/** A choice as an error message shows it: text quoted, so "1" and 1 differ. */
-export function showChoice(v: unknown): string {
-  return typeof v === "string" ? JSON.stringify(v) : String(v);
-}
-
 const knob = z
   .strictObject(knobShape)
   .superRefine((k, ctx) => {
@@ -160,8 +155,7 @@ const knob = z
       k.choices.forEach((c, i) => {
         const problem = choiceProblem(c);
         if (problem) issue(["choices", i], problem);
-        else if (k.choices?.slice(0, i).includes(c))
-          issue(["choices", i], `${showChoice(c)} is listed twice`);
+        else if (k.choices?.slice(0, i).includes(c)) issue(["choices", i], `${describe(c)} is listed twice`);
       });
     } else {
       if (k.low === undefined) issue(["low"], "is required (or choices: for a categorical knob)");
@@ -488,7 +482,7 @@ export const EXAMPLES: Record<string, string> = {
     "MOMENTUM: { low: 0.5, high: 0.99, when: { OPTIMIZER: sgd } }   # or when: { OPTIMIZER: [sgd, lion] }; names categorical knobs",
 };
 
-/** A value as an error message shows it. */
+/** A value as an error message shows it (text quoted, so a choice "1" and 1 differ). */
 export function describe(v: unknown): string {
   if (v === undefined) return "nothing";
   if (v === null) return "an empty value";

@@ -5,7 +5,7 @@
  * reported together with every other problem of the file.
  */
 import type { ProgramIssue } from "./checks.ts";
-import { choiceProblem, showChoice } from "./schema.ts";
+import { choiceProblem, describe } from "./schema.ts";
 import { closest } from "./suggest.ts";
 
 type RawKnob = { choices?: unknown; when?: unknown };
@@ -63,7 +63,7 @@ export function searchIssues(raw: unknown): ProgramIssue[] {
           issues.push({ path: at, message: problem });
           return;
         }
-        const shown = choices.map(showChoice);
+        const shown = choices.map(describe);
         const guess =
           typeof v === "string"
             ? closest(
@@ -74,7 +74,7 @@ export function searchIssues(raw: unknown): ProgramIssue[] {
         issues.push({
           path: at,
           message:
-            `${showChoice(v)} is not a choice of ${parent} (${shown.join(", ")})` +
+            `${describe(v)} is not a choice of ${parent} (${shown.join(", ")})` +
             (guess !== undefined ? ` — did you mean "${guess}"?` : ""),
         });
       });

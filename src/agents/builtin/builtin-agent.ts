@@ -9,6 +9,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
+import { formatMetric } from "../../core/format.ts";
 import type {
   Agent,
   ExperimentView,
@@ -125,7 +126,10 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
       : suggestTpe(space, observations, rng, options);
   let mechanism: string;
   if (s.mode === "startup")
-    mechanism = `random exploration (startup ${observations.length + 1} of ${startup})`;
+    mechanism =
+      observations.length < startup
+        ? `random exploration (startup ${observations.length + 1} of ${startup})`
+        : "random exploration (the model needs two measured configurations first)";
   else {
     mechanism =
       "good" in s
@@ -177,7 +181,8 @@ function literalFor(knob: Knob, value: ParamValue, at: KnobLocation): string {
   return isCategorical(knob) ? formatLiteral(value, at) : formatKnobValue(value as number, knob);
 }
 
-const sig = (x: number, digits: number) => formatNumber(Number(x.toPrecision(digits)), false);
+/** A model's number in the metric's units, as status shows metrics (significant digits only). */
+const sig = (x: number, digits: number) => formatMetric(Number(x.toPrecision(digits)));
 
 /** How the configurations other slots are evaluating right now entered the model. */
 function pendingMechanism(pending: number, s: GpSuggestion | TpeSuggestion): string {

@@ -99,7 +99,7 @@ export interface GpSuggestion {
 }
 
 /** Configurations the model is fitted on, at most (cost is cubic in it). */
-export const MAX_MODELLED = 200;
+const MAX_MODELLED = 200;
 
 const RANDOM_CANDIDATES = 1000;
 const LOCAL_CANDIDATES = 100;
@@ -220,14 +220,11 @@ function modelOf(layout: UnitLayout, observations: GpObservation[], direction: D
     });
   const finite = raw.filter((r) => r.n > 0);
   const worst = Math.max(...finite.map((r) => r.m));
-  let rows = raw.map((r) => (r.n > 0 ? r : { ...r, m: worst, n: 1, ss: 0 }));
-  if (rows.length > MAX_MODELLED) {
-    const half = MAX_MODELLED / 2;
-    const byValue = rows.map((r, i) => ({ r, i })).sort((a, b) => a.r.m - b.r.m);
-    const keep = new Set(byValue.slice(0, half).map((x) => x.i));
-    for (let i = rows.length - 1; i >= 0 && keep.size < MAX_MODELLED; i--) keep.add(i);
-    rows = rows.filter((_, i) => keep.has(i));
-  }
+  const rows = bestAndNewest(
+    raw.map((r) => (r.n > 0 ? r : { ...r, m: worst, n: 1, ss: 0 })),
+    MAX_MODELLED,
+    (r) => r.m,
+  );
   const means = rows.map((r) => r.m);
   const center = mean(means);
   let scale = Math.sqrt(sumSquares(means) / means.length);
@@ -380,7 +377,7 @@ const JITTER = 1e-8;
  * newest half (each likelihood evaluation is a Cholesky factorisation, cubic in the rows, and
  * Nelder–Mead makes a few hundred); the posterior then conditions on every modelled row.
  */
-export const MAX_FITTED = 80;
+const MAX_FITTED = 80;
 
 /** Fits the hyperparameters (MAP) and returns the posterior. */
 function fitGp(data: Row[], d: number): GpModel {
@@ -389,20 +386,24 @@ function fitGp(data: Row[], d: number): GpModel {
 
 /** The best half by mean and the newest half of the rows, in their order. */
 function subsetForFit(data: Row[]): Row[] {
-  if (data.length <= MAX_FITTED) return data;
-  const half = MAX_FITTED / 2;
-  const keep = new Set(
-    data
-      .map((r, i) => ({ y: r.y, i }))
-      .sort((a, b) => a.y - b.y)
-      .slice(0, half)
-      .map((x) => x.i),
-  );
-  for (let i = data.length - 1; i >= 0 && keep.size < MAX_FITTED; i--) keep.add(i);
-  return data.filter((_, i) => keep.has(i));
+  return bestAndNewest(data, MAX_FITTED, (r) => r.y);
 }
 
-/** The covariance of `data` under log-hyperparameters theta (lengthscales, signal, noise). */
+/** At most `max` rows, in their order: the best half by `y` (lowest) and the newest of the rest. */
+function bestAndNewest<T>(rows: T[], max: number, y: (r: T) => number): T[] {
+  if (rows.length <= max) return rows;
+  const keep = new Set(
+    rows
+      .map((r, i) => ({ y: y(r), i }))
+      .sort((a, b) => a.y - b.y)
+      .slice(0, max / 2)
+      .map((x) => x.i),
+  );
+  for (let i = rows.length - 1; i >= 0 && keep.size < max; i--) keep.add(i);
+  return rows.filter((_, i) => keep.has(i));
+}
+
+/** The covariance of `data` for the hyperparameter search: distances per dimension computed once, K refilled per candidate. */
 function covariance(data: Row[], d: number) {
   const n = data.length;
   // Squared distances per dimension, flat [dim][i*n+k].
@@ -418,10 +419,8 @@ function covariance(data: Row[], d: number) {
     return out;
   });
   const K = new Float64Array(n * n);
-  const build = (theta: readonly number[]) => {
-    const inv = theta.slice(0, d).map((t) => Math.exp(-2 * t));
-    const s2 = Math.exp(theta[d] as number);
-    const noise = Math.exp(theta[d + 1] as number);
+  /** Fills K's lower triangle for hyperparameters h. */
+  const build = ({ inv, s2, noise }: Hyper) => {
     for (let i = 0; i < n; i++) {
       for (let k = 0; k <= i; k++) {
         let v: number;
@@ -435,7 +434,6 @@ function covariance(data: Row[], d: number) {
         K[i * n + k] = v;
       }
     }
-    return { s2, noise, inv };
   };
   return { K, build };
 }
@@ -457,7 +455,9 @@ function fitHyperparameters(data: Row[], d: number): Hyper {
   const withinSs = data.reduce((a, r) => a + r.ss, 0);
   const withinDf = data.reduce((a, r) => a + r.n - 1, 0);
   const objective = (theta: number[]): number => {
-    const { noise } = build(theta);
+    const h = hyperOf(theta, d);
+    build(h);
+    const { noise } = h;
     if (!cholesky(K, n)) return Number.POSITIVE_INFINITY;
     const alpha = solveChol(K, n, y);
     let quad = 0;
@@ -482,7 +482,11 @@ function fitHyperparameters(data: Row[], d: number): Hyper {
     const r = nelderMead(f, s, 0.7, 60 + 20 * d);
     if (r.f < best.f) best = r;
   }
-  const theta = bounded(best.x, d);
+  return hyperOf(bounded(best.x, d), d);
+}
+
+/** Log-hyperparameters (lengthscales, signal variance, noise variance) as the kernel uses them. */
+function hyperOf(theta: readonly number[], d: number): Hyper {
   return {
     inv: theta.slice(0, d).map((t) => Math.exp(-2 * t)),
     s2: Math.exp(theta[d] as number),

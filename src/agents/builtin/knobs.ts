@@ -103,6 +103,12 @@ function scan(text: string, name: string): Scan {
   return { definitions, others };
 }
 
+/** The literal of `name`'s single constant line in `text`; undefined when it has none or several. */
+export function literalIn(text: string, name: string): string | undefined {
+  const [only, second] = scan(text, name).definitions;
+  return only && !second ? only.literal : undefined;
+}
+
 /**
  * Finds each knob's single definition across the files and reads its value. Throws
  * KNOB_NOT_FOUND when a knob has no constant line, KNOB_AMBIGUOUS when it has more than one,

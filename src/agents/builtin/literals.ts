@@ -21,10 +21,6 @@ export const LITERAL = `(?:${NUMBER}|${STRING}|${BOOLEAN})`;
 const NUMBER_ONLY = new RegExp(`^${NUMBER}$`);
 const LITERAL_ONLY = new RegExp(`^${LITERAL}$`);
 
-export function isNumberLiteral(literal: string): boolean {
-  return NUMBER_ONLY.test(literal);
-}
-
 export function isLiteral(literal: string): boolean {
   return LITERAL_ONLY.test(literal);
 }
