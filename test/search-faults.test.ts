@@ -3,6 +3,7 @@
  * crashes the program, an objective on which every configuration ties, a space too small to
  * hold a new configuration. Each is recorded and explained; nothing loops silently.
  */
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createRun } from "../src/app/create-run.ts";
@@ -11,6 +12,7 @@ import type { ExperimentRecord } from "../src/core/ledger.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { parseProgram } from "../src/program/parse.ts";
 import { knobProject } from "./helpers/knob-project.ts";
+import { git } from "./helpers/value-project.ts";
 
 function experiments(dir: string): ExperimentRecord[] {
   const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
@@ -53,6 +55,30 @@ describe("the built-in optimizer on bad search input", () => {
     }
     // The optimizer moved on each time: ten different configurations.
     expect(new Set(exps.slice(1).map(paramsKey)).size).toBe(10);
+  }, 120_000);
+
+  it("continues the stopped run once the ranges are narrowed, as its hint says", async () => {
+    const dir = knobProject({
+      score: "X",
+      knob: "{ low: 10, high: 1000, log: true }",
+      crashUnless: "X < 10",
+    });
+    await expect(createRun({ program: dir, tag: "t", maxExperiments: 40 })).rejects.toMatchObject({
+      code: "TRIALS_FAILING",
+    });
+    const md = join(dir, "program.md");
+    writeFileSync(
+      md,
+      readFileSync(md, "utf8").replace("{ low: 10, high: 1000, log: true }", "{ low: 1, high: 9 }"),
+    );
+    git(dir, "commit", "-qam", "narrow X");
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 13 });
+    outcome.lab.ledger.close();
+    expect(outcome.stoppedBecause).toMatch(/max-experiments 13/);
+    const exps = experiments(dir);
+    expect(exps).toHaveLength(14);
+    // The new candidates ran: the streak is over.
+    expect(exps.slice(11).every((x) => x.trials[0]?.result?.status === "ok")).toBe(true);
   }, 120_000);
 
   it("stops a parallel run the same way", async () => {
