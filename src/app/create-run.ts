@@ -26,6 +26,10 @@ export interface RunOptions {
   program?: string;
   tag?: string;
   maxExperiments?: number;
+  /** Trials of every kind the run may start (src/core/run-budget.ts). */
+  maxTrials?: number;
+  /** Milliseconds after which this invocation starts no trial. */
+  maxTimeMs?: number;
   /** Overrides program.md's run.budget (ms). */
   budgetMs?: number;
   /** Overrides program.md's slots: count (its gpus and proposers stay; proposers default to the count). */
@@ -55,6 +59,8 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
   try {
     const loopOpts = {
       ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),
+      ...(opts.maxTrials !== undefined ? { maxTrials: opts.maxTrials } : {}),
+      ...(opts.maxTimeMs !== undefined ? { maxTimeMs: opts.maxTimeMs } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     };
@@ -92,7 +98,7 @@ export interface RunSession {
  * steps on it for an interactive agent.
  */
 export async function openRunSession(
-  opts: Omit<RunOptions, "maxExperiments" | "signal" | "onEvent">,
+  opts: Omit<RunOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "signal" | "onEvent">,
 ): Promise<RunSession> {
   // Validate the program and find the repository before anything is written to disk.
   const file = programPath(opts.program);

@@ -70,6 +70,12 @@ cli
     "stop when the run holds n experiments besides the baseline",
     positiveInt,
   )
+  .option(
+    "--max-trials <n>",
+    "stop when the run has started n trials (baseline, candidates, re-measurements: every evaluation)",
+    positiveInt,
+  )
+  .option("--max-time <duration>", "start no trial after this long (e.g. 8h, 90m)", duration)
   .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", duration)
   .option(
     "-s, --slots <n>",

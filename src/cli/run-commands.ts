@@ -10,6 +10,8 @@ interface RunFlags {
   program?: string;
   tag?: string;
   maxExperiments?: number;
+  maxTrials?: number;
+  maxTime?: number;
   budget?: number;
   slots?: number;
   agent?: string;
@@ -74,6 +76,8 @@ export function runCommand(flags: RunFlags): Promise<void> {
         ...(flags.program ? { program: flags.program } : {}),
         ...(flags.tag ? { tag: flags.tag } : {}),
         ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
+        ...(flags.maxTrials !== undefined ? { maxTrials: flags.maxTrials } : {}),
+        ...(flags.maxTime !== undefined ? { maxTimeMs: flags.maxTime } : {}),
         ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
         ...(flags.slots !== undefined ? { slots: flags.slots } : {}),
         ...(flags.agent ? { agent: flags.agent } : {}),

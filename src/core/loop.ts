@@ -11,6 +11,7 @@ import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
 import { climbLadder, type Rung } from "./ladder.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
+import { budgetLeft, experimentsSpent, isBounded, type RunBudget, trialsSpent } from "./run-budget.ts";
 import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type {
@@ -56,10 +57,10 @@ export interface LoopDeps {
   /** How setup, trials and researchers are confined (src/app/confinement.ts); absent: unsandboxed. */
   confinement?: Confinement;
   /**
-   * The run's budget in experiments besides the baseline (--max-experiments): the judge is told
-   * how much of it is left (JudgeInput.budget). Absent: unbounded.
+   * The run's budget (--max-experiments, --max-trials, --max-time): the loop stops when it is
+   * spent, and the judge is told how much of it is left (JudgeInput.budget). Absent: unbounded.
    */
-  maxExperiments?: number;
+  budget?: RunBudget;
 }
 
 /**
@@ -98,6 +99,10 @@ export interface ParallelHooks {
 export interface LoopOptions {
   /** Stop once the run holds this many experiments besides the baseline. */
   maxExperiments?: number;
+  /** Stop once the run has started this many trials, every kind counted (src/core/run-budget.ts). */
+  maxTrials?: number;
+  /** Start no trial after this many milliseconds of this invocation. */
+  maxTimeMs?: number;
   /** Changed lines (added + removed) above which a candidate is rejected. Default 5000. */
   maxDiffLines?: number;
   /** Consecutive failed proposals (crash, timeout, garbage, no change, out of scope) before the run stops. Default 5. */
@@ -124,7 +129,7 @@ export interface LoopSummary {
  * the branch. Resume derives everything from which of these exist.
  */
 export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
-  const deps = withBudget(given, opts.maxExperiments);
+  const deps = withBudget(given, opts);
   const { program, ledger, run, workspace: ws, agent } = deps;
   const emit = (e: LoopEvent) => opts.onEvent?.(e);
   const stopped = () => opts.signal?.aborted === true;
@@ -159,14 +164,13 @@ export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<
   assertBaselineOk(program, exps);
   if (stopped()) return finishEarly();
 
-  const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
   const failures: string[] = [];
   while (!stopped()) {
     exps = list();
-    const done = exps.filter((e) => e.n > 0).length;
-    if (done >= max) {
+    const spent = experimentsSpent(deps.budget, exps);
+    if (spent) {
       await ws.resetTo(bestOf(exps)?.commit ?? run.baseCommit);
-      return finish(`reached --max-experiments ${max}`);
+      return finish(spent);
     }
     const step = await runStep(deps, {
       emit,
@@ -198,11 +202,32 @@ export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<
   return finishEarly();
 }
 
-/** The deps with the run's experiment budget, when it has a finite one. */
-export function withBudget(deps: LoopDeps, maxExperiments: number | undefined): LoopDeps {
-  return maxExperiments !== undefined && Number.isFinite(maxExperiments) && maxExperiments > 0
-    ? { ...deps, maxExperiments }
-    : deps;
+/**
+ * The deps with the run's budget from the options (the time window starts now). A trial budget
+ * must leave room for a candidate after the baseline's trials.
+ */
+export function withBudget(
+  deps: LoopDeps,
+  opts: Pick<LoopOptions, "maxExperiments" | "maxTrials" | "maxTimeMs">,
+): LoopDeps {
+  const finite = (x: number | undefined): x is number => x !== undefined && Number.isFinite(x) && x > 0;
+  const budget: RunBudget = {
+    // 0 experiments: catch up (setup, baseline, experiments cut short) and stop (autolab mcp).
+    ...(opts.maxExperiments !== undefined && opts.maxExperiments >= 0 && Number.isFinite(opts.maxExperiments)
+      ? { experiments: opts.maxExperiments }
+      : {}),
+    ...(finite(opts.maxTrials) ? { trials: opts.maxTrials } : {}),
+    ...(finite(opts.maxTimeMs) ? { time: { start: Date.now(), end: Date.now() + opts.maxTimeMs } } : {}),
+  };
+  const baseline = deps.judge.baselineTrials;
+  if (budget.trials !== undefined && budget.trials <= baseline) {
+    throw new AutolabError(
+      "INVALID_BUDGET",
+      `--max-trials ${budget.trials} leaves no trial for a candidate: the baseline alone runs ${baseline} (its repeats measure the noise)`,
+      `give at least ${baseline + 1}; a candidate usually needs 1 trial, one being confirmed about 8 (docs/noise.md)`,
+    );
+  }
+  return isBounded(budget) ? { ...deps, budget } : deps;
 }
 
 export const STOPPED_BY_SIGNAL = "stopped by a signal (Ctrl-C); `autolab run` resumes";
@@ -564,15 +589,8 @@ export async function evaluateExperiment(
       baseline: okValues(now.find((e) => e.n === 0)),
       // Every configuration's repeats inform σ (the noise model pools them).
       run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
-      // Experiments not yet started, out of the run's budget (this one counts as started).
-      ...(deps.maxExperiments
-        ? {
-            budget: {
-              left: Math.max(0, deps.maxExperiments - Math.max(exp.n, now.filter((e) => e.n > 0).length)),
-              total: deps.maxExperiments,
-            },
-          }
-        : {}),
+      // The share of the run's budget left (this experiment counts as started).
+      ...(deps.budget ? { budget: budgetLeft(deps.budget, now, exp.n) } : {}),
     };
   };
   // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
@@ -580,15 +598,34 @@ export async function evaluateExperiment(
   if (climbed === "interrupted") return;
   let decision: Decision | undefined = climbed === "top" ? undefined : climbed;
   let remeasure = true;
+  /** Why no further trial may start (the run's budget is spent), else undefined. */
+  const spent = () => trialsSpent(deps.budget, ledger.listExperiments(run.id));
   while (!decision) {
     const trials = finished();
     if (trials.length === 0) {
+      const out = spent();
+      if (out) {
+        decision = {
+          action: "discard",
+          reason: `not run: ${out} before its first trial`,
+          mechanismConfirmed: null,
+        };
+        break;
+      }
       if (!(await another())) return;
       continue;
     }
     const verdict = judge.decide({ ...judgeInput(), trials });
+    const out = verdict.action === "more" ? spent() : undefined;
     if (verdict.action !== "more") decision = verdict;
-    else if (verdict.incumbent && remeasure) {
+    else if (out) {
+      // Undecided when the budget ran out: it stays the best's challenger no longer.
+      decision = {
+        action: "discard",
+        reason: `${verdict.reason}; ${out} before it was decided`,
+        mechanismConfirmed: false,
+      };
+    } else if (verdict.incumbent && remeasure) {
       // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
       const r = await runTrial(deps, parent.n, "next", emit, signal, undefined, exp.n);
       if (r.status === "interrupted") return;

@@ -20,6 +20,7 @@ import {
   startRun,
   withBudget,
 } from "./loop.ts";
+import { experimentsSpent } from "./run-budget.ts";
 import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Agent, Program } from "./types.ts";
@@ -134,18 +135,17 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     },
     ...(deps.rebaseKnobs ? { rebaseKnobs: deps.rebaseKnobs } : {}),
   };
+  // One budget (one time window) for every slot.
+  const budget = withBudget(deps, opts).budget;
   const slotDeps = deps.slots.map(
-    (s, index): LoopDeps =>
-      withBudget(
-        {
-          ...deps,
-          workspace: s.workspace,
-          setupStamp: s.setupStamp,
-          slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
-          parallel: hooks,
-        },
-        opts.maxExperiments,
-      ),
+    (s, index): LoopDeps => ({
+      ...deps,
+      workspace: s.workspace,
+      setupStamp: s.setupStamp,
+      slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
+      parallel: hooks,
+      ...(budget ? { budget } : {}),
+    }),
   );
 
   await reconcileBranch(deps, exps, emit);
@@ -187,7 +187,8 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
 
   // Undecided candidates (a previous session stopped during them) go first, oldest first.
   queue.push(...exps.filter((e) => !e.decision && e.n !== 0));
-  const max = opts.maxExperiments ?? Number.POSITIVE_INFINITY;
+  /** Why no further experiment may be proposed (the run's budget is spent), else undefined. */
+  const spent = () => experimentsSpent(budget, list(), issued);
   let issued = exps.filter((e) => e.n > 0 && e.rebaseOf === undefined).length;
   let proposing = 0;
   let proposersLeft = deps.proposers.length;
@@ -207,7 +208,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
 
   const proposer = async (i: number): Promise<void> => {
     const agents = new Map<Researcher, Agent>();
-    while (!stopped() && issued < max) {
+    while (!stopped() && !spent()) {
       if (full()) {
         await changed();
         continue;
@@ -347,7 +348,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     throw fatal.error;
   }
   if (stopped()) return finish(stopReason);
-  return finish(`reached --max-experiments ${max}`);
+  return finish(spent() ?? experimentsSpent(budget, list()) ?? "every proposer stopped");
 }
 
 /**

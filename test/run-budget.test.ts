@@ -1,0 +1,114 @@
+/**
+ * The run's budget in trials and time (--max-trials, --max-time; issue #17): the loop stops when
+ * it is spent, never starts a trial past it, decides every experiment it started, and tells the
+ * judge the share left of the tightest limit.
+ */
+import { describe, expect, it } from "vitest";
+import { createRun } from "../src/app/create-run.ts";
+import type { ExperimentRecord } from "../src/core/ledger.ts";
+import { budgetLeft, experimentsSpent, formatDuration, trialsUsed } from "../src/core/run-budget.ts";
+import { knobProject } from "./helpers/knob-project.ts";
+
+/** A record with `trials` trials of the given statuses (what run-budget reads). */
+function record(n: number, statuses: string[]): ExperimentRecord {
+  return { n, trials: statuses.map((status) => ({ result: { status } })) } as unknown as ExperimentRecord;
+}
+
+const noisy = () =>
+  knobProject({
+    score: "(X - 3) ** 2 + 0.5 * Math.random()",
+    knob: "{ low: 0, high: 10 }",
+    acceptance: "noise",
+  });
+
+const totalTrials = (exps: ExperimentRecord[]) => trialsUsed(exps);
+
+describe("the run's budget", () => {
+  it("counts every trial started, interrupted ones excepted", () => {
+    const exps = [record(0, ["ok", "ok", "ok"]), record(1, ["ok", "interrupted", "crash"]), record(2, [])];
+    expect(trialsUsed(exps)).toBe(5);
+  });
+
+  it("tells the judge the share left of the limit that binds", () => {
+    const exps = [record(0, ["ok", "ok", "ok"]), record(1, ["ok"]), record(2, ["ok", "ok"])];
+    // 2 of 10 experiments started (80% left) but 6 of 10 trials used (40% left): trials bind.
+    expect(budgetLeft({ experiments: 10, trials: 10 }, exps, 2)).toEqual({ left: 4, total: 10 });
+    expect(budgetLeft({ experiments: 4, trials: 100 }, exps, 2)).toEqual({ left: 2, total: 4 });
+    const time = { start: 0, end: 100_000 };
+    expect(budgetLeft({ time, trials: 100 }, exps, 2, 90_000)).toEqual({ left: 10, total: 100 });
+    expect(budgetLeft(undefined, exps)).toBeUndefined();
+    expect(budgetLeft({}, exps)).toBeUndefined();
+  });
+
+  it("names the limit that was reached", () => {
+    const exps = [record(0, ["ok", "ok", "ok"]), record(1, ["ok"])];
+    expect(experimentsSpent({ experiments: 1 }, exps)).toBe("reached --max-experiments 1");
+    expect(experimentsSpent({ trials: 4 }, exps)).toBe("reached --max-trials 4");
+    expect(experimentsSpent({ trials: 5 }, exps)).toBeUndefined();
+    expect(experimentsSpent({ time: { start: 0, end: 5_400_000 } }, exps, 1, 5_400_000)).toBe(
+      "reached --max-time 1h30m",
+    );
+    expect(formatDuration(8 * 3600_000)).toBe("8h");
+    expect(formatDuration(400)).toBe("0s");
+  });
+
+  it("stops a serial run at --max-trials with every experiment decided", async () => {
+    const dir = noisy();
+    const outcome = await createRun({ program: dir, tag: "t", maxTrials: 14 });
+    try {
+      expect(outcome.stoppedBecause).toBe("reached --max-trials 14");
+      const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+      // Exactly the budget: no trial starts once it is spent (the baseline's 3 included).
+      expect(totalTrials(exps)).toBe(14);
+      expect(exps.every((e) => e.decision)).toBe(true);
+      // More trials than experiments: the judge asked for repeats (or re-measured the incumbent).
+      expect(exps.length).toBeLessThan(14);
+    } finally {
+      outcome.lab.ledger.close();
+    }
+  }, 120_000);
+
+  it("stops a run of 2 slots at --max-trials, at most one trial over (the other slot's)", async () => {
+    const dir = noisy();
+    const { writeFileSync, readFileSync } = await import("node:fs");
+    const program = `${dir}/program.md`;
+    writeFileSync(
+      program,
+      readFileSync(program, "utf8").replace("agent: builtin", "agent: builtin\nslots: 2"),
+    );
+    const outcome = await createRun({ program: dir, tag: "t", maxTrials: 14 });
+    try {
+      expect(outcome.stoppedBecause).toBe("reached --max-trials 14");
+      const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+      expect(totalTrials(exps)).toBeGreaterThanOrEqual(14);
+      expect(totalTrials(exps)).toBeLessThanOrEqual(15);
+      expect(exps.every((e) => e.decision)).toBe(true);
+    } finally {
+      outcome.lab.ledger.close();
+    }
+  }, 120_000);
+
+  it("refuses a trial budget the baseline alone would spend", async () => {
+    const dir = noisy();
+    await expect(createRun({ program: dir, tag: "t", maxTrials: 3 })).rejects.toMatchObject({
+      code: "INVALID_BUDGET",
+      message: expect.stringMatching(
+        /--max-trials 3 leaves no trial for a candidate: the baseline alone runs 3/,
+      ),
+      hint: expect.stringMatching(/at least 4/),
+    });
+  }, 60_000);
+
+  it("starts no experiment after --max-time", async () => {
+    const dir = noisy();
+    const outcome = await createRun({ program: dir, tag: "t", maxTimeMs: 1 });
+    try {
+      expect(outcome.stoppedBecause).toBe("reached --max-time 0s");
+      const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+      // The baseline is measured whatever the clock says (without it nothing can be judged).
+      expect(exps.map((e) => e.n)).toEqual([0]);
+    } finally {
+      outcome.lab.ledger.close();
+    }
+  }, 60_000);
+});
