@@ -106,6 +106,25 @@ export const logQuadratic: TestFunction = {
   },
 };
 
+/**
+ * Styblinski–Tang in 6-D on [-5, 5]⁶, averaged over the dimensions: 2⁶ local minima, the global
+ * one −39.16617 at every xᵢ = −2.903534. A 6-knob tuning function (the held-out set has a 6-D
+ * one, Hartmann-6; defaults for six knobs are tuned here, never there).
+ */
+export const styblinskiTang6: TestFunction = {
+  name: "styblinski-tang-6",
+  space: Object.fromEntries([1, 2, 3, 4, 5, 6].map((i) => [`X${i}`, knob(-5, 5)])),
+  optimum: -39.16617,
+  f: (p) => {
+    let s = 0;
+    for (let i = 1; i <= 6; i++) {
+      const x = p[`X${i}`] as number;
+      s += x ** 4 - 16 * x * x + 5 * x;
+    }
+    return s / 12;
+  },
+};
+
 /** Maps a point of the unit cube into the function's knob space (log knobs in log space). */
 export function fromUnit(space: Record<string, NumericKnob>, u: readonly number[]): Point {
   const p: Point = {};

@@ -207,9 +207,10 @@ describe("parallel slots", () => {
     expect(new Set(exps.flatMap((e) => e.trials.map((t) => t.slot)))).toEqual(new Set([0, 1]));
     expect(exps.filter((e) => e.n > 0 && e.rebaseOf === undefined)).toHaveLength(10);
     const inside = exps.find((e) => e.hypothesis === "X 5 → 4.99") as ExperimentRecord;
-    // Judged before most of the run was proposed: at most 4 of the 10 experiments existed then.
+    // Judged before most of the run was proposed: at most 5 of the 10 experiments existed then
+    // (how many depends on how fast the other slot's proposals came).
     expect(inside.decision?.reason).toMatch(
-      /^not promising: .* while exploring \((60|70|80|90)% of the budget left/,
+      /^not promising: .* while exploring \((50|60|70|80|90)% of the budget left/,
     );
     expect(inside.trials).toHaveLength(1);
   });

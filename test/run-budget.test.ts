@@ -8,6 +8,8 @@ import { createRun } from "../src/app/create-run.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
 import { budgetLeft, experimentsSpent, formatDuration, trialsUsed } from "../src/core/run-budget.ts";
 import { knobProject } from "./helpers/knob-project.ts";
+import { runScripted } from "./helpers/scripted-run.ts";
+import { valueProject } from "./helpers/value-project.ts";
 
 /** A record with `trials` trials of the given statuses (what run-budget reads). */
 function record(n: number, statuses: string[]): ExperimentRecord {
@@ -86,6 +88,31 @@ describe("the run's budget", () => {
     } finally {
       outcome.lab.ledger.close();
     }
+  }, 120_000);
+
+  it("tells the judge the share of --max-trials left: exploring early, the full test at the end", async () => {
+    const dir = valueProject({ acceptance: "noise", noise: 0.05 });
+    const inside = (x: number) => ({
+      hypothesis: `X 5 → ${x}`,
+      edits: { "value.mjs": `export const X = ${x};\n` },
+    });
+    // The baseline's 3 trials and this candidate's first: 16 of 20 trials left when it is judged.
+    const { experiments, stoppedBecause } = await runScripted(
+      dir,
+      [inside(4.99), inside(4.995), inside(4.98), inside(4.985), inside(4.97)],
+      100,
+      { maxTrials: 20 },
+    );
+    const [, first] = experiments;
+    expect(first?.trials).toHaveLength(1);
+    expect(first?.decision?.reason).toMatch(/^not promising: .* while exploring \(80% of the budget left/);
+    // Later ones, in the last 20% of the trials, get more than one (the full test) or are cut
+    // short by the budget, saying so.
+    const late = experiments.filter(
+      (e) => e.n > 1 && (e.trials.length > 1 || /--max-trials/.test(e.decision?.reason ?? "")),
+    );
+    expect(late.length).toBeGreaterThan(0);
+    expect(stoppedBecause).toBe("reached --max-trials 20");
   }, 120_000);
 
   it("refuses a trial budget the baseline alone would spend", async () => {

@@ -434,7 +434,7 @@ describe("budget-aware exploration (JudgeInput.budget)", () => {
     const exploring = judge.decide(input(middling, { budget: { left: 8, total: 10 } }));
     expect(exploring.action).toBe("discard");
     expect((exploring as { reason: string }).reason).toMatch(
-      /^not promising: .* < 1\.5σ after one trial, while exploring \(80% of the budget left/,
+      /^not promising: .* < 2σ after one trial, while exploring \(80% of the budget left/,
     );
     expect(judge.decide(input(middling, { budget: { left: 1, total: 10 } })).action).toBe("more");
     expect(judge.decide(input(middling)).action).toBe("more");

@@ -154,6 +154,12 @@ export interface NoiseJudgeOptions {
   /** Most trials the incumbent is re-measured to. Default 10. */
   incumbentMaxTrials?: number;
   /**
+   * `remeasureRatio` while exploring (budget-aware runs, outside the reserve): the incumbent gets
+   * as many trials as its challenger, not twice as many, so the budget goes to new
+   * configurations. Default 1 (tuned with promoteZ on bench/_functions.ts: docs/noise.md).
+   */
+  exploreRemeasureRatio?: number;
+  /**
    * Budget-aware exploration (JudgeInput.budget): while more than this share of the budget is
    * left, a candidate whose first trial is not at least `promoteZ` standard errors better than
    * the best is discarded after that one trial, so the budget goes to new configurations rather
@@ -161,9 +167,9 @@ export interface NoiseJudgeOptions {
    */
   exploreReserve?: number;
   /**
-   * z a first trial needs, while exploring, to earn more trials. Default 1.5 (tuned on
-   * bench/_functions.ts with the GP sampler: 0.5 and 1 left fewer configurations explored for
-   * no better final value; 2 lost real improvements).
+   * z a first trial needs, while exploring, to earn more trials. Default 2 (tuned on
+   * bench/_functions.ts with the GP sampler, docs/noise.md: 1.5 with the incumbent re-measured
+   * twice as often explored too few configurations in six dimensions; 2.5 and 3 were no better).
    */
   promoteZ?: number;
   /**
@@ -204,8 +210,9 @@ const DEFAULTS = {
   remeasure: true,
   remeasureRatio: 2,
   incumbentMaxTrials: 10,
+  exploreRemeasureRatio: 1,
   exploreReserve: 0.2,
-  promoteZ: 1.5,
+  promoteZ: 2,
   clearZ: 3,
 } satisfies Omit<Required<NoiseJudgeOptions>, "noisePrior">;
 
@@ -628,7 +635,7 @@ export function createNoiseJudge(
       const exploring = left !== undefined && left > o.exploreReserve;
       /** Another trial of the challenger; first one of the incumbent when it would fall behind. */
       const incumbentTarget = Math.min(
-        Math.max(n + 1, Math.ceil(o.remeasureRatio * (n + 1))),
+        Math.max(n + 1, Math.ceil((exploring ? o.exploreRemeasureRatio : o.remeasureRatio) * (n + 1))),
         Math.max(o.incumbentMaxTrials, n + 1),
       );
       // An incumbent whose value is exact (identical repeats while others vary) gains nothing.
