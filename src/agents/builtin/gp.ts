@@ -47,7 +47,7 @@ import {
   keyOf,
   makeDims,
   type Params,
-  randomParams,
+  proposalPool,
   type UnitLayout,
   unitLayout,
 } from "./space.ts";
@@ -106,7 +106,6 @@ const LOCAL_CANDIDATES = 100;
 const TOP_CENTRES = 5;
 const REFINE = 10;
 const REFINE_STEPS = 20;
-const RANDOM_TRIES = 200;
 /**
  * Trials a pending configuration's fantasy stands for: one, what its first trial will tell the
  * model. A noise-free fantasy (many trials) measured within noise of it (docs/optimizer.md).
@@ -130,19 +129,7 @@ export function suggestGp(
   const dims = makeDims(space);
   if (dims.length === 0) throw new AutolabError("NO_SEARCH_SPACE", "the search space has no knobs");
   const layout = unitLayout(dims);
-  const seen = new Set(observations.map((o) => keyOf(dims, o.params)));
-  const pendingKeys = new Set(observations.filter((o) => o.pending).map((o) => keyOf(dims, o.params)));
-  const currentKey = options.current ? keyOf(dims, options.current) : undefined;
-  if (currentKey !== undefined) seen.add(currentKey);
-  const isNew = (p: Params) => !seen.has(keyOf(dims, p));
-  // A repeat when nothing is new: an evaluated configuration, a pending one only as the last resort.
-  const fallbacks: { evaluated?: Params; pending?: Params } = {};
-  const remember = (p: Params) => {
-    const key = keyOf(dims, p);
-    if (key === currentKey) return;
-    if (pendingKeys.has(key)) fallbacks.pending ??= p;
-    else fallbacks.evaluated ??= p;
-  };
+  const pool = proposalPool(dims, observations, options.current);
   const n = observations.length;
   const pending = observations.filter((o) => o.pending).length;
 
@@ -153,23 +140,14 @@ export function suggestGp(
     layout.width > 0 &&
     observations.filter((o) => !o.pending && valuesOf(o).length > 0).length >= 2;
   if (modelled) {
-    const s = gpSuggestion(dims, layout, observations, rng, options.direction, isNew, remember);
+    const s = gpSuggestion(dims, layout, observations, rng, options.direction, pool.isNew, pool.remember);
     if (s) return s;
   }
   // Startup, or every configuration the model liked was tried (a small space): a new random one.
   const mode = modelled ? "gp" : "startup";
-  for (let i = 0; i < RANDOM_TRIES; i++) {
-    const p = randomParams(dims, rng);
-    if (isNew(p)) return { params: p, mode, observed: n, repeat: false, pending };
-    remember(p);
-  }
-  const fallback = fallbacks.evaluated ?? fallbacks.pending;
-  if (fallback) return { params: fallback, mode, observed: n, repeat: true, pending };
-  throw new AutolabError(
-    "SEARCH_EXHAUSTED",
-    "the search space has no configuration other than the current one",
-    "widen the low/high ranges of the knobs in search: in program.md",
-  );
+  const p = pool.randomNew(rng);
+  if (p) return { params: p, mode, observed: n, repeat: false, pending };
+  return { params: pool.repeat(), mode, observed: n, repeat: true, pending };
 }
 
 function valuesOf(o: GpObservation): number[] {

@@ -227,3 +227,60 @@ export function unitLayout(dims: Dim[]): UnitLayout {
 export function clamp01(x: number): number {
   return Math.min(Math.max(x, 0), 1);
 }
+
+/** Random draws a sampler makes for a new configuration before settling for a repeat. */
+const RANDOM_TRIES = 200;
+
+/**
+ * What a sampler may propose: a configuration neither evaluated nor pending, never the current
+ * one; when nothing new is left, a repeat — an evaluated configuration, a pending one only as
+ * the last resort. Shared by the GP and TPE samplers.
+ */
+export interface ProposalPool {
+  isNew(p: Params): boolean;
+  /** Notes a configuration that is not new as a possible repeat (the current one never is). */
+  remember(p: Params): void;
+  /** A random new configuration (those drawn on the way remembered), or undefined. */
+  randomNew(rng: Rng): Params | undefined;
+  /** The repeat to propose when nothing is new; SEARCH_EXHAUSTED when there is none. */
+  repeat(): Params;
+}
+
+export function proposalPool(
+  dims: Dim[],
+  observations: readonly { params: Params; pending?: boolean }[],
+  current: Params | undefined,
+): ProposalPool {
+  const seen = new Set(observations.map((o) => keyOf(dims, o.params)));
+  const pendingKeys = new Set(observations.filter((o) => o.pending).map((o) => keyOf(dims, o.params)));
+  const currentKey = current ? keyOf(dims, current) : undefined;
+  if (currentKey !== undefined) seen.add(currentKey);
+  const fallbacks: { evaluated?: Params; pending?: Params } = {};
+  const pool: ProposalPool = {
+    isNew: (p) => !seen.has(keyOf(dims, p)),
+    remember: (p) => {
+      const key = keyOf(dims, p);
+      if (key === currentKey) return;
+      if (pendingKeys.has(key)) fallbacks.pending ??= p;
+      else fallbacks.evaluated ??= p;
+    },
+    randomNew: (rng) => {
+      for (let i = 0; i < RANDOM_TRIES; i++) {
+        const p = randomParams(dims, rng);
+        if (pool.isNew(p)) return p;
+        pool.remember(p);
+      }
+      return undefined;
+    },
+    repeat: () => {
+      const fallback = fallbacks.evaluated ?? fallbacks.pending;
+      if (fallback) return fallback;
+      throw new AutolabError(
+        "SEARCH_EXHAUSTED",
+        "the search space has no configuration other than the current one",
+        "widen the low/high ranges of the knobs in search: in program.md",
+      );
+    },
+  };
+  return pool;
+}

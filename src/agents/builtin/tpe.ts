@@ -24,12 +24,11 @@ import {
   type Dim,
   decode,
   encode,
-  keyOf,
   makeDims,
   type NumericDim,
   type Params,
   type ParamValue,
-  randomParams,
+  proposalPool,
   validValue,
 } from "./space.ts";
 
@@ -333,7 +332,6 @@ function logDensity(density: Density, x: number[]): number {
 // --- suggestion ---------------------------------------------------------------------------
 
 const ROUNDS = 8;
-const RANDOM_TRIES = 200;
 
 /**
  * Suggests the next configuration. Observations should be in chronological order: older
@@ -353,29 +351,14 @@ export function suggestTpe(
 
   // Configurations already evaluated (or queued) are not proposed again when avoidable; the
   // current one never is.
-  const seen = new Set(observations.map((o) => keyOf(dims, o.params)));
-  const currentKey = options.current ? keyOf(dims, options.current) : undefined;
-  if (currentKey !== undefined) seen.add(currentKey);
-  const isNew = (p: Params) => !seen.has(keyOf(dims, p));
-  const notCurrent = (p: Params) => keyOf(dims, p) !== currentKey;
-
+  const pool = proposalPool(dims, observations, options.current);
+  const { isNew, remember } = pool;
   let nGood = 0;
   const pending = observations.filter((o) => o.pending).length;
-  // A repeat when nothing is new: an evaluated configuration, a pending one only as the last resort.
-  const pendingKeys = new Set(observations.filter((o) => o.pending).map((o) => keyOf(dims, o.params)));
-  const fallbacks: { evaluated?: Params; pending?: Params } = {};
-  const remember = (p: Params) => {
-    if (!notCurrent(p)) return;
-    if (pendingKeys.has(keyOf(dims, p))) fallbacks.pending ??= p;
-    else fallbacks.evaluated ??= p;
-  };
 
   if (n < startup) {
-    for (let i = 0; i < RANDOM_TRIES; i++) {
-      const p = randomParams(dims, rng);
-      if (isNew(p)) return { params: p, mode: "startup", observed: n, good: 0, repeat: false, pending };
-      remember(p);
-    }
+    const p = pool.randomNew(rng);
+    if (p) return { params: p, mode: "startup", observed: n, good: 0, repeat: false, pending };
   } else {
     // Rank: measured values best first (ties by age), failed and pending ones last: pending ones
     // are never good, whatever their value says (Optuna's constant_liar).
@@ -413,26 +396,9 @@ export function suggestTpe(
       }
     }
     // l(x) keeps landing on evaluated points (a small integer space): look anywhere.
-    for (let i = 0; i < RANDOM_TRIES; i++) {
-      const p = randomParams(dims, rng);
-      if (isNew(p)) return { params: p, mode: "tpe", observed: n, good: nGood, repeat: false, pending };
-      remember(p);
-    }
+    const p = pool.randomNew(rng);
+    if (p) return { params: p, mode: "tpe", observed: n, good: nGood, repeat: false, pending };
   }
-  const fallback = fallbacks.evaluated ?? fallbacks.pending;
-  if (fallback) {
-    return {
-      params: fallback,
-      mode: n < startup ? "startup" : "tpe",
-      observed: n,
-      good: nGood,
-      repeat: true,
-      pending,
-    };
-  }
-  throw new AutolabError(
-    "SEARCH_EXHAUSTED",
-    "the search space has no configuration other than the current one",
-    "widen the low/high ranges of the knobs in search: in program.md",
-  );
+  const mode = n < startup ? "startup" : "tpe";
+  return { params: pool.repeat(), mode, observed: n, good: nGood, repeat: true, pending };
 }
