@@ -234,6 +234,25 @@ describe("a run of the toy project (protected evaluate step, holdout metric)", (
     const branches = t.git(["for-each-ref", "--format=%(refname:short)", "refs/heads/autolab/"]);
     expect(branches.trim().split("\n")).toEqual([`autolab/${tag}`]);
   });
+
+  it("--max-trials counts the run's trials so far: two more, then it stops and says why", async () => {
+    const before = await json<LogRow[]>(["log", "--json"], t.dir);
+    const used = before.reduce((a, r) => a + r.trials.length, 0);
+    const r = await runCli(["run", "--max-trials", String(used + 2)], { cwd: t.dir });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`stopped: reached --max-trials ${used + 2}`));
+    const after = await json<LogRow[]>(["log", "--json"], t.dir);
+    expect(after.reduce((a, x) => a + x.trials.length, 0)).toBe(used + 2);
+    expect(after.every((x) => x.decision)).toBe(true);
+    // Bad values are refused before anything runs: no trials at all, and a time that is not one.
+    const zero = await runCli(["run", "--max-trials", "0"], { cwd: t.dir });
+    expectUserError(zero);
+    expect(zero.stderr).toMatch(/--max-trials 0 leaves no trial for a candidate/);
+    const time = await runCli(["run", "--max-time", "soon"], { cwd: t.dir });
+    expect(time.code).toBe(2);
+    expect(time.stderr).toMatch(/--max-time/);
+  });
 });
 
 describe("trials that fail", () => {

@@ -117,6 +117,9 @@ describe("the run's budget", () => {
 
   it("refuses a trial budget the baseline alone would spend", async () => {
     const dir = noisy();
+    await expect(createRun({ program: dir, tag: "t", maxTrials: 0 })).rejects.toMatchObject({
+      code: "INVALID_BUDGET",
+    });
     await expect(createRun({ program: dir, tag: "t", maxTrials: 3 })).rejects.toMatchObject({
       code: "INVALID_BUDGET",
       message: expect.stringMatching(

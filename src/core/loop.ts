@@ -210,14 +210,15 @@ export function withBudget(
   deps: LoopDeps,
   opts: Pick<LoopOptions, "maxExperiments" | "maxTrials" | "maxTimeMs">,
 ): LoopDeps {
-  const finite = (x: number | undefined): x is number => x !== undefined && Number.isFinite(x) && x > 0;
+  // Infinity is no limit; 0 experiments catches up (setup, baseline, experiments cut short) and
+  // stops (autolab mcp); 0 trials is refused below; 0 ms starts no trial after the baseline.
+  const given = (x: number | undefined): x is number => x !== undefined && Number.isFinite(x);
   const budget: RunBudget = {
-    // 0 experiments: catch up (setup, baseline, experiments cut short) and stop (autolab mcp).
-    ...(opts.maxExperiments !== undefined && opts.maxExperiments >= 0 && Number.isFinite(opts.maxExperiments)
-      ? { experiments: opts.maxExperiments }
+    ...(given(opts.maxExperiments) ? { experiments: Math.max(0, opts.maxExperiments) } : {}),
+    ...(given(opts.maxTrials) ? { trials: opts.maxTrials } : {}),
+    ...(given(opts.maxTimeMs)
+      ? { time: { start: Date.now(), end: Date.now() + Math.max(0, opts.maxTimeMs) } }
       : {}),
-    ...(finite(opts.maxTrials) ? { trials: opts.maxTrials } : {}),
-    ...(finite(opts.maxTimeMs) ? { time: { start: Date.now(), end: Date.now() + opts.maxTimeMs } } : {}),
   };
   const baseline = deps.judge.baselineTrials;
   if (budget.trials !== undefined && budget.trials <= baseline) {
