@@ -594,25 +594,24 @@ export async function evaluateExperiment(
       ...(deps.budget ? { budget: budgetLeft(deps.budget, now, exp.n) } : {}),
     };
   };
-  // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
-  const climbed = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, exp.n, 0, emit, signal, rung));
-  if (climbed === "interrupted") return;
-  let decision: Decision | undefined = climbed === "top" ? undefined : climbed;
-  let remeasure = true;
   /** Why no further trial may start (the run's budget is spent), else undefined. */
   const spent = () => trialsSpent(deps.budget, ledger.listExperiments(run.id));
+  /** Queued (a parallel run) but the budget ran out before any of its trials, rungs included. */
+  const notRun = (ledger.getExperiment(run.id, exp.n)?.trials.length ?? 0) === 0 ? spent() : undefined;
+  // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
+  const climbed = notRun
+    ? "top"
+    : await climbLadder(deps, exp, emit, (rung) => runTrial(deps, exp.n, 0, emit, signal, rung));
+  if (climbed === "interrupted") return;
+  let decision: Decision | undefined = notRun
+    ? { action: "discard", reason: `not run: ${notRun} before its first trial`, mechanismConfirmed: null }
+    : climbed === "top"
+      ? undefined
+      : climbed;
+  let remeasure = true;
   while (!decision) {
     const trials = finished();
     if (trials.length === 0) {
-      const out = spent();
-      if (out) {
-        decision = {
-          action: "discard",
-          reason: `not run: ${out} before its first trial`,
-          mechanismConfirmed: null,
-        };
-        break;
-      }
       if (!(await another())) return;
       continue;
     }
@@ -620,10 +619,12 @@ export async function evaluateExperiment(
     const out = verdict.action === "more" ? spent() : undefined;
     if (verdict.action !== "more") decision = verdict;
     else if (out) {
-      // Undecided when the budget ran out: it stays the best's challenger no longer.
+      // Undecided when the budget ran out: discarded with what its trials showed.
+      const values = trials.map((t) => t.metrics[metric]).filter((v): v is number => Number.isFinite(v));
       decision = {
         action: "discard",
         reason: `${verdict.reason}; ${out} before it was decided`,
+        ...(values.length ? { metric: values.reduce((a, b) => a + b, 0) / values.length } : {}),
         mechanismConfirmed: false,
       };
     } else if (verdict.incumbent && remeasure) {
