@@ -595,9 +595,11 @@ export async function evaluateExperiment(
     };
   };
   /** Why no further trial may start (the run's budget is spent), else undefined. */
-  const spent = () => trialsSpent(deps.budget, ledger.listExperiments(run.id));
+  // (An unbounded run reads nothing for it.)
+  const spent = () => (deps.budget ? trialsSpent(deps.budget, ledger.listExperiments(run.id)) : undefined);
   /** Queued (a parallel run) but the budget ran out before any of its trials, rungs included. */
-  const notRun = (ledger.getExperiment(run.id, exp.n)?.trials.length ?? 0) === 0 ? spent() : undefined;
+  const notRun =
+    deps.budget && (ledger.getExperiment(run.id, exp.n)?.trials.length ?? 0) === 0 ? spent() : undefined;
   // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
   const climbed = notRun
     ? "top"

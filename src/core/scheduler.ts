@@ -188,7 +188,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   // Undecided candidates (a previous session stopped during them) go first, oldest first.
   queue.push(...exps.filter((e) => !e.decision && e.n !== 0));
   /** Why no further experiment may be proposed (the run's budget is spent), else undefined. */
-  const spent = () => experimentsSpent(budget, list(), issued);
+  const spent = () => (budget ? experimentsSpent(budget, list(), issued) : undefined);
   let issued = exps.filter((e) => e.n > 0 && e.rebaseOf === undefined).length;
   let proposing = 0;
   let proposersLeft = deps.proposers.length;

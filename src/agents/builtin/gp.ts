@@ -342,6 +342,16 @@ function matern52(r2: number): number {
   return (1 + SQRT5 * r + (5 / 3) * r2) * Math.exp(-SQRT5 * r);
 }
 
+/** The kernel between two points of the cube (the fit's `covariance` caches the distances instead). */
+function kernel(a: readonly number[], b: readonly number[], { inv, s2 }: Hyper): number {
+  let r2 = 0;
+  for (let j = 0; j < inv.length; j++) {
+    const diff = (a[j] as number) - (b[j] as number);
+    r2 += diff * diff * (inv[j] as number);
+  }
+  return s2 * matern52(r2);
+}
+
 /** Log-normal priors (mean of the log, sd of the log) on lengthscale, signal variance, noise variance. */
 const PRIOR = {
   lengthscale: [Math.log(0.5), 1],
@@ -474,21 +484,12 @@ function hyperOf(theta: readonly number[], d: number): Hyper {
 
 /** The GP posterior given the rows and fixed hyperparameters. */
 function posterior(data: Row[], h: Hyper): GpModel {
-  const { inv, s2, noise } = h;
+  const { s2, noise } = h;
   const n = data.length;
-  const d = inv.length;
   const K = new Float64Array(n * n);
   for (let i = 0; i < n; i++) {
     const ui = (data[i] as Row).u;
-    for (let k = 0; k < i; k++) {
-      const uk = (data[k] as Row).u;
-      let r2 = 0;
-      for (let j = 0; j < d; j++) {
-        const diff = (ui[j] as number) - (uk[j] as number);
-        r2 += diff * diff * (inv[j] as number);
-      }
-      K[i * n + k] = s2 * matern52(r2);
-    }
+    for (let k = 0; k < i; k++) K[i * n + k] = kernel(ui, (data[k] as Row).u, h);
     K[i * n + i] = s2 + noise / (data[i] as Row).n + JITTER;
   }
   if (!cholesky(K, n)) throw new Error("gp: the fitted covariance is not positive definite");
@@ -505,13 +506,7 @@ function posterior(data: Row[], h: Hyper): GpModel {
       const kStar = new Float64Array(n);
       let mu = 0;
       for (let i = 0; i < n; i++) {
-        const ui = (data[i] as Row).u;
-        let r2 = 0;
-        for (let j = 0; j < d; j++) {
-          const diff = (u[j] as number) - (ui[j] as number);
-          r2 += diff * diff * (inv[j] as number);
-        }
-        const kv = s2 * matern52(r2);
+        const kv = kernel(u, (data[i] as Row).u, h);
         kStar[i] = kv;
         mu += kv * (alpha[i] as number);
       }

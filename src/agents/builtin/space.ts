@@ -200,12 +200,8 @@ export function unitLayout(dims: Dim[]): UnitLayout {
     fromUnit(u) {
       return buildParams(dims, (d) => {
         const at = offsets.get(d.name) ?? 0;
-        if (d.kind === "categorical") {
-          let best = 0;
-          for (let i = 1; i < d.knob.choices.length; i++)
-            if ((u[at + i] as number) > (u[at + best] as number)) best = i;
-          return d.knob.choices[best] as ParamValue;
-        }
+        if (d.kind === "categorical")
+          return d.knob.choices[chosen(u, at, d.knob.choices.length)] as ParamValue;
         return decode(d, d.fixed ? d.a : d.a + clamp01(u[at] as number) * (d.b - d.a));
       });
     },
@@ -215,13 +211,18 @@ export function unitLayout(dims: Dim[]): UnitLayout {
       if (!d) return out;
       const at = offsets.get(d.name) as number;
       const k = d.knob.choices.length;
-      let current = 0;
-      for (let i = 1; i < k; i++) if ((u[at + i] as number) > (u[at + current] as number)) current = i;
-      const next = (current + 1 + rng.int(k - 1)) % k;
+      const next = (chosen(u, at, k) + 1 + rng.int(k - 1)) % k;
       for (let i = 0; i < k; i++) out[at + i] = i === next ? 1 : 0;
       return out;
     },
   };
+}
+
+/** The choice a one-hot block of k coordinates at `at` stands for: its largest (the first on ties). */
+function chosen(u: readonly number[], at: number, k: number): number {
+  let best = 0;
+  for (let i = 1; i < k; i++) if ((u[at + i] as number) > (u[at + best] as number)) best = i;
+  return best;
 }
 
 export function clamp01(x: number): number {
