@@ -5,7 +5,7 @@
  * run had never been interrupted: experiments 0..N once each, one decision each, every trial
  * start closed, the branch at the last kept experiment, a clean worktree.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CrashPoint } from "../src/core/crash-points.ts";
@@ -308,6 +308,52 @@ describe("orphans", () => {
     }
   });
 });
+
+describe("a trial never outlives its budget + grace, harness or not", () => {
+  // Nobody resumes here: the killed harness's trial must stop by itself. Inside the sandbox
+  // bwrap's --die-with-parent kills it with the harness; outside, coreutils' timeout at the
+  // budget + grace (+ the margin that lets a live harness time it out first).
+  for (const sandbox of ["on", "off"] as const) {
+    it(`sandbox ${sandbox}: a hanging trial of a harness killed with -9 is gone by its deadline`, async () => {
+      const t = toy({
+        plan: ["ok", "hang"],
+        budget: "2s",
+        grace: "1s",
+        ...(sandbox === "off" ? { sandbox } : {}),
+      });
+      const p = spawnCli(["run", "-n", "1"], { cwd: t.dir });
+      await p.waitFor(/#1 trial 1 started/);
+      await sleep(300);
+      const running = trialPids(t.dir);
+      expect(running.length, "the hanging trial is running").toBeGreaterThan(0);
+      p.child.kill("SIGKILL");
+      await p.done;
+      // Deadline from the trial's start: 2 s + 1 s + margin 2 s, then SIGKILL after the kill grace.
+      // Waited for generously; the trial itself would sleep for minutes.
+      const until = Date.now() + 30_000;
+      while (trialPids(t.dir).length > 0 && Date.now() < until) await sleep(200);
+      try {
+        expect(trialPids(t.dir)).toEqual([]);
+      } finally {
+        for (const pid of trialPids(t.dir)) process.kill(pid, "SIGKILL");
+      }
+    }, 60_000);
+  }
+});
+
+/** Live train.mjs processes whose working directory is inside `dir` (host pids, sandbox or not). */
+function trialPids(dir: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("train.mjs")) continue;
+      if (readlinkSync(`/proc/${pid}/cwd`).startsWith(dir)) out.push(pid);
+    } catch {}
+  }
+  return out;
+}
 
 /** Whether pid is a live train.mjs process (not a reused pid). */
 function alive(pid: number): boolean {

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { TrialSpec } from "../src/core/types.ts";
 import { LocalExecutor } from "../src/runner/local-executor.ts";
 import { LineSplitter, parseMetricLine } from "../src/runner/metrics.ts";
-import { isAlive, killTree, spawnGroup } from "../src/runner/process-tree.ts";
+import { DEADLINE_MARGIN_MS, isAlive, killTree, spawnGroup } from "../src/runner/process-tree.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -166,6 +166,28 @@ describe("LocalExecutor.runTrial", () => {
     expect(r.reason).toContain("exceeded budget 0.3s + grace 0.2s; killed");
     expect(r.wallS).toBeGreaterThanOrEqual(0.45);
     expect(r.wallS).toBeLessThan(2);
+  });
+
+  it("a command stops at its deadline even while the harness cannot act (backstop: coreutils timeout)", async () => {
+    const dir = tempDir();
+    const running = executor.runTrial(
+      spec("echo $$ > sh.pid; sleep 30 & echo $! > sleep.pid; wait", {
+        cwd: dir,
+        budgetMs: 200,
+        graceMs: 100,
+      }),
+    );
+    while (!existsSync(join(dir, "sleep.pid"))) await sleep(20);
+    await sleep(20);
+    const pid = readPid(dir, "sleep.pid");
+    // Hold this event loop past budget + grace + the backstop's margin (+ its kill grace): the
+    // harness's own timer cannot fire, as if the harness had been stopped or killed.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300 + DEADLINE_MARGIN_MS + 700);
+    const goneMeanwhile = !isAlive(pid); // read before any timer of this process ran
+    const r = await running;
+    expect(goneMeanwhile).toBe(true);
+    expect(r.status).toBe("timeout");
+    expect(r.reason).toContain("exceeded budget 0.2s + grace 0.1s");
   });
 
   it("SIGKILLs a tree that ignores SIGTERM, and nothing of it survives", async () => {

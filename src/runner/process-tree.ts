@@ -200,16 +200,56 @@ export interface SpawnGroupOptions {
   sandbox?: SandboxSpec;
   /** cgroups the sandbox joins before it starts (createLimitGroup). */
   limitGroup?: LimitGroup;
+  /**
+   * A deadline that holds without the harness: outside a sandbox, the command runs under
+   * coreutils' `timeout`, which signals the whole group at `afterMs` (SIGTERM) and again after
+   * `graceMs` (SIGKILL) even if the harness was killed with -9 meanwhile. The harness's own
+   * timer fires first (see DEADLINE_MARGIN_MS); this is the backstop. Inside a sandbox bwrap's
+   * `--die-with-parent` already kills everything the moment the harness dies.
+   */
+  deadline?: { afterMs: number; graceMs: number };
+}
+
+/** coreutils `timeout` (Debian: /usr/bin), or undefined where there is none. */
+const TIMEOUT_BIN = ["/usr/bin/timeout", "/bin/timeout"].find((f) => existsSync(f));
+
+/**
+ * How much later than the harness's own limit the backstop deadline fires: the harness, when
+ * alive, times the command out itself (and reports it as a timeout, with its kill report).
+ */
+export const DEADLINE_MARGIN_MS = 2000;
+
+/** Exit status of `timeout` when it timed the command out itself. */
+export const DEADLINE_EXIT_CODE = 124;
+
+/** The argv running `sh -c command` under the backstop deadline, when one applies here. */
+function withDeadline(
+  argv: { file: string; args: string[] },
+  deadline: SpawnGroupOptions["deadline"],
+): { file: string; args: string[] } {
+  if (!deadline || !TIMEOUT_BIN || !Number.isFinite(deadline.afterMs)) return argv;
+  const s = (ms: number) => `${(ms / 1000).toFixed(3)}s`;
+  return {
+    file: TIMEOUT_BIN,
+    args: [
+      `--kill-after=${s(deadline.graceMs + DEADLINE_MARGIN_MS)}`,
+      s(deadline.afterMs + DEADLINE_MARGIN_MS),
+      argv.file,
+      ...argv.args,
+    ],
+  };
 }
 
 /**
  * Runs `command` with `/bin/sh -c` as the leader of a new session and process group (pgid = pid),
  * stdin closed, stdout and stderr piped. With a sandbox the leader is bwrap, and the command runs
  * inside it (its tree is still visible in the host's /proc: sampling and kills work as before).
+ * Outside a sandbox, with `deadline`, the leader is coreutils' `timeout` running that shell: the
+ * command never outlives its deadline, harness or not.
  * Throws when the sandbox's paths are unusable (sandboxCommand).
  */
 export function spawnGroup(command: string, opts: SpawnGroupOptions): ChildProcess {
-  let argv = { file: "/bin/sh", args: ["-c", command] };
+  let argv = withDeadline({ file: "/bin/sh", args: ["-c", command] }, opts.deadline);
   if (opts.sandbox) {
     const env = { ...opts.sandbox.env };
     for (const [k, v] of Object.entries(opts.env)) if (v !== undefined) env[k] = v;

@@ -4,7 +4,14 @@ import type { SandboxSpec } from "../core/types.ts";
 import { CappedLog } from "./capped-log.ts";
 import { LogTail } from "./log-tail.ts";
 import { LineSplitter, parseMetricLine } from "./metrics.ts";
-import { type KillReport, newTreeToken, ProcessTree, spawnGroup, TOKEN_ENV } from "./process-tree.ts";
+import {
+  DEADLINE_EXIT_CODE,
+  type KillReport,
+  newTreeToken,
+  ProcessTree,
+  spawnGroup,
+  TOKEN_ENV,
+} from "./process-tree.ts";
 import { createLimitGroup, type LimitGroup, probeSandbox, sandboxLimitsNote } from "./sandbox.ts";
 
 export interface RunProcessOptions {
@@ -153,6 +160,7 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
       env: { ...opts.env, [TOKEN_ENV]: token },
       ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
       ...(group ? { limitGroup: group } : {}),
+      deadline: { afterMs: opts.killAfterMs, graceMs: opts.killGraceMs },
     });
   } catch (err) {
     // Invalid arguments (a NUL byte in the command or env, a sandbox path that does not exist) throw synchronously.
@@ -207,6 +215,15 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
     if (tree.alive()) await tree.kill(opts.killGraceMs);
     await waitForClose(closed, child);
     const usage = tree.usage;
+    // The backstop deadline (spawnGroup) fired before this process's timer did (its event loop
+    // was held up): still a timeout, not an exit status of the command.
+    if (
+      !opts.sandbox &&
+      exit.code === DEADLINE_EXIT_CODE &&
+      exit.at - start >= opts.killAfterMs &&
+      !interrupted
+    )
+      timedOut = true;
     return finish({
       exitCode: exit.code,
       signal: exit.signal,

@@ -58,6 +58,8 @@ export interface ToyOptions {
   score?: "loss" | "decreasing";
   /** program.md `slots:` (default: not set, i.e. one slot and the serial loop). */
   slots?: number;
+  /** `off`: trials run without the sandbox (program.md `sandbox: off`). */
+  sandbox?: "off";
   /** Don't commit: leaves a repository with the files staged but no commit. */
   noCommit?: boolean;
   /** Don't create a git repository at all. */
@@ -115,7 +117,8 @@ export function programMd(o: ToyOptions, scratch?: string): string {
     `acceptance: ${o.acceptance ?? "greedy"}`,
     ...(o.slots !== undefined ? [`slots: ${o.slots}`] : []),
     // train.mjs counts its invocations in the scratch directory: writable in the sandbox.
-    ...(scratch ? [`sandbox: { caches: [${JSON.stringify(scratch)}] }`] : []),
+    ...(o.sandbox === "off" ? ["sandbox: off"] : []),
+    ...(scratch && o.sandbox !== "off" ? [`sandbox: { caches: [${JSON.stringify(scratch)}] }`] : []),
     "search:",
     "  LR: { low: 0.0001, high: 1, log: true }",
     "  WIDTH: { low: 2, high: 256, int: true, log: true }",
