@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { marked } from "marked";
 import { afterAll, describe, expect, it } from "vitest";
 import { progressSeries } from "../src/app/progress-series.ts";
 import { writeReport } from "../src/app/report.ts";
@@ -179,6 +180,66 @@ describe("autolab report", () => {
         "utf8",
       ),
     ).not.toContain("## Roles");
+  });
+
+  it("shows researcher text as text: no HTML, links, code spans or table cells of its own", () => {
+    // Everything a researcher (or program.md) wrote, carrying what a Markdown viewer would act on.
+    const XSS = "<img src=x onerror=alert(1)>";
+    const LINKS = "![](javascript:alert(2)) [click](javascript:alert(3))";
+    const dir = tempDir();
+    buildNotebook(dir, [
+      {
+        programName: `lab<svg onload=alert(4)>`,
+        metric: "val`bpb",
+        holdout: ["h<b>old</b>"],
+        experiments: [
+          { action: "keep", metric: 3.0, metrics: { "h<b>old</b>": 1 } },
+          { action: "keep", metric: 2.9, role: `critic ${XSS}|x`, hypothesis: `${XSS} | ${LINKS}` },
+          {
+            action: "keep",
+            metric: 2.8,
+            role: "tuner",
+            hypothesis: "tick ` opens a code span | and 'quotes' & \"more\"",
+          },
+          {
+            action: "crash",
+            hypothesis: `${LINKS} \\| escaped?`,
+            reason: `crash: <script>alert(5)</script> ${LINKS}`,
+          },
+        ],
+      },
+    ]);
+    const { ledger, run, exps } = open(dir);
+    const md = readFileSync(writeReport(run, exps, join(dir, "r"), { holdout: true }).markdown, "utf8");
+    ledger.close();
+    // A real Markdown renderer (GFM) makes no element and no link from any of it.
+    const html = marked.parse(md, { async: false, gfm: true });
+    // (The report's own: the chart as an image and links to its two files.)
+    const own = html
+      .replace('<img src="progress.png" alt="progress">', "")
+      .replace(/<a href="progress\.(svg|png)">/g, "");
+    for (const tag of ["<img", "<svg", "<script", "<b>", "<a "]) expect(own).not.toContain(tag);
+    expect(html).not.toMatch(/(href|src)="javascript:/i);
+    // The text shows as typed (entities decode to it).
+    const text = html
+      .replace(/<[^>]*>/g, "")
+      .replace(/&lt;|&gt;|&amp;|&quot;|&#39;/g, (e) =>
+        e === "&lt;" ? "<" : e === "&gt;" ? ">" : e === "&amp;" ? "&" : e === "&quot;" ? '"' : "'",
+      );
+    expect(text).toContain(`${XSS} | ${LINKS}`);
+    expect(text).toContain(`crash: <script>alert(5)</script> ${LINKS} — ${LINKS} \\| escaped?`);
+    expect(text).toContain("tick ` opens a code span | and 'quotes' & \"more\"");
+    expect(text).toContain(`critic ${XSS}|x`);
+    expect(text).toContain("lab<svg onload=alert(4)>: run fixture");
+    // The metric name as one code span; every table row has its table's number of cells.
+    expect(html).toContain("<code>val`bpb</code>");
+    for (const table of html.split("<table>").slice(1)) {
+      const rows = table.split("</table>")[0]?.split("<tr>").slice(1) ?? [];
+      const cells = rows.map((r) => (r.match(/<t[dh][ >]/g) ?? []).length);
+      expect(new Set(cells).size).toBe(1);
+    }
+    const kept = html.split("Kept changes")[1]?.split("</table>")[0] ?? "";
+    expect(kept.match(/<tr>/g)).toHaveLength(4); // header, baseline, two kept
   });
 
   it("an empty run still gets a report", () => {
