@@ -83,6 +83,20 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
       commit: candidate,
       // A categorical knob's value is text: the page must show it, never run it.
       params: { LEARNING_RATE: 0.02, OPTIMIZER: '<img src=x onerror="document.body.dataset.pwned=1">' },
+      usage: { wallS: 12.5, inputTokens: 1200, outputTokens: 300, costUsd: 0.0123 },
+    };
+    // Pruned at its third progress value: drawn there, not left out of the chart.
+    exps[5] = {
+      action: "discard",
+      status: "pruned",
+      reason: "pruned: progress worse than the best's",
+      hypothesis: "HIDDEN 32 → 8",
+      progress: [
+        [0.1, 3.4],
+        [0.2, 3.35],
+        [0.3, 3.3],
+      ],
+      metrics: { train_loss: 3.3 },
     };
     exps.push({ action: "running", hypothesis: "HIDDEN 32 → 48" });
     const dir = tempDir();
@@ -104,6 +118,22 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator("#experiments tbody tr.row").count()).toBe(exps.length);
     expect(await page.locator("#live").textContent()).toContain("live");
     expect(await page.locator("#summary").textContent()).toContain(String(exps.length));
+    // A count is coloured only when it is not zero.
+    for (const t of await page
+      .locator("#summary .sub .k, #summary .sub .c, #summary .sub .r")
+      .allTextContents())
+      expect(Number.parseInt(t, 10)).toBeGreaterThan(0);
+    // The run picker is a live control even with one run to pick.
+    const picker = page.locator("#run-select");
+    expect(await picker.isEnabled()).toBe(true);
+    // (A page script as a string: the tests are typechecked without the DOM's types.)
+    expect(await page.evaluate('getComputedStyle(document.getElementById("run-select")).cursor')).toBe(
+      "pointer",
+    );
+    // Every column's header is aligned as its cells are (numbers right, text left).
+    const align = await columnAlignment(page, "#experiments");
+    for (const [name, th, td] of align) expect(th, `column ${name}`).toBe(td);
+    expect(align[2]?.[1]).toBe("right"); // the metric's column
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });
 
     // The run's noise, explained next to the alarms (the baseline ran once: σ not known yet).
@@ -116,6 +146,13 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     await page.hover('#chart .pt[data-n="3"]');
     await expect.poll(() => page.locator("#tooltip").isVisible()).toBe(true);
     expect(await page.locator("#tooltip").textContent()).toContain("LEARNING_RATE 3e-4 → 0.02");
+    // A pruned one is on the chart, with where its learning curve stopped.
+    expect(await page.locator('#chart .pt.pruned[data-n="5"]').count()).toBe(1);
+    expect(await page.locator("#chart .legend").textContent()).toContain("pruned");
+    await page.hover('#chart .pt[data-n="5"]');
+    await expect
+      .poll(() => page.locator("#tooltip").textContent())
+      .toContain("pruned at step 3 (30% of the budget), train_loss 3.3");
 
     // Clicking a point opens its page: decision, reason, diff, log tail.
     await page.click('#chart .pt[data-n="3"]');
@@ -125,6 +162,18 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator("#exp-body .decision").textContent()).toContain("keep");
     expect(await page.locator("#exp-body pre.diff").textContent()).toContain("+const LEARNING_RATE = 0.02;");
     expect(await page.locator("#exp-body pre.log").count()).toBe(1);
+    for (const [name, th, td] of await columnAlignment(page, "#exp-body table.trials"))
+      expect(th, `trials column ${name}`).toBe(td);
+    // The researcher's usage under human labels; no field name of ours leaks as it is spelled in code.
+    const cost = (await page.locator("#exp-body .grid").textContent()) ?? "";
+    expect(cost).toContain("agent time12.5s");
+    expect(cost).toContain("input tokens1200");
+    expect(cost).toContain("agent cost$0.0123");
+    const ours = `${cost} ${await page.locator("#exp-body .trials").textContent()}`.replace(
+      /LEARNING_RATE|OPTIMIZER|val_bpb/g,
+      "",
+    );
+    expect(ours).not.toMatch(/\b[a-z]+[A-Z]\w*|\b[a-z]+_[a-z]\w*/);
     expect(await page.locator("#exp-body .params").textContent()).toContain(
       'OPTIMIZER<img src=x onerror="document.body.dataset.pwned=1">',
     );
@@ -182,11 +231,67 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator("#chart .pt.crash").count()).toBe(6);
     expect(await page.locator("#chart").textContent()).toContain("nothing measured yet");
     expect(await page.locator("#summary").textContent()).toContain("none yet");
+    // "0 kept" is not green, "6 crashed" is red.
+    expect(await page.locator("#summary").textContent()).toContain("0 kept");
+    expect(await page.locator("#summary .k").count()).toBe(0);
+    expect(await page.locator("#summary .c").textContent()).toBe("6 crashed");
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-crashes.png"), fullPage: true });
     await page.close();
     expect(errors).toEqual([]);
   });
+
+  it("the findings board says which knob ranges the built-in optimizer found not better", async () => {
+    const x = (action: FixtureExperiment["action"], LR: number, metric?: number): FixtureExperiment => ({
+      action,
+      params: { LR },
+      hypothesis: `LR → ${LR}`,
+      mechanism: "TPE: sampled from the density of the best 2 of 5 observed configurations",
+      ...(metric !== undefined ? { metric } : {}),
+    });
+    const path = buildNotebook(tempDir(), [
+      {
+        experiments: [
+          { action: "keep", metric: 3, params: { LR: 0.01 } },
+          x("keep", 0.02, 2.8),
+          x("discard", 0.3, 3.4),
+          x("discard", 0.5, 3.6),
+          x("discard", 0.9, 3.9),
+        ],
+      },
+    ]);
+    // A session: the organization panel shows slots and findings.
+    const writer = new SqliteLedger(path);
+    const run = writer.latestRun();
+    if (!run) throw new Error("fixture run missing");
+    writer.startSession(run.id, 1);
+    writer.close();
+    const page = await open((await serve(path)).url);
+    await page.waitForSelector(".findings li");
+    const board = (await page.locator(".findings").textContent()) ?? "";
+    expect(board).toContain("not better LR above 0.02 (the best's; tried 0.3–0.9): 3 of 3 not better");
+    expect(board).toContain("LR → 0.02");
+    expect(board).not.toMatch(/TPE|density|refuted/);
+    expect(await page.locator(".findings li.ruled-out a").allTextContents()).toEqual(["#2", "#3", "#4"]);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
 });
+
+/**
+ * [header text, header's text-align, first row cell's text-align] per column of a table.
+ * (A page script as a string: the tests are typechecked without the DOM's types.)
+ */
+async function columnAlignment(page: Page, selector: string): Promise<[string, string, string][]> {
+  return (await page.evaluate(`(() => {
+    const table = document.querySelector(${JSON.stringify(selector)});
+    const row = table.tBodies[0].rows[0];
+    return [...table.tHead.rows[0].cells].map((th, i) => [
+      th.textContent,
+      getComputedStyle(th).textAlign,
+      getComputedStyle(row.cells[i]).textAlign,
+    ]);
+  })()`)) as [string, string, string][];
+}
 
 function bestIndex(exps: FixtureExperiment[]): number {
   let best = -1;

@@ -3,12 +3,19 @@
  * credit per role from keeps in decision order, slot utilization of the latest session with
  * overlapping and live trials, the findings board. Clocks are fixed ISO times: nothing timed.
  */
-import { describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { findingsOf, orgView, roleCredit } from "../src/app/org-view.ts";
 import { statusOf } from "../src/app/status.ts";
 import { clock, orgLines } from "../src/cli/views.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord, TrialRecord } from "../src/core/ledger.ts";
 import type { DecisionAction } from "../src/core/types.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { cleanupTemp, tempDir } from "./helpers/git-project.ts";
+import { buildNotebook, type FixtureExperiment } from "./helpers/notebook-fixture.ts";
+import { createToyProject, runCli } from "./helpers/toy-project.ts";
+
+afterAll(cleanupTemp);
 
 const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 /** The ISO time `s` seconds after T0. */
@@ -329,6 +336,126 @@ describe("findings", () => {
     expect(findingsOf(exps, 2).map((x) => x.n)).toEqual([5, 4]);
     expect(orgView(RUN, exps, [], at(0)).findings).toEqual(f);
   });
+});
+
+describe("findings of the built-in optimizer", () => {
+  const TPE = (good: number, of: number) =>
+    `TPE: sampled from the density of the best ${good} of ${of} observed configurations`;
+  /** A notebook as the built-in optimizer writes it: knob values in params, sampler state as mechanism. */
+  function builtinLab(): ReturnType<SqliteLedger["listExperiments"]> {
+    const x = (
+      action: FixtureExperiment["action"],
+      LR: number,
+      OPT: string,
+      metric?: number,
+      mechanism = TPE(2, 5),
+    ): FixtureExperiment => ({
+      action,
+      params: { LR, OPT },
+      hypothesis: `LR → ${LR}, OPT → ${OPT}`,
+      mechanism,
+      ...(metric !== undefined ? { metric } : {}),
+      ...(action === "crash" ? { reason: "crash: diverged" } : {}),
+    });
+    const dir = tempDir();
+    const path = buildNotebook(dir, [
+      {
+        experiments: [
+          { action: "keep", metric: 3.0, params: { LR: 0.01, OPT: "adam" } },
+          x("discard", 0.3, "adam", 3.4, "random exploration (startup 2 of 4)"),
+          x("keep", 0.02, "adam", 2.8),
+          x("discard", 0.5, "adam", 3.6),
+          x("crash", 0.9, "sgd"),
+          x("discard", 0.003, "sgd", 3.1),
+          x("discard", 0.02, "sgd", 2.95),
+          x("discard", 0.001, "adam", 3.3),
+          x("discard", 0.3, "adam", 3.35),
+          x("discard", 0.015, "sgd", 2.99),
+        ],
+      },
+    ]);
+    const ledger = new SqliteLedger(path);
+    const run = ledger.latestRun();
+    if (!run) throw new Error("no run");
+    const exps = ledger.listExperiments(run.id);
+    ledger.close();
+    return exps;
+  }
+
+  it("shows which knob ranges and choices were not better, never the sampler's state", () => {
+    const f = findingsOf(builtinLab());
+    const text = f.map((x) => `${x.kind} ${x.hypothesis} ${x.mechanism ?? ""}`).join("\n");
+    expect(text).not.toMatch(/TPE|density|random exploration/);
+    expect(f.filter((x) => x.kind === "refuted")).toEqual([]);
+    expect(f.filter((x) => x.kind === "kept").map((x) => [x.n, x.hypothesis, x.mechanism])).toEqual([
+      [2, "LR → 0.02, OPT → adam", null],
+    ]);
+    // The best is #2 (LR 0.02, adam): above it 0.3 (twice), 0.5 and 0.9 (crashed) were not
+    // better; below it 0.01 is the baseline (not counted), 0.003, 0.001 and 0.015 were not
+    // better; sgd never was. Strongest (then newest) first, after the kept changes.
+    expect(f.map((x) => [x.kind, x.n, x.hypothesis])).toEqual([
+      ["kept", 2, "LR → 0.02, OPT → adam"],
+      ["ruled-out", 9, "OPT = sgd: 4 of 4 not better (1 crashed or rejected)"],
+      [
+        "ruled-out",
+        8,
+        "LR above 0.02 (the best's; tried 0.3–0.9): 4 of 4 not better (1 crashed or rejected)",
+      ],
+      ["ruled-out", 9, "LR below 0.02 (the best's; tried 0.001–0.015): 3 of 3 not better"],
+    ]);
+    expect(f.find((x) => x.kind === "ruled-out" && x.region?.knob === "OPT")?.region).toEqual({
+      knob: "OPT",
+      side: "is",
+      value: "sgd",
+      tried: ["sgd"],
+      notBetter: 4,
+      of: 4,
+      failed: 1,
+      ns: [4, 5, 6, 9],
+    });
+    // Two not better of two is no finding yet; the regions never push out what was kept.
+    const early = findingsOf(builtinLab().slice(0, 8)); // LR below the best: 0.003 and 0.001 only
+    expect(early.map((x) => x.region?.side)).toEqual([undefined, "is", "above"]);
+    expect(findingsOf(builtinLab(), 1).map((x) => x.kind)).toEqual(["kept", "ruled-out"]);
+  });
+
+  it("a real run of the built-in optimizer: its findings are knob values, not sampler internals", async () => {
+    const toy = createToyProject();
+    try {
+      const r = await runCli(["run", "-n", "10"], { cwd: toy.dir });
+      expect(r.code).toBe(0);
+      const ledger = new SqliteLedger(join(toy.dir, ".autolab", "lab.db"));
+      const run = ledger.latestRun();
+      if (!run) throw new Error("no run");
+      const exps = ledger.listExperiments(run.id);
+      ledger.close();
+      // What the sampler wrote as mechanisms is what the board must not show.
+      expect(
+        exps.filter((e) => e.n > 0).every((e) => /^(GP|TPE|random exploration)/.test(e.mechanism ?? "")),
+      ).toBe(true);
+      const f = findingsOf(exps);
+      expect(f.length).toBeGreaterThan(0);
+      for (const x of f) {
+        expect(x.kind).not.toBe("refuted");
+        expect(x.mechanism).toBeNull();
+        expect(x.hypothesis).not.toMatch(/^(GP|TPE|random exploration)/);
+      }
+      // Each region counts what the notebook says about its experiments.
+      const byN = new Map(exps.map((e) => [e.n, e]));
+      for (const x of f.filter((y) => y.kind === "ruled-out")) {
+        const g = x.region;
+        if (!g) throw new Error("a ruled-out finding without its region");
+        const members = g.ns.map((n) => byN.get(n));
+        expect(members.filter((e) => e?.decision?.action !== "keep")).toHaveLength(g.notBetter);
+        for (const e of members) {
+          const v = e?.params?.[g.knob] as number;
+          expect(g.side === "above" ? v > (g.value as number) : v < (g.value as number)).toBe(true);
+        }
+      }
+    } finally {
+      toy.cleanup();
+    }
+  }, 120_000);
 });
 
 describe("in autolab status", () => {

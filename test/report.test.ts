@@ -4,10 +4,11 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { marked } from "marked";
 import { afterAll, describe, expect, it } from "vitest";
 import { progressSeries } from "../src/app/progress-series.ts";
 import { writeReport } from "../src/app/report.ts";
-import { renderProgressChart } from "../src/chart/progress-chart.ts";
+import { chartLayout, renderProgressChart } from "../src/chart/progress-chart.ts";
 import { eventLine, watchScreen } from "../src/cli/watch-command.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { cleanupTemp, tempDir } from "./helpers/git-project.ts";
@@ -99,6 +100,93 @@ describe("progress chart", () => {
     expect(svg).not.toMatch(/NaN|Infinity/);
   });
 
+  it("draws pruned experiments at the last value of their learning curve, marked as pruned", () => {
+    // As in the demo: the progress metric is train_loss; pruned trials end without val_bpb.
+    const curve = (start: number, steps: number): Array<[number, number]> =>
+      Array.from({ length: steps }, (_, i) => [(i + 1) / 10, Number((start - i * 0.05).toFixed(3))]);
+    const lab: FixtureExperiment[] = [
+      { action: "keep", metric: 3.0, progress: curve(3.5, 10), metrics: { train_loss: 3.05 } },
+      {
+        action: "discard",
+        status: "pruned",
+        reason: "pruned: progress worse",
+        progress: curve(3.6, 4),
+        metrics: { train_loss: 3.45 },
+      },
+      { action: "keep", metric: 2.8, progress: curve(3.3, 10), metrics: { train_loss: 2.85 } },
+      {
+        action: "discard",
+        status: "pruned",
+        reason: "pruned: progress worse",
+        progress: curve(3.5, 5),
+        metrics: { train_loss: 3.3 },
+      },
+      { action: "discard", metric: 2.9, progress: curve(3.4, 10), metrics: { train_loss: 2.95 } },
+      { action: "crash", reason: "crash: exit code 1" },
+      // No curve recorded, and a discard without any trial value (the budget ran out): no metric.
+      { action: "discard", status: "pruned", reason: "pruned" },
+      { action: "discard", status: "timeout", reason: "undecided when the run's budget was spent" },
+    ];
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: lab }]);
+    const { ledger, run, exps } = open(dir);
+    ledger.close();
+    const series = progressSeries(run, exps);
+    expect(series.points.map((p) => p.action)).toEqual([
+      "keep",
+      "pruned",
+      "keep",
+      "pruned",
+      "discard",
+      "crash",
+      "pruned",
+      "discard",
+    ]);
+    expect(series.points[1]).toMatchObject({
+      metric: 3.45,
+      pruned: { metric: "train_loss", step: 4, at: 0.4 },
+    });
+    expect(series.points[3]).toMatchObject({ metric: 3.3, pruned: { step: 5, at: 0.5 } });
+    expect(series.points[6]).toMatchObject({ metric: null, pruned: { step: 0 } });
+
+    const svg = renderProgressChart(series, { titles: true });
+    // Every experiment is drawn; each one with a value (objective or curve) inside the plot.
+    expect(points(svg)).toBe(lab.length);
+    const layout = chartLayout(series);
+    const ys = [...svg.matchAll(/<(circle|rect|path) class="pt [^"]*" data-n="(\d+)" ([^>]*)>/g)].map((m) => {
+      const attrs = m[3] as string;
+      const num = (a: string) => Number(new RegExp(`\\b${a}="([-\\d.]+)"`).exec(attrs)?.[1]);
+      if (m[1] === "circle") return num("cy");
+      if (m[1] === "rect") return num("y") + num("height") / 2;
+      const coords = [...(/d="([^"]*)"/.exec(attrs)?.[1] ?? "").matchAll(/,([-\d.]+)/g)].map((c) =>
+        Number(c[1]),
+      );
+      return (Math.min(...coords) + Math.max(...coords)) / 2;
+    });
+    const inPlot = ys.filter((y) => y < layout.plotBottom).length;
+    const withValue = exps.filter(
+      (e) => e.trials.some((t) => t.result?.progress?.length) || e.decision?.metric !== undefined,
+    );
+    expect(inPlot).toBe(withValue.length);
+    expect(inPlot).toBe(5);
+    // Pruned ones: a marker of their own, a legend entry, and a tooltip saying where they stopped.
+    expect(svg.match(/<rect class="pt pruned"/g)).toHaveLength(2);
+    expect(svg).toMatch(/<g class="legend"[\s\S]*>pruned<\/text>/);
+    expect(svg).toContain("<title>#1 pruned at step 4 (40% of the budget), train_loss 3.45 — ");
+    expect(svg).toContain("<title>#6 pruned — ");
+    // A cross in the no-metric lane is stroked whatever its group fills (it was invisible).
+    for (const n of [6, 7])
+      expect(svg).toMatch(new RegExp(`<path class="pt [a-z]+" data-n="${n}" [^>]*stroke="#`));
+    // Without pruned experiments the legend has no entry for them.
+    expect(renderProgressChart(progressSeries(run, exps.slice(0, 1)))).not.toContain(">pruned<");
+
+    // The report draws the same series.
+    const files = writeReport(run, exps, join(dir, "r"));
+    const reportSvg = readFileSync(files.svg, "utf8");
+    expect(points(reportSvg)).toBe(lab.length);
+    expect(reportSvg.match(/<rect class="pt pruned"/g)).toHaveLength(2);
+  });
+
   it("puts an outlier on the edge instead of squashing the curve", () => {
     const pts = Array.from({ length: 40 }, (_, n) => ({
       n,
@@ -179,6 +267,66 @@ describe("autolab report", () => {
         "utf8",
       ),
     ).not.toContain("## Roles");
+  });
+
+  it("shows researcher text as text: no HTML, links, code spans or table cells of its own", () => {
+    // Everything a researcher (or program.md) wrote, carrying what a Markdown viewer would act on.
+    const XSS = "<img src=x onerror=alert(1)>";
+    const LINKS = "![](javascript:alert(2)) [click](javascript:alert(3))";
+    const dir = tempDir();
+    buildNotebook(dir, [
+      {
+        programName: `lab<svg onload=alert(4)>`,
+        metric: "val`bpb",
+        holdout: ["h<b>old</b>"],
+        experiments: [
+          { action: "keep", metric: 3.0, metrics: { "h<b>old</b>": 1 } },
+          { action: "keep", metric: 2.9, role: `critic ${XSS}|x`, hypothesis: `${XSS} | ${LINKS}` },
+          {
+            action: "keep",
+            metric: 2.8,
+            role: "tuner",
+            hypothesis: "tick ` opens a code span | and 'quotes' & \"more\"",
+          },
+          {
+            action: "crash",
+            hypothesis: `${LINKS} \\| escaped?`,
+            reason: `crash: <script>alert(5)</script> ${LINKS}`,
+          },
+        ],
+      },
+    ]);
+    const { ledger, run, exps } = open(dir);
+    const md = readFileSync(writeReport(run, exps, join(dir, "r"), { holdout: true }).markdown, "utf8");
+    ledger.close();
+    // A real Markdown renderer (GFM) makes no element and no link from any of it.
+    const html = marked.parse(md, { async: false, gfm: true });
+    // (The report's own: the chart as an image and links to its two files.)
+    const own = html
+      .replace('<img src="progress.png" alt="progress">', "")
+      .replace(/<a href="progress\.(svg|png)">/g, "");
+    for (const tag of ["<img", "<svg", "<script", "<b>", "<a "]) expect(own).not.toContain(tag);
+    expect(html).not.toMatch(/(href|src)="javascript:/i);
+    // The text shows as typed (entities decode to it).
+    const text = html
+      .replace(/<[^>]*>/g, "")
+      .replace(/&lt;|&gt;|&amp;|&quot;|&#39;/g, (e) =>
+        e === "&lt;" ? "<" : e === "&gt;" ? ">" : e === "&amp;" ? "&" : e === "&quot;" ? '"' : "'",
+      );
+    expect(text).toContain(`${XSS} | ${LINKS}`);
+    expect(text).toContain(`crash: <script>alert(5)</script> ${LINKS} — ${LINKS} \\| escaped?`);
+    expect(text).toContain("tick ` opens a code span | and 'quotes' & \"more\"");
+    expect(text).toContain(`critic ${XSS}|x`);
+    expect(text).toContain("lab<svg onload=alert(4)>: run fixture");
+    // The metric name as one code span; every table row has its table's number of cells.
+    expect(html).toContain("<code>val`bpb</code>");
+    for (const table of html.split("<table>").slice(1)) {
+      const rows = table.split("</table>")[0]?.split("<tr>").slice(1) ?? [];
+      const cells = rows.map((r) => (r.match(/<t[dh][ >]/g) ?? []).length);
+      expect(new Set(cells).size).toBe(1);
+    }
+    const kept = html.split("Kept changes")[1]?.split("</table>")[0] ?? "";
+    expect(kept.match(/<tr>/g)).toHaveLength(4); // header, baseline, two kept
   });
 
   it("an empty run still gets a report", () => {

@@ -1,5 +1,7 @@
+import { showValue } from "../agents/builtin/literals.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord, TrialRecord } from "../core/ledger.ts";
-import { objectiveOf } from "../core/views.ts";
+import type { ParamValue } from "../core/types.ts";
+import { bestOf, objectiveOf } from "../core/views.ts";
 
 /**
  * The organization as viewers show it (`autolab status`, `/api/org`, the dashboard): credit
@@ -64,17 +66,46 @@ export interface SessionUse {
   utilization: number;
 }
 
-/** The findings board: what was kept, and which stated mechanisms the evidence refuted. */
+/**
+ * The findings board: what was kept, which stated mechanisms the evidence refuted, and, for the
+ * built-in optimizer (whose "mechanism" is its sampler's state, not a claim about the code),
+ * which knob ranges and choices its measurements rule out.
+ */
 export interface Finding {
-  kind: "kept" | "refuted";
+  kind: "kept" | "refuted" | "ruled-out";
+  /** The experiment; on "ruled-out", the newest of the region's. */
   n: number;
   role: string | null;
+  /** On "ruled-out": the region in words, e.g. "LEARNING_RATE above 0.02 (the best's): 3 of 3 not better". */
   hypothesis: string;
   mechanism: string | null;
   metric: number | null;
   /** On a merge candidate: the experiment whose change was rebased. */
   rebaseOf: number | null;
   decidedAt: string;
+  /** On "ruled-out": the knob region and its count. */
+  region?: KnobRegion;
+}
+
+/**
+ * Configurations of the built-in optimizer whose value of one knob lies on one side of the
+ * best's value (or is one other choice), and how many of them were not better than the best of
+ * their time (discarded, pruned, crashed or rejected).
+ */
+export interface KnobRegion {
+  knob: string;
+  /** Numeric knobs: above or below the best's value; categorical ones: this other choice. */
+  side: "above" | "below" | "is";
+  /** The best's value ("above"/"below"), or the choice ("is"). */
+  value: ParamValue;
+  /** The values tried in the region, ascending (numbers) or the choice. */
+  tried: ParamValue[];
+  notBetter: number;
+  of: number;
+  /** Of notBetter, how many crashed or were rejected (no usable measurement). */
+  failed: number;
+  /** The experiments in the region, ascending. */
+  ns: number[];
 }
 
 export interface OrgView {
@@ -84,7 +115,7 @@ export interface OrgView {
   session: SessionUse | null;
   /** Per slot of the latest session (empty without one). */
   slots: SlotUse[];
-  /** Newest first, at most `maxFindings`. */
+  /** Kept and refuted ones newest first, at most `maxFindings`; then ruled-out knob regions (findingsOf). */
   findings: Finding[];
 }
 
@@ -94,7 +125,7 @@ export interface OrgViewOptions {
    * is when a trial started in that session has no result yet.
    */
   live?: boolean;
-  /** Cap of the findings list (default 20). */
+  /** Cap of the kept and refuted findings (default 20; ruled-out knob regions: at most 6 more). */
   maxFindings?: number;
 }
 
@@ -275,8 +306,12 @@ function slotsOf(
 // findings
 
 /**
- * Kept changes (the baseline aside) and refuted mechanisms (discards whose stated mechanism
- * the judge found not confirmed), newest decision first, at most `max`.
+ * Kept changes (the baseline aside) and refuted mechanisms (discards whose stated mechanism the
+ * judge found not confirmed), newest decision first, at most `max`; then the built-in
+ * optimizer's ruled-out knob regions (`knobRegions`), strongest first, at most 6. The built-in optimizer's mechanism
+ * ("TPE: sampled from the density of…", "GP: expected improvement…") says how its sampler chose,
+ * which no measurement confirms or refutes: its experiments are never "refuted", and its kept
+ * changes are told by what changed (the hypothesis), not by the sampler.
  */
 export function findingsOf(exps: ExperimentRecord[], max = 20): Finding[] {
   if (max <= 0) return [];
@@ -284,9 +319,10 @@ export function findingsOf(exps: ExperimentRecord[], max = 20): Finding[] {
   for (const e of exps) {
     const d = e.decision;
     if (!d || e.n === 0) continue;
+    const sampler = isBuiltin(e);
     let kind: Finding["kind"] | undefined;
     if (d.action === "keep") kind = "kept";
-    else if (d.action === "discard" && d.mechanismConfirmed === false && e.mechanism?.trim())
+    else if (!sampler && d.action === "discard" && d.mechanismConfirmed === false && e.mechanism?.trim())
       kind = "refuted";
     if (!kind) continue;
     out.push({
@@ -294,14 +330,97 @@ export function findingsOf(exps: ExperimentRecord[], max = 20): Finding[] {
       n: e.n,
       role: e.role ?? null,
       hypothesis: e.hypothesis,
-      mechanism: e.mechanism ?? null,
+      mechanism: sampler ? null : (e.mechanism ?? null),
       metric: d.metric ?? null,
       rebaseOf: e.rebaseOf ?? null,
       decidedAt: d.decidedAt,
     });
   }
   out.sort((a, b) => cmp(b.decidedAt, a.decidedAt) || b.n - a.n);
-  return out.slice(0, max);
+  const decided = new Map(exps.map((e) => [e.n, e.decision?.decidedAt ?? ""]));
+  const regions = knobRegions(exps)
+    .slice(0, Math.min(max, MAX_REGIONS))
+    .map((region): Finding => {
+      const n = region.ns.reduce((a, b) => ((decided.get(b) ?? "") >= (decided.get(a) ?? "") ? b : a));
+      return {
+        kind: "ruled-out",
+        n,
+        role: null,
+        hypothesis: regionText(region),
+        mechanism: null,
+        metric: null,
+        rebaseOf: null,
+        decidedAt: decided.get(n) ?? "",
+        region,
+      };
+    });
+  return [...out.slice(0, max), ...regions];
+}
+
+/** Ruled-out knob regions on the board, strongest first: more would crowd out what was kept. */
+const MAX_REGIONS = 6;
+
+/** Proposed by the built-in optimizer: it records every proposal's knob values (`params`). */
+function isBuiltin(e: ExperimentRecord): boolean {
+  return e.agent === "builtin" && e.params !== undefined;
+}
+
+/**
+ * What the built-in optimizer's measurements rule out, knob by knob: for each knob of the
+ * best's configuration, the decided configurations with a larger value, with a smaller one, and
+ * with each other choice. A region is reported when at least three of its configurations, and
+ * at least three in four, were not better than the best of their time; the most such first.
+ * One knob at a time: the other knobs differed too, so a region says where the search found
+ * nothing, not why.
+ */
+export function knobRegions(exps: ExperimentRecord[]): KnobRegion[] {
+  const best = bestOf(exps)?.params;
+  if (!best) return [];
+  const tried = exps.filter((e) => e.n !== 0 && isBuiltin(e) && e.params && e.decision);
+  const out: KnobRegion[] = [];
+  for (const [knob, at] of Object.entries(best)) {
+    const groups = new Map<string, KnobRegion>();
+    for (const e of tried) {
+      const v = e.params?.[knob];
+      if (v === undefined || v === at) continue;
+      const numeric = typeof v === "number" && typeof at === "number";
+      const side = numeric ? (v > at ? "above" : "below") : "is";
+      const key = numeric ? side : `is ${JSON.stringify(v)}`;
+      let g = groups.get(key);
+      if (!g) {
+        g = { knob, side, value: numeric ? at : v, tried: [], notBetter: 0, of: 0, failed: 0, ns: [] };
+        groups.set(key, g);
+      }
+      g.of++;
+      g.ns.push(e.n);
+      if (numeric && !g.tried.includes(v)) g.tried.push(v);
+      const action = e.decision?.action;
+      if (action !== "keep") g.notBetter++;
+      if (action === "crash" || action === "reject") g.failed++;
+    }
+    for (const g of groups.values()) {
+      if (g.notBetter < 3 || g.notBetter * 4 < g.of * 3) continue;
+      if (g.side === "is") g.tried = [g.value];
+      else g.tried.sort((a, b) => (a as number) - (b as number));
+      out.push(g);
+    }
+  }
+  return out.sort(
+    (a, b) => b.notBetter - a.notBetter || b.of - a.of || Math.max(...b.ns) - Math.max(...a.ns),
+  );
+}
+
+/** "LEARNING_RATE above 0.02 (the best's; tried 0.05–0.1): 3 of 3 not better (1 crashed or rejected)". */
+function regionText(r: KnobRegion): string {
+  const lo = r.tried[0] as ParamValue;
+  const hi = r.tried[r.tried.length - 1] as ParamValue;
+  const range = lo === hi ? showValue(lo) : `${showValue(lo)}–${showValue(hi)}`;
+  const where =
+    r.side === "is"
+      ? `${r.knob} = ${showValue(r.value)}`
+      : `${r.knob} ${r.side} ${showValue(r.value)} (the best's; tried ${range})`;
+  const failed = r.failed ? ` (${r.failed} crashed or rejected)` : "";
+  return `${where}: ${r.notBetter} of ${r.of} not better${failed}`;
 }
 
 // ---------------------------------------------------------------------------------------------

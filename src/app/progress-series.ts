@@ -1,19 +1,50 @@
 import type { ChartPoint, ChartSeries } from "../chart/progress-chart.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
-import { objectiveOf } from "../core/views.ts";
+import type { TrialResult } from "../core/types.ts";
+import { lastResult, objectiveOf } from "../core/views.ts";
 
-/** The progress chart's data for a run: one point per experiment, objective metric only. */
+/**
+ * The progress chart's data for a run: one point per experiment, at its objective value, or,
+ * for one pruned before it had any, at the last value of its learning curve. The dashboard
+ * (`/api/chart`) and the report draw this same series.
+ */
 export function progressSeries(run: RunRecord, exps: ExperimentRecord[]): ChartSeries {
   return { metric: run.metric, direction: run.direction, points: exps.map((e) => chartPoint(e, run.metric)) };
 }
 
 export function chartPoint(e: ExperimentRecord, metric: string): ChartPoint {
-  return {
-    n: e.n,
-    metric: objectiveOf(e, metric) ?? null,
-    action: e.decision?.action ?? "pending",
-    label: e.n === 0 ? "baseline" : firstLine(e.hypothesis, 100),
-  };
+  const label = e.n === 0 ? "baseline" : firstLine(e.hypothesis, 100);
+  const value = objectiveOf(e, metric);
+  const last = lastResult(e);
+  if (value === undefined && last?.status === "pruned") {
+    return {
+      n: e.n,
+      metric: lastProgress(last)?.value ?? null,
+      action: "pruned",
+      label,
+      pruned: prunedAt(last),
+    };
+  }
+  return { n: e.n, metric: value ?? null, action: e.decision?.action ?? "pending", label };
+}
+
+/** Where a pruned trial's learning curve stopped: its k-th progress value, at that share of the budget. */
+function prunedAt(r: TrialResult): NonNullable<ChartPoint["pruned"]> {
+  const p = lastProgress(r);
+  if (!p) return { metric: null, step: 0, at: null };
+  // The notebook does not name the progress metric; the runner recorded its last value by name.
+  const name = Object.entries(r.metrics).find(([, v]) => v === p.value)?.[0] ?? null;
+  return { metric: name, step: p.step, at: p.at };
+}
+
+/** The last finite point of a trial's learning curve; `step` counts from 1. */
+function lastProgress(r: TrialResult): { value: number; step: number; at: number } | undefined {
+  const curve = r.progress ?? [];
+  for (let i = curve.length - 1; i >= 0; i--) {
+    const [x, v] = curve[i] as [number, number];
+    if (Number.isFinite(x) && Number.isFinite(v)) return { value: v, step: i + 1, at: x };
+  }
+  return undefined;
 }
 
 export function firstLine(s: string, max: number): string {

@@ -6,6 +6,7 @@ import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import { lastResult, objectiveOf } from "../core/views.ts";
 import { holdoutOf } from "./experiment-json.ts";
+import { mdCode, mdText } from "./markdown.ts";
 import { firstLine, progressSeries } from "./progress-series.ts";
 import { statusOf } from "./status.ts";
 
@@ -68,18 +69,18 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
   const c = s.counts;
   const holdout = opts.holdout ? holdoutOf(run) : [];
   const lines: string[] = [];
-  lines.push(`# ${run.programName}: run ${run.tag}`, "");
+  lines.push(`# ${mdText(run.programName)}: run ${mdText(run.tag)}`, "");
   lines.push(
-    `Objective: ${run.direction} \`${run.metric}\`. Branch \`${run.branch}\`, started ${run.startedAt}` +
-      (s.lastActivity ? `, last activity ${s.lastActivity}.` : "."),
+    `Objective: ${run.direction} ${mdCode(run.metric)}. Branch ${mdCode(run.branch)}, started ${mdText(run.startedAt)}` +
+      (s.lastActivity ? `, last activity ${mdText(s.lastActivity)}.` : "."),
   );
   if (s.unsandboxed) {
     lines.push(
       "",
-      `> **Unsandboxed:** trials and researchers ran with autolab's own privileges${s.sandbox?.startsWith("unsandboxed") ? ` (${s.sandbox.slice("unsandboxed: ".length)})` : " in at least one session"}; the sandbox's guarantees (docs/security.md) did not hold.`,
+      `> **Unsandboxed:** trials and researchers ran with autolab's own privileges${s.sandbox?.startsWith("unsandboxed") ? ` (${mdText(s.sandbox.slice("unsandboxed: ".length))})` : " in at least one session"}; the sandbox's guarantees (docs/security.md) did not hold.`,
     );
   } else if (s.sandbox) {
-    lines.push("", `Sandbox: ${s.sandbox}.`);
+    lines.push("", `Sandbox: ${mdText(s.sandbox)}.`);
   }
   if (s.selfReported) {
     lines.push(
@@ -101,7 +102,7 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
         ? formatChange(s.baseline.metric, s.best.metric)
         : "";
     lines.push(
-      `| best | ${formatMetric(s.best.metric ?? undefined)} (#${s.best.id}, \`${s.best.commit.slice(0, 8)}\`)${change ? ` ${change}` : ""} |`,
+      `| best | ${formatMetric(s.best.metric ?? undefined)} (#${s.best.id}, ${mdCode(s.best.commit.slice(0, 8))})${change ? ` ${change}` : ""} |`,
     );
   } else lines.push("| best | — |");
   if (s.improvement)
@@ -121,8 +122,8 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
   if (kept.length <= 1) {
     lines.push(kept.length ? "None yet beyond the baseline." : "Nothing kept yet (not even a baseline).");
   } else {
-    const extra = holdout.map((h) => ` ${escapeCell(h)} (holdout) |`).join("");
-    lines.push(`| # | ${escapeCell(run.metric)} | change | commit | hypothesis |${extra}`);
+    const extra = holdout.map((h) => ` ${mdText(h)} (holdout) |`).join("");
+    lines.push(`| # | ${mdText(run.metric)} | change | commit | hypothesis |${extra}`);
     lines.push(`|---:|---:|---:|---|---|${holdout.map(() => "---:|").join("")}`);
     let prev: number | undefined;
     for (const e of kept) {
@@ -130,7 +131,7 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
       const change = prev !== undefined && m !== undefined ? formatChange(prev, m) : "";
       const hm = holdout.map((h) => ` ${formatMetric(lastResult(e)?.metrics[h])} |`).join("");
       lines.push(
-        `| ${e.n} | ${formatMetric(m)} | ${change} | \`${e.commit.slice(0, 8)}\` | ${escapeCell(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
+        `| ${e.n} | ${formatMetric(m)} | ${change} | ${mdCode(e.commit.slice(0, 8))} | ${mdText(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
       );
       if (m !== undefined) prev = m;
     }
@@ -142,7 +143,7 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
     lines.push("|---|---:|---:|---:|---:|---:|---:|");
     for (const r of s.roles) {
       lines.push(
-        `| ${escapeCell(r.role)} | ${r.proposals} | ${r.kept} | ${formatMetric(r.improvement)} | ${formatDuration(r.computeS)} | ${formatMetric(Number((r.value * 3600).toPrecision(4)))} | ${(r.share * 100).toFixed(0)}% |`,
+        `| ${mdText(r.role)} | ${r.proposals} | ${r.kept} | ${formatMetric(r.improvement)} | ${formatDuration(r.computeS)} | ${formatMetric(Number((r.value * 3600).toPrecision(4)))} | ${(r.share * 100).toFixed(0)}% |`,
       );
     }
   }
@@ -158,16 +159,12 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
     lines.push("", "## Crashes and rejections", "");
     for (const e of failed.slice(-20))
       lines.push(
-        `- #${e.n} ${e.decision?.action}: ${escapeCell(firstLine(e.decision?.reason ?? "", 200))} — ${escapeCell(firstLine(e.hypothesis, 120))}`,
+        `- #${e.n} ${e.decision?.action}: ${mdText(firstLine(e.decision?.reason ?? "", 200))} — ${mdText(firstLine(e.hypothesis, 120))}`,
       );
     if (failed.length > 20) lines.push(`- … and ${failed.length - 20} earlier (see \`autolab failures\`)`);
   }
   lines.push("", `_Generated by \`autolab report\` on ${new Date().toISOString()}._`, "");
   return lines.join("\n");
-}
-
-function escapeCell(s: string): string {
-  return s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 }
 
 function formatDuration(seconds: number): string {

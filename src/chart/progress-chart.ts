@@ -1,7 +1,8 @@
 /**
  * The progress chart, as people who run autoresearch draw it by hand: every experiment a
- * point (discards grey, keeps green, crashes and rejects marked), the running best as a step
- * line, labels on the kept changes. One renderer for the dashboard and the report: this
+ * point (discards grey, keeps green, crashes and rejects marked, pruned ones as open squares at
+ * the last value of their learning curve), the running best as a step line, labels on the
+ * kept changes. One renderer for the dashboard and the report: this
  * module imports nothing, so the server can hand it to the browser with its types stripped
  * (src/server/app.ts), and the report renders the same SVG to a file and, via resvg, to PNG.
  *
@@ -9,16 +10,25 @@
  * points and the dashboard can find the experiment under the pointer.
  */
 
-export type ChartAction = "keep" | "discard" | "crash" | "reject" | "pending";
+/** A decision, "pending" (none yet), or "pruned": discarded when its learning curve was stopped early. */
+export type ChartAction = "keep" | "discard" | "crash" | "reject" | "pending" | "pruned";
 
 export interface ChartPoint {
   /** Experiment number (0 is the baseline). */
   n: number;
-  /** Objective value; null when the experiment has none (crashes, running trials). */
+  /**
+   * Objective value; null when the experiment has none (crashes, running trials). For a pruned
+   * experiment: the last value of its learning curve (the progress metric, `pruned.metric`).
+   */
   metric: number | null;
   action: ChartAction;
   /** First line of the hypothesis, shortened. */
   label: string;
+  /**
+   * Where a pruned experiment's curve stopped: its `step`-th progress value (counting from 1;
+   * 0 when it had none), at fraction `at` of the budget, of the metric named `metric`.
+   */
+  pruned?: { metric: string | null; step: number; at: number | null };
 }
 
 export interface ChartSeries {
@@ -47,6 +57,7 @@ export const CHART_COLORS: Record<ChartAction | "best" | "axis" | "grid" | "text
   crash: "#d7301f",
   reject: "#f08c00",
   pending: "#2b6cb0",
+  pruned: "#7b68b5",
   best: "#1a9641",
   axis: "#555555",
   grid: "#e6e6e6",
@@ -84,14 +95,14 @@ export function chartLayout(series: ChartSeries, options: ChartOptions = {}): Ch
   const width = options.width ?? 960;
   const height = options.height ?? 440;
   const pts = series.points;
-  const counts = { keep: 0, discard: 0, crash: 0, reject: 0, pending: 0 };
+  const counts = { keep: 0, discard: 0, crash: 0, reject: 0, pending: 0, pruned: 0 };
   for (const p of pts) counts[p.action]++;
   const better = series.direction === "minimize" ? "lower is better" : "higher is better";
   const heading =
     options.title ??
     `${series.metric} (${better}) · ${pts.length} experiment${pts.length === 1 ? "" : "s"}, ${counts.keep} kept`;
   // The legend sits right of the heading, or on a line of its own when both do not fit.
-  const legendW = LEGEND.reduce((a, [, t]) => a + legendItemWidth(t), 0);
+  const legendW = legendItems(counts).reduce((a, [, t]) => a + legendItemWidth(t), 0);
   const m = { left: 72, right: 24, top: 58, bottom: 54 };
   const twoRows = m.left + heading.length * 8.7 + 24 > width - m.right - legendW;
   if (twoRows) m.top = 78;
@@ -174,7 +185,8 @@ export function renderProgressChart(series: ChartSeries, options: ChartOptions =
   out.push(
     `<text x="${m.left}" y="22" font-size="15" font-weight="bold" fill="${CHART_COLORS.text}">${esc(heading)}</text>`,
   );
-  out.push(twoRows ? legend(m.left, 46) : legend(width - m.right - legendW, 22));
+  const items = legendItems(l.counts);
+  out.push(twoRows ? legend(items, m.left, 46) : legend(items, width - m.right - legendW, 22));
 
   // Grid, ticks and axes (no y ticks before anything is measured: the scale would be made up).
   const yTicks = measured ? niceTicks(y0, y1, Math.max(3, Math.round(plotH / 60))) : [];
@@ -226,7 +238,7 @@ export function renderProgressChart(series: ChartSeries, options: ChartOptions =
 
   // Points: discards first so keeps are drawn on top; smaller grey dots in a crowd.
   const many = pts.length > 2000;
-  const order: ChartAction[] = ["discard", "pending", "reject", "crash", "keep"];
+  const order: ChartAction[] = ["discard", "pruned", "pending", "reject", "crash", "keep"];
   out.push(`<g class="points">`);
   for (const action of order) {
     out.push(`<g class="${action}s" ${GROUP_ATTRS[action]}>`);
@@ -319,18 +331,19 @@ function pointSvg(
 ): string {
   const metric = p.metric;
   const cx = r(x);
-  const title = titles
-    ? `<title>#${p.n} ${p.action}${metric === null ? "" : ` ${fmt(metric)}`} — ${esc(p.label)}</title>`
-    : "";
+  const title = titles ? `<title>#${p.n} ${esc(pointSummary(p))} — ${esc(p.label)}</title>` : "";
   const el = (tag: string, attrs: string) =>
     `<${tag} class="pt ${p.action}" data-n="${p.n}" ${attrs}${title ? `>${title}</${tag}>` : "/>"}`;
   if (metric === null || p.action === "crash") {
     const y = r(laneY);
     if (p.action === "pending") return el("circle", `cx="${cx}" cy="${y}" r="4"`);
     const s = 3.5;
+    // A cross is strokes: groups that fill their points (discards, rejects) would leave it invisible.
+    const stroke =
+      p.action === "crash" ? "" : ` stroke="${CHART_COLORS[p.action]}" stroke-width="2" fill="none"`;
     return el(
       "path",
-      `d="M${r(cx - s)},${r(y - s)}L${r(cx + s)},${r(y + s)}M${r(cx - s)},${r(y + s)}L${r(cx + s)},${r(y - s)}"`,
+      `d="M${r(cx - s)},${r(y - s)}L${r(cx + s)},${r(y + s)}M${r(cx - s)},${r(y + s)}L${r(cx + s)},${r(y - s)}"${stroke}`,
     );
   }
   const cy = r(sy(Math.min(y1, Math.max(y0, metric))));
@@ -352,6 +365,8 @@ function pointSvg(
     }
     case "pending":
       return el("circle", `cx="${cx}" cy="${cy}" r="4"`);
+    case "pruned":
+      return el("rect", `x="${r(cx - 3.5)}" y="${r(cy - 3.5)}" width="7" height="7"`);
     default:
       return el("circle", `cx="${cx}" cy="${cy}" r="${many ? 2.5 : 3.5}"`);
   }
@@ -360,6 +375,7 @@ function pointSvg(
 const GROUP_ATTRS: Record<ChartAction, string> = {
   discard: `fill="${CHART_COLORS.discard}"`,
   pending: `fill="none" stroke="${CHART_COLORS.pending}" stroke-width="1.5"`,
+  pruned: `fill="#ffffff" stroke="${CHART_COLORS.pruned}" stroke-width="1.5"`,
   reject: `fill="${CHART_COLORS.reject}"`,
   crash: `fill="none" stroke="${CHART_COLORS.crash}" stroke-width="2"`,
   keep: `fill="${CHART_COLORS.keep}" stroke="#ffffff" stroke-width="1"`,
@@ -368,18 +384,38 @@ const GROUP_ATTRS: Record<ChartAction, string> = {
 const LEGEND: [ChartAction | "best", string][] = [
   ["keep", "kept"],
   ["discard", "discarded"],
+  ["pruned", "pruned"],
   ["crash", "crashed"],
   ["reject", "rejected"],
   ["pending", "running"],
   ["best", "best so far"],
 ];
 
+/** The legend's entries: "pruned" only in runs that pruned something (most have no learning curve). */
+function legendItems(counts: Record<ChartAction, number>): [ChartAction | "best", string][] {
+  return LEGEND.filter(([k]) => k !== "pruned" || counts.pruned > 0);
+}
+
+/**
+ * What a point is, in words, for tooltips (the SVG's `<title>`, the dashboard's): "keep 2.71",
+ * "pruned at step 7 (38% of the budget), train_loss 3.02".
+ */
+export function pointSummary(p: ChartPoint): string {
+  if (p.action === "pruned") {
+    const at = p.pruned?.at;
+    const where = p.pruned?.step
+      ? `pruned at step ${p.pruned.step}${at !== null && at !== undefined ? ` (${Math.round(at * 100)}% of the budget)` : ""}`
+      : "pruned";
+    return p.metric === null ? where : `${where}, ${p.pruned?.metric ?? "progress"} ${fmt(p.metric)}`;
+  }
+  return `${p.action}${p.metric === null ? "" : ` ${fmt(p.metric)}`}`;
+}
+
 function legendItemWidth(text: string): number {
   return 22 + text.length * 6.6;
 }
 
-function legend(left: number, y: number): string {
-  const items = LEGEND;
+function legend(items: [ChartAction | "best", string][], left: number, y: number): string {
   const widths = items.map(([, t]) => legendItemWidth(t));
   let x = left;
   const out = [`<g class="legend" font-size="11" fill="${CHART_COLORS.text}">`];
@@ -401,6 +437,8 @@ function legend(left: number, y: number): string {
       out.push(
         `<circle cx="${r(x + 7)}" cy="${cy}" r="4" fill="none" stroke="${CHART_COLORS.pending}" stroke-width="1.5"/>`,
       );
+    else if (k === "pruned")
+      out.push(`<rect x="${r(x + 3.5)}" y="${cy - 3.5}" width="7" height="7" ${GROUP_ATTRS.pruned}/>`);
     else out.push(`<circle cx="${r(x + 7)}" cy="${cy}" r="4.5" fill="${CHART_COLORS[k]}"/>`);
     out.push(`<text x="${r(x + 18)}" y="${y}">${t}</text>`);
     x += widths[i] ?? 0;

@@ -19,6 +19,10 @@ export interface FixtureExperiment {
   status?: TrialStatus;
   /** Extra metrics of the trial (holdouts included, as the runner records them). */
   metrics?: Record<string, number>;
+  /** The trial's learning curve ([fraction of the budget, value]), as the loop records it. */
+  progress?: Array<[number, number]>;
+  /** The researcher's usage (tokens, cost, wallS), as agents report it. */
+  usage?: Record<string, number>;
   logTail?: string;
   commit?: string;
   parent?: string;
@@ -94,6 +98,7 @@ export function appendExperiment(
     hypothesis: x.hypothesis ?? (n === 0 ? "baseline" : `LEARNING_RATE step ${n}`),
     ...(x.mechanism ? { mechanism: x.mechanism } : {}),
     ...(x.params ? { params: x.params } : {}),
+    ...(x.usage ? { usage: x.usage } : {}),
     ...(x.role !== undefined ? { role: x.role } : {}),
     ...(x.rebaseOf !== undefined ? { rebaseOf: x.rebaseOf } : {}),
     diff: { files: n === 0 ? 0 : 1, insertions: n === 0 ? 0 : 1, deletions: n === 0 ? 0 : 1 },
@@ -129,6 +134,7 @@ export function appendExperiment(
       stdoutPath: "/dev/null",
       stderrPath: "/dev/null",
       logTail: x.logTail ?? `step 100 loss 2.5\n${run.metric}: ${x.metric ?? "nan"}\n`,
+      ...(x.progress ? { progress: x.progress } : {}),
     },
     `/nonexistent/logs/${n}`,
   );

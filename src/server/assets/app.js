@@ -1,7 +1,7 @@
 // The autolab dashboard: plain ES modules, no build step, nothing from outside this server.
 // Data comes from the JSON API; live changes from /api/events (SSE). The progress chart is the
 // same renderer the report uses (src/chart/progress-chart.ts, served with its types stripped).
-import { chartLayout, pointPosition, renderProgressChart } from "/assets/progress-chart.js";
+import { chartLayout, pointPosition, pointSummary, renderProgressChart } from "/assets/progress-chart.js";
 
 const DECISIONS = ["keep", "discard", "crash", "reject", "pending"];
 const PAGE = 50;
@@ -83,6 +83,41 @@ function firstLine(s) {
   return String(s ?? "").split("\n")[0];
 }
 
+/**
+ * The harness's own field names as people read them: a key the API sends is never shown as it
+ * is spelled in code ("wallS"). Known ones have a label; any other camelCase, snake_case or
+ * kebab-case key is split into words. Researcher-chosen names (metrics, knobs) are not keys of
+ * ours and are shown as written.
+ */
+const LABELS = {
+  wallS: "agent time",
+  inputTokens: "input tokens",
+  outputTokens: "output tokens",
+  costUsd: "agent cost",
+};
+
+function label(key) {
+  return (
+    LABELS[key] ??
+    String(key)
+      .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+      .replace(/[_-]+/g, " ")
+      .toLowerCase()
+  );
+}
+
+/** A count with its word, coloured only when there is something to count ("0 crashed" is not alarming). */
+function count(n, word, cls) {
+  return n > 0 && cls ? `<span class="${cls}">${n} ${word}</span>` : `${n} ${word}`;
+}
+
+/** A usage value in its unit: seconds, dollars, or a plain count. */
+function usageValue(key, v) {
+  if (key === "wallS") return `${v.toFixed(1)}s`;
+  if (key === "costUsd") return `$${v.toFixed(4)}`;
+  return fmt(v);
+}
+
 function badge(decision) {
   return `<span class="badge ${esc(decision)}">${esc(decision)}</span>`;
 }
@@ -108,7 +143,6 @@ async function loadRuns(runs) {
     .join("");
   if (!state.run && state.runs.length) state.run = state.runs[state.runs.length - 1].tag;
   select.value = state.run;
-  select.disabled = state.runs.length < 2;
 }
 
 /**
@@ -231,11 +265,19 @@ function renderOrg(org) {
   }
   if (findings.length) {
     parts.push(
-      `<h3>Findings</h3><ul class="findings">${findings
-        .slice(0, 10)
-        .map(
-          (f) =>
-            `<li>${f.kind === "kept" ? badge("keep") : `<span class="badge discard">refuted</span>`} <a href="#/e/${f.n}">#${f.n}</a>${f.role ? ` <span class="muted">${esc(f.role)}</span>` : ""} ${esc(firstLine(f.mechanism ?? f.hypothesis))}${f.metric === null ? "" : ` <span class="muted">${esc(fmt(f.metric))}</span>`}</li>`,
+      // The ten newest kept and refuted, then the knob ranges the built-in optimizer ruled out.
+      `<h3>Findings</h3><ul class="findings">${[
+        ...findings.filter((f) => f.kind !== "ruled-out").slice(0, 10),
+        ...findings.filter((f) => f.kind === "ruled-out"),
+      ]
+        .map((f) =>
+          f.kind === "ruled-out"
+            ? // The built-in optimizer's knob ranges that were not better (src/app/org-view.ts).
+              `<li class="ruled-out"><span class="badge discard">not better</span> ${esc(f.hypothesis)} <span class="muted">${f.region.ns
+                .slice(-5)
+                .map((n) => `<a href="#/e/${n}">#${n}</a>`)
+                .join(" ")}${f.region.ns.length > 5 ? " …" : ""}</span></li>`
+            : `<li>${f.kind === "kept" ? badge("keep") : `<span class="badge discard">refuted</span>`} <a href="#/e/${f.n}">#${f.n}</a>${f.role ? ` <span class="muted">${esc(f.role)}</span>` : ""} ${esc(firstLine(f.mechanism ?? f.hypothesis))}${f.metric === null ? "" : ` <span class="muted">${esc(fmt(f.metric))}</span>`}</li>`,
         )
         .join("")}</ul>`,
     );
@@ -256,7 +298,7 @@ async function loadAlarms() {
       ? `<ul class="alarms">${alarms
           .map(
             (a) =>
-              `<li><span class="badge crash">${esc(a.type)}</span> ${esc(a.reason)} <span class="muted">${esc(ago(a.at))}${a.n !== undefined ? ` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
+              `<li><span class="badge crash">${esc(label(a.type))}</span> ${esc(a.reason)} <span class="muted">${esc(ago(a.at))}${a.n !== undefined ? ` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
           )
           .join("")}</ul>`
       : `<p class="empty">No alarms. Suspicious gains, noise and tampering are reported here.</p>`);
@@ -283,7 +325,7 @@ function renderStatus() {
     [
       "experiments",
       String(c.total),
-      `<span class="k">${c.kept} kept</span> · ${c.discarded} discarded · <span class="c">${c.crashed} crashed</span> · ${c.rejected} rejected${c.pending ? ` · ${c.pending} pending` : ""}`,
+      `${count(c.kept, "kept", "k")} · ${count(c.discarded, "discarded")} · ${count(c.crashed, "crashed", "c")} · ${count(c.rejected, "rejected", "r")}${c.pending ? ` · ${count(c.pending, "pending")}` : ""}`,
     ],
     ["trial time", duration(s.trialSeconds), `last activity ${esc(ago(s.lastActivity))}`],
   ];
@@ -416,15 +458,13 @@ async function loadExperiment(n) {
         .join("")}</dl>`
     : "";
   const metrics = Object.entries(e.metrics);
-  const usage = e.usage
-    ? Object.entries(e.usage)
-        .map(([k, v]) => `${esc(k)} ${fmt(v)}`)
-        .join(" · ")
-    : "";
+  const usage = Object.entries(e.usage ?? {})
+    .map(([k, v]) => `<tr><th>${esc(label(k))}</th><td class="num">${esc(usageValue(k, v))}</td></tr>`)
+    .join("");
   const trials = e.trials
     .map(
       (t) =>
-        `<tr><td>${t.attempt}</td><td>${t.seed}</td><td>${badge(t.status === "ok" ? "keep" : t.status === "running" ? "pending" : "crash").replace(/>[a-z]+</, `>${esc(t.status)}<`)}</td><td class="num">${t.wallS === null ? "—" : `${t.wallS.toFixed(2)}s`}</td><td class="num">${t.cpuS === null ? "—" : `${t.cpuS.toFixed(2)}s`}</td><td class="num">${t.peakRssMb === null ? "—" : `${t.peakRssMb.toFixed(0)} MB`}</td><td>${esc(t.reason ?? "")}</td></tr>`,
+        `<tr><td>${t.attempt}</td><td>${t.seed}</td><td>${badge(t.status === "ok" ? "keep" : t.status === "running" ? "pending" : "crash").replace(/>[a-z]+</, `>${esc(label(t.status))}<`)}</td><td class="num">${t.wallS === null ? "—" : `${t.wallS.toFixed(2)}s`}</td><td class="num">${t.cpuS === null ? "—" : `${t.cpuS.toFixed(2)}s`}</td><td class="num">${t.peakRssMb === null ? "—" : `${t.peakRssMb.toFixed(0)} MB`}</td><td>${esc(t.reason ?? "")}</td></tr>`,
     )
     .join("");
   body.innerHTML = `
@@ -455,19 +495,19 @@ async function loadExperiment(n) {
           <tr><th>wall</th><td class="num">${e.costs.wallS.toFixed(2)}s</td></tr>
           <tr><th>cpu</th><td class="num">${e.costs.cpuS.toFixed(2)}s</td></tr>
           <tr><th>peak memory</th><td class="num">${e.costs.peakRssMb.toFixed(0)} MB</td></tr>
-          ${usage ? `<tr><th>agent</th><td>${usage}</td></tr>` : ""}
+          ${usage}
         </tbody></table>
       </section>
       <section><h2>Change</h2>
         <p><span class="muted">agent</span> ${esc(e.agent)}<br>
         <span class="muted">commit</span> <code>${esc(e.commit.slice(0, 12))}</code> on <code>${esc(e.parent.slice(0, 12))}</code><br>
         <span class="muted">ref</span> <code>${esc(e.ref)}</code><br>
-        <span class="muted">diff</span> ${e.diff.files} file(s), <span class="k">+${e.diff.insertions}</span> <span class="c">−${e.diff.deletions}</span></p>
+        <span class="muted">diff</span> ${e.diff.files} file(s), ${e.diff.insertions ? `<span class="k">+${e.diff.insertions}</span>` : "+0"} ${e.diff.deletions ? `<span class="c">−${e.diff.deletions}</span>` : "−0"}</p>
         ${params}
       </section>
     </div>
     <h2>Trials</h2>
-    <table class="small trials"><thead><tr><th>#</th><th>seed</th><th>status</th><th>wall</th><th>cpu</th><th>peak</th><th>reason</th></tr></thead><tbody>${trials || `<tr><td colspan="7" class="empty">no trial started</td></tr>`}</tbody></table>
+    <table class="small trials"><thead><tr><th>#</th><th>seed</th><th>status</th><th class="num">wall</th><th class="num">cpu</th><th class="num">peak</th><th>reason</th></tr></thead><tbody>${trials || `<tr><td colspan="7" class="empty">no trial started</td></tr>`}</tbody></table>
     <h2>Diff</h2>
     ${e.diffText ? `<pre class="diff">${colorDiff(e.diffText)}</pre>` : `<p class="empty">No change against its parent${e.id === 0 ? " (the baseline runs the code as it is)" : ""}.</p>`}
     <h2>Log tail</h2>
@@ -525,6 +565,8 @@ async function route() {
 // ---------------------------------------------------------------------------------------------
 // live updates
 
+const chartSoon = debounce(() => loadChart().catch(() => {}), 250);
+
 const refreshSoon = debounce(() => {
   loadStatus().catch(() => {});
   loadTable().catch(() => {});
@@ -557,6 +599,9 @@ function onEvent(e) {
     if (e.type === "decision") {
       p.action = e.action;
       p.metric = e.metric ?? (e.action === "crash" ? null : p.metric);
+      // Discarded without an objective value (pruned early, or the budget ran out): where it is
+      // drawn comes from its learning curve, which only the notebook has.
+      if (e.action === "discard" && e.metric === undefined) chartSoon();
     }
     drawChart();
   }
@@ -685,7 +730,12 @@ function wire() {
     ring.setAttribute("cy", String(h.y));
     chart.style.cursor = "pointer";
     const p = h.p;
-    tip.innerHTML = `<strong>#${p.n}</strong> ${badge(p.action)} ${p.metric === null ? "" : `${esc(state.series.metric)} ${fmt(p.metric)}`}<br>${esc(p.label)}`;
+    // A pruned one was discarded; the renderer says where its learning curve stopped.
+    const what =
+      p.action === "pruned"
+        ? `${badge("discard")} ${esc(pointSummary(p))}`
+        : `${badge(p.action)} ${p.metric === null ? "" : `${esc(state.series.metric)} ${fmt(p.metric)}`}`;
+    tip.innerHTML = `<strong>#${p.n}</strong> ${what}<br>${esc(p.label)}`;
     tip.hidden = false;
     const box = chart.getBoundingClientRect();
     const k = box.width / state.svgWidth;
