@@ -1,0 +1,27 @@
+/**
+ * One temporary directory per `npm test`: every test, and every process a test starts (the
+ * CLI, git, trials), makes its temporary files under it through TMPDIR, and it is removed when
+ * the run ends — so a test that forgets its cleanup, or a process killed before it could clean
+ * up, leaves nothing in the system's temp directory (issue #11: ~50 were left per run).
+ * test/temp-dir.test.ts checks that the tests see it.
+ */
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export default function setup(): () => void {
+  const previous = process.env.TMPDIR;
+  const base = mkdtempSync(join(tmpdir(), "autolab-tests-"));
+  process.env.TMPDIR = base;
+  process.env.AUTOLAB_TEST_TMPDIR = base;
+  return () => {
+    if (previous === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = previous;
+    let left = 0;
+    try {
+      left = readdirSync(base).length;
+    } catch {}
+    rmSync(base, { recursive: true, force: true, maxRetries: 3 });
+    if (left > 0) console.log(`[global-setup] removed ${left} temporary entries the tests left in ${base}`);
+  };
+}
