@@ -9,7 +9,7 @@ import type { ExperimentRecord } from "../src/core/ledger.ts";
 import { budgetLeft, experimentsSpent, formatDuration, trialsUsed } from "../src/core/run-budget.ts";
 import { knobProject } from "./helpers/knob-project.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
-import { valueProject } from "./helpers/value-project.ts";
+import { git, valueProject } from "./helpers/value-project.ts";
 
 /** A record with `trials` trials of the given statuses (what run-budget reads). */
 function record(n: number, statuses: string[]): ExperimentRecord {
@@ -78,6 +78,7 @@ describe("the run's budget", () => {
       program,
       readFileSync(program, "utf8").replace("agent: builtin", "agent: builtin\nslots: 2"),
     );
+    git(dir, "commit", "-qam", "two slots"); // a new run starts from the committed program.md
     const outcome = await createRun({ program: dir, tag: "t", maxTrials: 14 });
     try {
       expect(outcome.stoppedBecause).toBe("reached --max-trials 14");

@@ -611,7 +611,8 @@ describe("GitWorkspace protected files", () => {
     expect(await hashesAt(repo, second, ["evaluate.py"])).toEqual({ "evaluate.py": sha256("v2\n") });
     expect(await hashesAt(repo, first, [])).toEqual({});
     const err = await errorOf(hashesAt(repo, first, ["nope.py"]));
-    expect(err.code).toBe("GIT_FAILED");
+    expect(err.code).toBe("FILE_MISSING");
+    expect(err.message).toContain('"nope.py" matches no file');
   });
 });
 

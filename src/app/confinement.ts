@@ -21,6 +21,7 @@ import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { Confinement } from "../core/confinement.ts";
 import { AutolabError } from "../core/errors.ts";
+import { fileRules, matchedPaths } from "../core/file-patterns.ts";
 import type { Program, SandboxSpec } from "../core/types.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { probeSandbox } from "../runner/sandbox.ts";
@@ -88,6 +89,9 @@ export function createConfinement(
   const home = process.env.HOME ?? homedir();
   const secrets = HOME_SECRETS.map((s) => join(home, s));
   const under = (dir: string, list: string[]) => list.map((p) => resolve(dir, p));
+  // files: entries may be directories or globs (src/core/file-patterns.ts): what they match in
+  // `dir` now, when the spec is made (after setup, whose files a holdout glob may name).
+  const matched = (dir: string, list: string[]) => under(dir, matchedPaths(dir, list));
   const hiddenAlways = [paths.stateDir, paths.gitCommonDir, ...secrets];
   const caches = (ws: Workspace) =>
     program.sandbox.caches.map((c) =>
@@ -105,7 +109,7 @@ export function createConfinement(
   };
   const base = (ws: Workspace, extraEnv: Record<string, string>): SandboxSpec => ({
     writable: [ws.worktree],
-    readOnly: [paths.repoRoot, join(ws.worktree, ".git"), ...under(ws.projectDir, program.files.protected)],
+    readOnly: [paths.repoRoot, join(ws.worktree, ".git"), ...matched(ws.projectDir, program.files.protected)],
     hidden: hiddenAlways,
     network: program.sandbox.network,
     env: env(extraEnv),
@@ -113,8 +117,8 @@ export function createConfinement(
     devices,
   });
   const holdoutEverywhere = (ws: Workspace) => [
-    ...under(ws.projectDir, program.files.holdout),
-    ...under(paths.programDir, program.files.holdout),
+    ...matched(ws.projectDir, program.files.holdout),
+    ...matched(paths.programDir, program.files.holdout),
   ];
 
   return {
@@ -142,7 +146,7 @@ export function createConfinement(
         hidden: [
           ...b.hidden,
           ...under(ws.projectDir, projectCaches),
-          ...under(paths.programDir, program.files.holdout),
+          ...matched(paths.programDir, program.files.holdout),
         ],
       };
       return { command, evaluate };
@@ -159,7 +163,13 @@ export function createConfinement(
       // (symlinks resolved) lie in the worktree: a symlink must not make something outside it
       // writable.
       const root = realpathSync(ws.worktree);
-      const editable = under(ws.projectDir, program.files.editable).filter((p) => {
+      // A glob binds the files it matches; a directory entry binds the directory (new files in
+      // it are in scope). Protected and holdout paths are bound on top, read-only and hidden.
+      const rules = fileRules(program.files);
+      const editable = under(
+        ws.projectDir,
+        matchedPaths(ws.projectDir, program.files.editable).filter((p) => rules.editable(p)),
+      ).filter((p) => {
         try {
           const real = realpathSync(p);
           return real === root || real.startsWith(`${root}/`);

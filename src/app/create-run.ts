@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
@@ -6,18 +6,26 @@ import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { type LoopDeps, type LoopSummary, runLoop } from "../core/loop.ts";
 import { runParallel } from "../core/scheduler.ts";
-import type { Agent } from "../core/types.ts";
+import type { Agent, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { formatDuration } from "../program/duration.ts";
-import { defaultGraceMs, loadProgram } from "../program/index.ts";
+import { defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { createJudge } from "../trust/acceptance.ts";
 import { createPruner } from "../trust/pruner.ts";
 import { git } from "../workspace/git.ts";
-import { assertCommitted, findRepo, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
+import {
+  assertCommitted,
+  committedProgram,
+  ensureExcluded,
+  findRepo,
+  GitWorkspace,
+  hashesAt,
+  type RepoInfo,
+} from "../workspace/git-workspace.ts";
 import { alarmsOf } from "./alarms.ts";
 import { createConfinement } from "./confinement.ts";
-import { type Lab, openLab, programPath } from "./lab.ts";
+import { type Lab, openLab, prepareStateDir, programPath, stateDirOf } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 import { isParallel, parallelDeps } from "./parallel.ts";
 
@@ -100,12 +108,32 @@ export interface RunSession {
 export async function openRunSession(
   opts: Omit<RunOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "signal" | "onEvent">,
 ): Promise<RunSession> {
-  // Validate the program and find the repository before anything is written to disk.
+  // Validate the program and find the repository before anything is written to disk, and keep
+  // `.autolab/` out of git before anything is written under it (a failed first run must leave
+  // nothing for `git add -A`).
   const file = programPath(opts.program);
-  const repo = await findRepo(dirname(loadProgram(file).path));
+  const loaded = loadProgram(file);
+  const repo = await findRepo(dirname(loaded.path));
+  await ensureExcluded(repo.root);
+  if (opts.tag !== undefined && !TAG.test(opts.tag)) {
+    throw new AutolabError(
+      "TAG_INVALID",
+      `invalid tag "${opts.tag}": use letters, digits, dot, dash or underscore (it becomes the branch autolab/<tag>).`,
+    );
+  }
+  // Without a notebook this is a new run: its checks come before the notebook is made.
+  let start = existsSync(join(stateDirOf(file), "lab.db"))
+    ? undefined
+    : await checkNewRun(repo, file, loaded, opts.allowDirty ?? false);
   const lab = openLab(file);
   try {
-    const { program, ledger } = lab;
+    const { ledger } = lab;
+    let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
+    if (!run) {
+      start ??= await checkNewRun(repo, file, lab.program, opts.allowDirty ?? false);
+      lab.program = start.program;
+    }
+    const { program } = lab;
     const contract = contractOf(program);
     if (opts.budgetMs !== undefined) {
       const top = program.ladder?.rungs.at(-1);
@@ -127,13 +155,6 @@ export async function openRunSession(
         proposers: given && given.proposers !== given.count ? given.proposers : opts.slots,
       };
     }
-    if (opts.tag !== undefined && !TAG.test(opts.tag)) {
-      throw new AutolabError(
-        "TAG_INVALID",
-        `invalid tag "${opts.tag}": use letters, digits, dot, dash or underscore (it becomes the branch autolab/<tag>).`,
-      );
-    }
-    let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
     if (run?.contract) {
       const changes = contractChanges(run.contract, contract);
       if (changes.length) {
@@ -150,8 +171,6 @@ export async function openRunSession(
         ? opts.agent
         : await createAgent(agentConfigFor(program, opts.agent), program, run?.seed ?? opts.seed ?? 0);
     if (!run) {
-      const files = [...program.files.editable, ...program.files.protected];
-      await assertCommitted(repo, files, opts.allowDirty ?? false);
       const tag = opts.tag ?? (await newTag(lab, repo.root));
       const baseCommit = (await git(repo.root, ["rev-parse", "HEAD"])).trim();
       if (await branchExists(repo.root, tag)) {
@@ -169,18 +188,20 @@ export async function openRunSession(
         metric: program.objective.metric,
         direction: program.objective.direction,
         baseCommit,
-        protectedHashes: await hashesAt(repo, baseCommit, await pinnedFiles(repo, baseCommit, program)),
+        protectedHashes: await hashesAt(repo, baseCommit, pinnedFiles(program), program.files.holdout),
         seed: opts.seed ?? 0,
         contract,
+        ...(start?.blob ? { programBlob: start.blob } : {}),
       });
+      if (start?.note) ledger.addNote(run.id, null, start.note);
     }
-    mkdirSync(lab.stateDir, { recursive: true });
+    prepareStateDir(lab.stateDir);
     const release = acquireLock(join(lab.stateDir, `run-${run.tag}.lock`), `run ${run.tag}`);
     try {
       // The protected files' hashes come from git (the base commit), not from the notebook's
       // copy: a notebook row is data anyone with write access could change. A difference is
       // reported as tampering.
-      const pinned = await hashesAt(repo, run.baseCommit, await pinnedFiles(repo, run.baseCommit, program));
+      const pinned = await hashesAt(repo, run.baseCommit, pinnedFiles(program), program.files.holdout);
       const changed = Object.keys({ ...pinned, ...run.protectedHashes }).filter(
         (f) => pinned[f] !== run.protectedHashes[f],
       );
@@ -204,6 +225,7 @@ export async function openRunSession(
         baseCommit: run.baseCommit,
         protectedFiles: Object.keys(pinned),
         protectedHashes: pinned,
+        protectedPatterns: program.files.protected,
       });
       const deps: LoopDeps = {
         program,
@@ -231,33 +253,66 @@ export async function openRunSession(
   }
 }
 
+/** What a new run starts from: the committed program, its blob, and a note when the working copy differs. */
+interface NewRunStart {
+  program: Program;
+  blob: string;
+  note?: string;
+}
+
 /**
- * The files whose bytes are pinned for the run: the protected ones, and the holdout files the
- * base commit holds (holdout files that setup makes are guarded by the sandbox instead).
+ * The checks of a new run, which starts from HEAD: program.md must be committed (the contract the
+ * run records is the committed one; with --allow-dirty the committed one is used and the
+ * difference is noted), and so must the editable and protected files (assertCommitted).
  */
-async function pinnedFiles(
-  repo: Awaited<ReturnType<typeof findRepo>>,
-  commit: string,
-  program: ReturnType<typeof loadProgram>,
-): Promise<string[]> {
-  if (program.files.holdout.length === 0) return program.files.protected;
-  const prefix = repo.prefix ? `${repo.prefix}/` : "";
-  const tracked = (
-    await git(repo.root, [
-      "ls-tree",
-      "-r",
-      "--name-only",
-      commit,
-      "--",
-      ...program.files.holdout.map((h) => `${prefix}${h}`),
-    ])
-  )
-    .split("\n")
-    .filter(Boolean);
-  const holdout = program.files.holdout.filter((h) =>
-    tracked.some((t) => t === `${prefix}${h}` || t.startsWith(`${prefix}${h}/`)),
-  );
-  return [...program.files.protected, ...holdout];
+async function checkNewRun(
+  repo: RepoInfo,
+  file: string,
+  working: Program,
+  allowDirty: boolean,
+): Promise<NewRunStart> {
+  const committed = await committedProgram(repo, file);
+  if (committed.blob === undefined || committed.text === undefined) {
+    throw new AutolabError(
+      "PROGRAM_UNCOMMITTED",
+      `${committed.path} is not committed; a run starts from the last commit and records the program.md it started from.`,
+      `Commit it: git add ${committed.path} && git commit -m "autolab program"`,
+    );
+  }
+  let program = working;
+  let note: string | undefined;
+  if (committed.dirty) {
+    if (!allowDirty) {
+      throw new AutolabError(
+        "PROGRAM_DIRTY",
+        `${committed.path} has uncommitted changes; a new run starts from the last commit and records the program.md it started from, so the run would follow a contract that is in no commit.`,
+        `Commit them (git commit ${committed.path}), or pass --allow-dirty to start from the last commit anyway (the committed program.md included).`,
+      );
+    }
+    try {
+      program = parseProgram(committed.text, file);
+    } catch (err) {
+      if (!(err instanceof AutolabError)) throw err;
+      throw new AutolabError(
+        err.code,
+        `with --allow-dirty the run starts from the committed ${committed.path}, which is not valid:\n${err.message}`,
+        `Commit the working copy (git commit ${committed.path}) to run with it.`,
+      );
+    }
+    const changes = contractChanges(contractOf(program), contractOf(working));
+    note = `program.md: the working copy has uncommitted changes (--allow-dirty); the run uses the committed one, blob ${committed.blob}${changes.length ? `. Not applied: ${changes.join("; ")}` : " (same contract)"}`;
+  }
+  await assertCommitted(repo, [...program.files.editable, ...program.files.protected], allowDirty);
+  return { program, blob: committed.blob, ...(note ? { note } : {}) };
+}
+
+/**
+ * The files whose bytes are pinned for the run: those the protected entries match, and the
+ * holdout files the base commit holds (holdout files that setup makes are guarded by the
+ * sandbox instead). hashesAt hashes only what the commit holds.
+ */
+function pinnedFiles(program: ReturnType<typeof loadProgram>): string[] {
+  return [...program.files.protected, ...program.files.holdout];
 }
 
 /** The newest run, unless its baseline failed (then a fresh run is wanted). */

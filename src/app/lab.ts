@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import type { RunRecord } from "../core/ledger.ts";
@@ -26,10 +26,25 @@ export function stateDirOf(programFile: string): string {
   return join(dirname(programFile), ".autolab");
 }
 
+/**
+ * Makes `.autolab/` with a `.gitignore` of `*` in it before anything else: whatever creates the
+ * notebook (run, serve, mcp) and whenever the project becomes a git repository, `git add -A`
+ * never picks up the notebook, logs or worktrees. (Runs also list `.autolab/` in
+ * .git/info/exclude.) Idempotent; repairs a state directory made by an older autolab.
+ */
+export function prepareStateDir(stateDir: string): void {
+  mkdirSync(stateDir, { recursive: true });
+  const ignore = join(stateDir, ".gitignore");
+  if (!existsSync(ignore)) writeFileSync(ignore, STATE_GITIGNORE);
+}
+
+const STATE_GITIGNORE = "# Written by autolab: the notebook, logs and worktrees stay out of git.\n*\n";
+
 export function openLab(programArg: string | undefined): Lab {
   const file = programPath(programArg);
   const program = loadProgram(file);
   const stateDir = stateDirOf(file);
+  prepareStateDir(stateDir);
   const ledger = new SqliteLedger(join(stateDir, "lab.db"));
   return { program, dir: dirname(file), stateDir, ledger };
 }
@@ -45,6 +60,11 @@ export function openLedger(programArg: string | undefined): { ledger: SqliteLedg
       `no lab notebook at ${db}.`,
       "Run `autolab run` in the project directory first (or pass --program <path to program.md>).",
     );
+  }
+  try {
+    prepareStateDir(stateDir); // a notebook made by an older autolab gets its .gitignore
+  } catch {
+    // A read-only copy of a notebook: views still work.
   }
   return { ledger: new SqliteLedger(db), stateDir };
 }

@@ -84,7 +84,10 @@ cli
   )
   .option("-a, --agent <name>", "researcher (default: program.md's agent)")
   .option("--seed <n>", "seed passed to trials as AUTOLAB_SEED (new runs only)", positiveInt)
-  .option("--allow-dirty", "start a new run even though editable/protected files have uncommitted changes")
+  .option(
+    "--allow-dirty",
+    "start a new run from the last commit even though program.md or editable/protected files have uncommitted changes",
+  )
   .action(runCommand);
 
 cli

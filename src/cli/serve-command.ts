@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { programPath, stateDirOf } from "../app/lab.ts";
+import { prepareStateDir, programPath, stateDirOf } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { startServer } from "../server/serve.ts";
@@ -25,6 +25,7 @@ export function notebookPath(program: string | undefined): { ledgerPath: string;
         "Run this in the project directory, or pass --program <path to program.md>.",
       );
     }
+    prepareStateDir(stateDir);
     new SqliteLedger(ledgerPath).close();
   }
   return { ledgerPath, stateDir };

@@ -21,6 +21,11 @@ export interface RunRecord {
   seed: number;
   /** The program's contract when the run started (objective, commands, budget, files, holdouts). */
   contract?: Record<string, unknown>;
+  /**
+   * Git blob id of the program.md the run started from: the committed one (`git show <blob>`
+   * prints it). Absent for runs recorded before autolab knew.
+   */
+  programBlob?: string;
   startedAt: string;
 }
 

@@ -7,6 +7,7 @@ import type { Confinement } from "./confinement.ts";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
+import { fileRules } from "./file-patterns.ts";
 import { formatMetric } from "./format.ts";
 import type { Judge } from "./judge.ts";
 import { climbLadder, type Rung } from "./ladder.ts";
@@ -821,10 +822,13 @@ export async function runTrial(
   const caches = deps.confinement?.projectCaches ?? [];
   await ws.cleanTree(exp0.commit, [...setupFiles, ...caches]);
   // A previous trial may have scribbled over a protected file: restore the pristine copy.
-  let stillBad = await ws.verifyProtected();
+  // Untracked files that may lie in a protected directory without being a tamper: setup's, the
+  // caches', and the declared outputs (present between command and evaluate).
+  const allowed = [...setupFiles, ...caches, ...program.outputs];
+  let stillBad = await ws.verifyProtected(allowed);
   if (stillBad) {
-    await ws.restoreProtected();
-    stillBad = await ws.verifyProtected();
+    await ws.restoreProtected(allowed);
+    stillBad = await ws.verifyProtected(allowed);
   }
   if (stillBad) {
     throw new AutolabError(
@@ -894,7 +898,7 @@ export async function runTrial(
     env,
     objective: program.objective.metric,
     beforeEvaluate: async () => {
-      const tampered = await ws.verifyProtected();
+      const tampered = await ws.verifyProtected(allowed);
       if (tampered) return { status: "tampered", reason: tampered };
       // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs.
       await ws.cleanTree(exp.commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
@@ -929,7 +933,7 @@ export async function runTrial(
   }
   ledger.finishTrial(trialId, result, logDir);
   crashPoint("after-trial-result");
-  if (result.status === "tampered") await ws.restoreProtected();
+  if (result.status === "tampered") await ws.restoreProtected(allowed);
   const value = result.metrics[program.objective.metric];
   emit({
     type: "trial_finished",
@@ -1120,13 +1124,19 @@ async function scopeViolation(
   program: Program,
   changed: string[],
 ): Promise<string | undefined> {
-  const editable = new Set(program.files.editable);
+  const rules = fileRules(program.files);
   const outside = changed.filter((p) => p.startsWith("../"));
-  const prot = changed.filter((p) => program.files.protected.includes(p));
-  const other = changed.filter((p) => !editable.has(p) && !p.startsWith("../") && !prot.includes(p));
-  const links = await ws.symlinks(changed.filter((p) => editable.has(p)));
+  const prot = changed.filter((p) => !p.startsWith("../") && rules.protected(p));
+  const holdout = changed.filter((p) => !p.startsWith("../") && !prot.includes(p) && rules.holdout(p));
+  const editable = changed.filter((p) => rules.editable(p));
+  const other = changed.filter(
+    (p) => !editable.includes(p) && !p.startsWith("../") && !prot.includes(p) && !holdout.includes(p),
+  );
+  const links = await ws.symlinks(editable);
   const parts: string[] = [];
   if (prot.length) parts.push(`changed protected file${prot.length > 1 ? "s" : ""} ${prot.join(", ")}`);
+  if (holdout.length)
+    parts.push(`changed holdout file${holdout.length > 1 ? "s" : ""} ${holdout.join(", ")}`);
   if (other.length) parts.push(`changed non-editable file${other.length > 1 ? "s" : ""} ${other.join(", ")}`);
   if (outside.length) parts.push(`changed files outside the project: ${outside.join(", ")}`);
   if (links.length) parts.push(`made symlinks: ${links.join(", ")}`);

@@ -59,10 +59,14 @@ export interface Workspace {
   diff(parent: string, commit: string): Promise<string>;
   /** Moves the ratchet from `expectedOld` to `commit`; fails if the branch moved meanwhile. */
   advance(commit: string, expectedOld: string): Promise<void>;
-  /** A reason if a protected file differs from its recorded hash, else undefined. */
-  verifyProtected(): Promise<string | undefined>;
-  /** Restores protected files byte-for-byte from the base commit (the pristine copy). */
-  restoreProtected(): Promise<void>;
+  /**
+   * A reason if a protected file differs from its recorded hash, or a protected directory or
+   * glob gained a file the base commit does not hold (`allowed`: setup's files and caches, which
+   * may lie there), else undefined.
+   */
+  verifyProtected(allowed?: readonly string[]): Promise<string | undefined>;
+  /** Restores protected files byte-for-byte from the base commit (the pristine copy); removes files a protected directory or glob gained. */
+  restoreProtected(allowed?: readonly string[]): Promise<void>;
   commitMessage(commit: string): Promise<string>;
   /** A file's content at a commit (path relative to the program's directory), read as latin1 (byte-exact); undefined if absent. */
   fileAt(commit: string, path: string): Promise<string | undefined>;

@@ -112,4 +112,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE sessions ADD COLUMN sandbox TEXT;
   `,
+  // 6: the git blob of the program.md a run started from (the committed contract, docs/program.md)
+  `
+  ALTER TABLE runs ADD COLUMN program_blob TEXT;
+  `,
 ];

@@ -109,7 +109,7 @@ export class SqliteLedger implements Ledger {
     const startedAt = now();
     const res = this.stmt(
       `INSERT INTO runs (tag, branch, program_path, program_name, metric, direction, base_commit,
-          protected_hashes, seed, started_at, contract) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          protected_hashes, seed, started_at, contract, program_blob) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       run.tag,
       run.branch,
@@ -122,6 +122,7 @@ export class SqliteLedger implements Ledger {
       run.seed,
       startedAt,
       run.contract ? JSON.stringify(run.contract) : null,
+      run.programBlob ?? null,
     );
     return { ...run, id: Number(res.lastInsertRowid), startedAt };
   }
@@ -482,6 +483,7 @@ function toRun(r: Row): RunRecord {
     protectedHashes: JSON.parse(r.protected_hashes as string),
     seed: r.seed as number,
     ...(r.contract ? { contract: JSON.parse(r.contract as string) } : {}),
+    ...(typeof r.program_blob === "string" ? { programBlob: r.program_blob } : {}),
     startedAt: r.started_at as string,
   };
 }

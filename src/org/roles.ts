@@ -12,6 +12,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { AutolabError } from "../core/errors.ts";
+import { fileMatcher, isGlob, literalBase, patternProblem } from "../core/file-patterns.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
 import type { ProgramIssue } from "../program/checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "../program/frontmatter.ts";
@@ -206,9 +207,13 @@ export function loadRoles(dir: string): Role[] {
   return roles;
 }
 
-// "data" contains "data/x.csv"; "." contains everything.
-function contains(dir: string, p: string): boolean {
-  return dir === "." || p === dir || p.startsWith(`${dir}/`);
+/** A role's glob narrows program.md's editable entries: it is one, or lies in an editable directory. */
+function narrowsGlob(glob: string, editable: readonly string[]): boolean {
+  if (patternProblem(glob) !== undefined) return false;
+  const base = literalBase(glob);
+  return editable.some(
+    (e) => e === glob || (!isGlob(e) && (e === "." || base === e || base.startsWith(`${e}/`))),
+  );
 }
 
 /**
@@ -219,10 +224,13 @@ function contains(dir: string, p: string): boolean {
  */
 export function validateRoles(roles: readonly Role[], program: Pick<Program, "files" | "search">): void {
   const editable = program.files.editable.map(normalizePath);
+  const within = fileMatcher(editable);
   for (const role of roles) {
     const issues: LocatedIssue[] = [];
     for (const [i, p] of (role.editable ?? []).entries()) {
-      if (editable.some((e) => contains(e, p))) continue;
+      // A path: some program entry covers it. A glob: it is one of program.md's entries, or it
+      // lies in one of its editable directories (a glob cannot be compared with another glob).
+      if (isGlob(p) ? narrowsGlob(p, editable) : within(p)) continue;
       issues.push({
         path: ["editable", i],
         line: role.lines[`editable[${i}]`] ?? role.lines.editable ?? 1,

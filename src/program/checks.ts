@@ -2,6 +2,7 @@
  * Rules across fields of program.md. They read the raw YAML value defensively, so they can
  * be reported together with shape errors elsewhere in the file instead of one round later.
  */
+import { isGlob } from "../core/file-patterns.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import type { FieldPath } from "./locate.ts";
 import { normalizePath } from "./schema.ts";
@@ -30,8 +31,10 @@ function strings(raw: unknown, path: FieldPath): [number, string][] {
   return v.flatMap((x, i): [number, string][] => (typeof x === "string" ? [[i, x]] : []));
 }
 
-// "data" contains "data/x.csv"; "." contains everything.
+// "data" contains "data/x.csv"; "." contains everything. Globs are not compared here: a file an
+// editable glob shares with a protected or holdout entry is protected or holdout (file-patterns.ts).
 function contains(dir: string, p: string): boolean {
+  if (isGlob(dir) || isGlob(p)) return false;
   return dir === "." || p === dir || p.startsWith(`${dir}/`);
 }
 

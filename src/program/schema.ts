@@ -5,6 +5,7 @@
  */
 import { posix } from "node:path";
 import { z } from "zod";
+import { isGlob, patternProblem } from "../core/file-patterns.ts";
 import type { Knob, ParamValue } from "../core/types.ts";
 import { METRIC_NAME, parseConstraint } from "../trust/constraints.ts";
 import { parseDuration } from "./duration.ts";
@@ -38,7 +39,20 @@ export function normalizePath(p: string): string {
 const relPath = z
   .string()
   .superRefine((p, ctx) => {
-    const problem = pathProblem(p);
+    const problem =
+      pathProblem(p) ??
+      (isGlob(p)
+        ? `${JSON.stringify(p)} is a glob: outputs are plain paths (files or directories)`
+        : undefined);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, input: p });
+  })
+  .transform(normalizePath);
+
+/** A `files:` entry: a file, a directory or a glob (src/core/file-patterns.ts), inside the project. */
+const filePattern = z
+  .string()
+  .superRefine((p, ctx) => {
+    const problem = pathProblem(p) ?? patternProblem(normalizePath(p));
     if (problem) ctx.addIssue({ code: "custom", message: problem, input: p });
   })
   .transform(normalizePath);
@@ -97,9 +111,9 @@ const runShape = {
 };
 
 const filesShape = {
-  editable: z.array(relPath).min(1, { error: "must list at least one file the researcher may edit" }),
-  protected: z.array(relPath).default([]),
-  holdout: z.array(relPath).default([]),
+  editable: z.array(filePattern).min(1, { error: "must list at least one file the researcher may edit" }),
+  protected: z.array(filePattern).default([]),
+  holdout: z.array(filePattern).default([]),
 };
 
 const metricsShape = {
@@ -425,8 +439,8 @@ export const EXAMPLES: Record<string, string> = {
   "run.setup_timeout": "setup_timeout: 10m",
   "run.evaluate_timeout": "evaluate_timeout: 2m",
   files: "files:\n  editable: [train.ts]\n  protected: [prepare.ts, evaluate.ts]",
-  "files.editable": "editable: [train.ts]",
-  "files.protected": "protected: [prepare.ts, evaluate.ts]",
+  "files.editable": "editable: [train.ts]   # or a directory (model/), or a glob (src/**/*.py)",
+  "files.protected": "protected: [prepare.ts, evaluate.ts]   # files, directories or globs",
   "files.holdout":
     "holdout: [data/test.txt]   # hidden from the command and from researchers; only evaluate reads them",
   outputs:

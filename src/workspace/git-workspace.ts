@@ -2,8 +2,9 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { appendFile, lstat, mkdir, readdir, readFile, realpath, rm } from "node:fs/promises";
-import { join, posix, relative, resolve, sep } from "node:path";
+import { basename, join, posix, relative, resolve, sep } from "node:path";
 import { AutolabError } from "../core/errors.ts";
+import { fileMatcher, isGlob, literalBase } from "../core/file-patterns.ts";
 import type { DiffStats } from "../core/ledger.ts";
 import type { Snapshot, Workspace } from "../core/workspace.ts";
 import { git, gitRaw, SAFE_GIT_CONFIG } from "./git.ts";
@@ -42,30 +43,76 @@ export async function findRepo(dir: string): Promise<RepoInfo> {
 }
 
 /**
- * Refuses to start a run when editable or protected files have uncommitted changes or were
- * never committed: the run starts from HEAD, so such changes would silently not be part of it.
+ * Git pathspecs that cover the patterns' files (their literal bases, under the program's
+ * directory): git lists only there, and fileMatcher decides. No pathspec: the whole repository.
+ */
+function pathspecs(repo: RepoInfo, patterns: readonly string[]): string[] {
+  const bases = patterns.map((p) => literalBase(p));
+  if (bases.some((b) => b === "" || b === ".")) return repo.prefix ? [`:(top,literal)${repo.prefix}`] : [];
+  return [...new Set(bases)].map((b) => `:(top,literal)${joinPrefix(repo.prefix, b)}`);
+}
+
+/** Repo-relative path → program-relative path, or undefined outside the program's directory. */
+function inProgramDir(repo: RepoInfo, path: string): string | undefined {
+  if (!repo.prefix) return path;
+  return path.startsWith(`${repo.prefix}/`) ? path.slice(repo.prefix.length + 1) : undefined;
+}
+
+/**
+ * Refuses to start a run when the files program.md lists (paths, directories or globs: src/core/
+ * file-patterns.ts) have uncommitted changes, were never committed, or do not exist: the run
+ * starts from HEAD, so such changes would silently not be part of it, and an entry that matches
+ * no committed file is a typo (git keeps no empty directory, so a directory entry needs a file).
  */
 export async function assertCommitted(repo: RepoInfo, files: string[], allowDirty: boolean): Promise<void> {
-  const paths = files.map((f) => joinPrefix(repo.prefix, f));
-  const status = await git(repo.root, ["status", "--porcelain=v1", "--untracked-files=all", "--", ...paths]);
+  const specs = pathspecs(repo, files);
+  const status = await git(repo.root, [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--no-renames",
+    "--untracked-files=all",
+    "--",
+    ...specs,
+  ]);
+  const matches = fileMatcher(files);
+  const listed = (repoPath: string) => {
+    const p = inProgramDir(repo, repoPath);
+    return p !== undefined && matches(p);
+  };
   const dirty = status
-    .split("\n")
+    .split("\0")
     .filter(Boolean)
-    .map((l) => ({ code: l.slice(0, 2), path: l.slice(3) }));
+    .map((l) => ({ code: l.slice(0, 2), path: l.slice(3) }))
+    .filter((d) => listed(d.path));
   const untracked = dirty.filter((d) => d.code === "??").map((d) => d.path);
   const modified = dirty.filter((d) => d.code !== "??").map((d) => d.path);
-  const tracked = new Set((await git(repo.root, ["ls-files", "--", ...paths])).split("\n").filter(Boolean));
-  // An entry may be a directory (docs/program.md): it exists if some file lies under it.
-  const exists = (p: string, list: Iterable<string>) => {
-    for (const f of list) if (f === p || f.startsWith(`${p}/`)) return true;
-    return false;
-  };
-  const missing = paths.filter((p) => !exists(p, tracked) && !exists(p, untracked));
+  const tracked = (await git(repo.root, ["ls-files", "-z", "--", ...specs]))
+    .split("\0")
+    .filter(Boolean)
+    .flatMap((f) => inProgramDir(repo, f) ?? []);
+  const existing = [...tracked, ...untracked.flatMap((f) => inProgramDir(repo, f) ?? [])];
+  const missing = files.filter((f) => {
+    const one = fileMatcher([f]);
+    return !existing.some((e) => one(e));
+  });
   if (missing.length > 0) {
+    const globs = missing.filter(isGlob);
+    const paths = missing.filter((m) => !isGlob(m)).map((m) => joinPrefix(repo.prefix, m));
+    const what = [
+      ...(paths.length
+        ? [`${paths.join(", ")}, which ${paths.length === 1 ? "does" : "do"} not exist in the repository`]
+        : []),
+      ...(globs.length
+        ? [
+            `the glob${globs.length > 1 ? "s" : ""} ${globs.map((g) => JSON.stringify(g)).join(", ")}, which match${globs.length > 1 ? "" : "es"} no file in the repository (a typo?)`,
+          ]
+        : []),
+    ];
     throw new AutolabError(
       "FILE_MISSING",
-      `program.md names ${missing.join(", ")}, which ${missing.length === 1 ? "does" : "do"} not exist in the repository.`,
-      "Fix the paths under `files:` in program.md (they are relative to program.md's directory).",
+      `program.md names ${what.join(", and ")}.`,
+      "Fix the entries under `files:` in program.md (relative to program.md's directory). A directory entry needs at least one committed file in it: git keeps no empty directory (add e.g. a .gitkeep).",
     );
   }
   if (untracked.length > 0) {
@@ -84,6 +131,37 @@ export async function assertCommitted(repo: RepoInfo, files: string[], allowDirt
   }
 }
 
+/** program.md as the run starts from it: its blob at HEAD (and text), and whether the working copy differs. */
+export interface CommittedProgram {
+  /** Repo-relative path of the program file. */
+  path: string;
+  /** Git blob id of the program at HEAD; undefined when HEAD does not hold it. */
+  blob?: string;
+  /** The program's text at HEAD. */
+  text?: string;
+  /** The working copy differs from HEAD's (or HEAD has none). */
+  dirty: boolean;
+}
+
+/** Where program.md stands against HEAD: a new run records the committed contract (docs/program.md). */
+export async function committedProgram(repo: RepoInfo, file: string): Promise<CommittedProgram> {
+  const path = joinPrefix(repo.prefix, basename(file));
+  const head = await gitRaw(repo.root, ["rev-parse", "-q", "--verify", `HEAD:${path}`]);
+  const work = (await git(repo.root, ["hash-object", "--", path])).trim();
+  if (head.code !== 0) return { path, dirty: true };
+  const blob = head.stdout.trim();
+  const text = (await gitBuffer(repo.root, ["cat-file", "blob", blob])).toString("utf8");
+  return { path, blob, text, dirty: blob !== work };
+}
+
+/** "./a/b/" → "a/b": setup's and caches' paths as the matcher's paths are written. */
+function normalizeRel(p: string): string {
+  return posix
+    .normalize(p)
+    .replace(/^(?:\.\/)+/, "")
+    .replace(/\/+$/, "");
+}
+
 /** Program-relative path → repo-relative path; "../x" from "lab" is "x" (git pathspecs do not resolve ".."). */
 function joinPrefix(prefix: string, path: string): string {
   return prefix ? posix.join(prefix, path) : path;
@@ -94,26 +172,38 @@ export function sha256(data: Buffer | string): string {
 }
 
 /**
- * sha256 of each file as it is in `commit`. A directory entry (docs/program.md allows protected
- * directories) gives one hash per file under it, keyed by its path, so each file can be
- * verified and restored; a directory itself has no bytes to compare.
+ * sha256 of each file as it is in `commit`, for entries that are files, directories or globs
+ * (src/core/file-patterns.ts): one hash per file matched, keyed by its program-relative path,
+ * so each file can be verified and restored; a directory itself has no bytes to compare.
  */
 export async function hashesAt(
   repo: RepoInfo,
   commit: string,
   files: string[],
+  /** Entries that may match nothing (holdout files that setup makes); any other such entry is an error. */
+  optional: readonly string[] = [],
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const f of files) {
-    const path = joinPrefix(repo.prefix, f);
-    const listed = (await git(repo.root, ["ls-tree", "-r", "-z", "--name-only", commit, "--", path]))
-      .split("\0")
-      .filter(Boolean);
-    // Nothing listed: let `git show` fail with git's own message.
-    for (const name of listed.length ? listed : [path]) {
-      const key = name === path ? f : repo.prefix ? name.slice(repo.prefix.length + 1) : name;
-      out[key] = sha256(await gitBuffer(repo.root, ["show", `${commit}:${name}`]));
-    }
+  if (files.length === 0) return out;
+  const matches = fileMatcher(files);
+  const listed = (
+    await git(repo.root, ["ls-tree", "-r", "-z", "--name-only", commit, "--", ...pathspecs(repo, files)])
+  )
+    .split("\0")
+    .filter(Boolean);
+  for (const name of listed) {
+    const key = inProgramDir(repo, name);
+    if (key === undefined || !matches(key)) continue;
+    out[key] = sha256(await gitBuffer(repo.root, ["show", `${commit}:${name}`]));
+  }
+  const keys = Object.keys(out);
+  const none = files.filter((f) => !optional.includes(f) && !keys.some(fileMatcher([f])));
+  if (none.length) {
+    throw new AutolabError(
+      "FILE_MISSING",
+      `${none.map((f) => JSON.stringify(f)).join(", ")} ${none.length === 1 ? "matches" : "match"} no file in commit ${commit.slice(0, 8)}.`,
+      "Fix the entries under `files:` in program.md (relative to program.md's directory).",
+    );
   }
   return out;
 }
@@ -141,6 +231,11 @@ export interface GitWorkspaceOptions {
   baseCommit: string;
   protectedFiles: string[];
   protectedHashes: Record<string, string>;
+  /**
+   * program.md's `files.protected` entries: a directory or glob among them must not gain a file
+   * (verifyProtected). Without them only the hashed files are checked.
+   */
+  protectedPatterns?: string[];
   /**
    * A worker's own worktree (parallel slots and proposers): `.autolab/worktrees/<tag>.<worker>`.
    * Workers share the run's branch and candidate refs; each has its own files and index.
@@ -465,7 +560,7 @@ export class GitWorkspace implements Workspace {
     }
   }
 
-  async verifyProtected(): Promise<string | undefined> {
+  async verifyProtected(allowed: readonly string[] = []): Promise<string | undefined> {
     const changed: string[] = [];
     for (const [file, expected] of Object.entries(this.opts.protectedHashes)) {
       let actual: string;
@@ -477,12 +572,51 @@ export class GitWorkspace implements Workspace {
       }
       if (actual !== expected) changed.push(file);
     }
-    return changed.length
-      ? `protected file${changed.length > 1 ? "s" : ""} changed: ${changed.join(", ")}`
-      : undefined;
+    const added = await this.strayProtected(allowed);
+    const reasons = [
+      ...(changed.length
+        ? [`protected file${changed.length > 1 ? "s" : ""} changed: ${changed.join(", ")}`]
+        : []),
+      ...(added.length
+        ? [`new file${added.length > 1 ? "s" : ""} in protected paths: ${added.join(", ")}`]
+        : []),
+    ];
+    return reasons.length ? reasons.join("; ") : undefined;
   }
 
-  async restoreProtected(): Promise<void> {
+  /**
+   * Files a protected directory or glob holds that the base commit does not (untracked, not
+   * ignored by git: caches such as __pycache__ are cleaned before evaluate anyway), besides
+   * `allowed` paths (setup's files, caches). A protected directory is read-only in the sandbox;
+   * this catches the unsandboxed case and files next to protected glob matches.
+   */
+  private async strayProtected(allowed: readonly string[]): Promise<string[]> {
+    const open = (this.opts.protectedPatterns ?? []).filter((p) => !(p in this.opts.protectedHashes));
+    if (open.length === 0) return [];
+    const matches = fileMatcher(open);
+    const out = await this.g([
+      "status",
+      "--porcelain=v1",
+      "-z",
+      "--untracked-files=all",
+      "--no-renames",
+      "--",
+      ...pathspecs(this.opts.repo, open),
+    ]);
+    const within = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
+    return out
+      .split("\0")
+      .filter((e) => e.startsWith("?? "))
+      .map((e) => this.fromRepoPath(e.slice(3)))
+      .filter((p) => matches(p) && !allowed.some((a) => within(p, normalizeRel(a))))
+      .sort();
+  }
+
+  async restoreProtected(allowed: readonly string[] = []): Promise<void> {
+    for (const p of await this.strayProtected(allowed)) {
+      const abs = resolve(this.projectDir, p);
+      if (abs.startsWith(this.worktree + sep)) await rm(abs, { force: true });
+    }
     if (this.opts.protectedFiles.length === 0) return;
     await this.g([
       "checkout",
@@ -565,8 +699,11 @@ function parseNumstat(out: string): DiffStats {
   return stats;
 }
 
-/** Keeps `.autolab/` (notebook, worktrees, logs) out of `git status` without touching .gitignore. */
-async function ensureExcluded(root: string): Promise<void> {
+/**
+ * Keeps `.autolab/` (notebook, worktrees, logs) out of `git status` without touching .gitignore.
+ * Called before anything is written under `.autolab/` (and again when a worktree opens).
+ */
+export async function ensureExcluded(root: string): Promise<void> {
   const commonDir = (await git(root, ["rev-parse", "--git-common-dir"])).trim();
   const excludePath = resolve(root, commonDir, "info", "exclude");
   let text = "";

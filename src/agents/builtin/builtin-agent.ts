@@ -6,9 +6,10 @@
  * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
  * else, so it needs no LLM, no network and no API key.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
+import { fileRules, matchedFiles } from "../../core/file-patterns.ts";
 import { formatMetric } from "../../core/format.ts";
 import type {
   Agent,
@@ -104,7 +105,7 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
     );
   }
 
-  const files = await readEditableFiles(ctx.worktree, ctx.program.files.editable);
+  const files = await readEditableFiles(ctx.worktree, ctx.program.files);
   const locations = readKnobs(files, space);
   const dims = makeDims(space);
   // The worktree is at the current best, so these are the best's values unless the ledger says otherwise.
@@ -207,7 +208,7 @@ function gpMechanism(g: GpSuggestion): string {
  * experiment without params cannot be placed in the search space).
  */
 export async function readKnobParams(worktree: string, program: Program): Promise<Params> {
-  const files = await readEditableFiles(worktree, program.files.editable);
+  const files = await readEditableFiles(worktree, program.files);
   return paramsOf(readKnobs(files, program.search));
 }
 
@@ -219,25 +220,31 @@ function paramsOf(locations: Map<string, KnobLocation>): Params {
 
 /**
  * Reads the editable files as latin1: one char per byte, so writing back gives byte-identical
- * files even when they are not valid UTF-8. Knob lines are ASCII. Entries that are missing,
- * directories or outside the worktree are skipped (readKnobs then names the files searched).
+ * files even when they are not valid UTF-8. Knob lines are ASCII. Entries may be files,
+ * directories or globs (src/core/file-patterns.ts): every file they match that is not protected
+ * or holdout, symlinks and anything outside the worktree skipped (readKnobs then names the files
+ * searched). A file found through a directory or glob is skipped when large (data, checkpoints).
  */
-async function readEditableFiles(worktree: string, editable: string[]): Promise<KnobFile[]> {
+async function readEditableFiles(worktree: string, files: Program["files"]): Promise<KnobFile[]> {
   const root = path.resolve(worktree);
-  const files: KnobFile[] = [];
-  for (const rel of editable) {
-    const abs = path.resolve(root, rel);
-    const inside = path.relative(root, abs);
-    if (inside === "" || inside.startsWith("..") || path.isAbsolute(inside)) continue;
+  const rules = fileRules(files);
+  const named = new Set(files.editable);
+  const out: KnobFile[] = [];
+  for (const rel of matchedFiles(root, files.editable, rules.editable)) {
+    const abs = path.join(root, rel);
     try {
-      files.push({ path: rel, text: await readFile(abs, "latin1") });
+      if (!named.has(rel) && (await stat(abs)).size > MAX_FOUND_FILE_BYTES) continue;
+      out.push({ path: rel, text: await readFile(abs, "latin1") });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== "ENOENT" && code !== "EISDIR") throw err;
     }
   }
-  return files;
+  return out;
 }
+
+/** Files an editable directory or glob holds beyond this size are not searched for knobs. */
+const MAX_FOUND_FILE_BYTES = 4 * 1024 * 1024;
 
 /** The objective value of a past experiment, or undefined when it failed or has no result yet. */
 function measuredValue(e: ExperimentView): number | undefined {

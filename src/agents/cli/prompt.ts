@@ -1,4 +1,5 @@
 import { isAbsolute, join } from "node:path";
+import { fileRules, isGlob, matchedFiles } from "../../core/file-patterns.ts";
 import type { ProposalContext } from "../../core/types.ts";
 import { redactHoldouts } from "../../core/views.ts";
 
@@ -19,12 +20,21 @@ export interface PromptOptions {
   summaryTool?: string;
 }
 
-/** Absolute paths of the program's editable files inside the worktree. */
+/**
+ * Absolute paths of the program's editable files inside the worktree: each file or directory
+ * entry as written, and for a glob the files it matches now (src/core/file-patterns.ts; never a
+ * protected or holdout file). CLI presets turn these into permission rules, which know no globs
+ * of ours; a glob gives no permission to create a file.
+ */
 export function editablePaths(ctx: ProposalContext): string[] {
-  return ctx.program.files.editable.map((p) => abs(ctx.worktree, p));
+  const rules = fileRules(ctx.program.files);
+  const paths = ctx.program.files.editable.flatMap((p) =>
+    isGlob(p) ? matchedFiles(ctx.worktree, [p], rules.editable) : [p],
+  );
+  return [...new Set(paths)].map((p) => abs(ctx.worktree, p));
 }
 
-/** Absolute paths of the program's protected files and directories inside the worktree. */
+/** Absolute paths of the program's protected entries (files, directories, globs) inside the worktree. */
 export function protectedPaths(ctx: ProposalContext): string[] {
   return ctx.program.files.protected.map((p) => abs(ctx.worktree, p));
 }

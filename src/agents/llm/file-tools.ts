@@ -2,13 +2,14 @@ import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { isAbsolute, join, posix, relative, sep } from "node:path";
 import { tool } from "ai";
 import { z } from "zod";
+import { fileRules, isGlob, matchedFiles } from "../../core/file-patterns.ts";
 import type { Program } from "../../core/types.ts";
 
 /**
  * The llm researcher's hands: list, read, edit and write files of the project, and finish.
  *
  * Whatever the model asks, these tools change only the program's editable files and read only
- * inside the project, never through a symlink and never under .git or .autolab. A refusal is
+ * inside the project, never through a symlink, never under .git or .autolab, never holdout data. A refusal is
  * thrown as an error, which the AI SDK hands back to the model as the tool's result, so the model
  * can correct itself; it never ends the proposal. (The loop's scope check after `propose` stays
  * the authority: these rules only keep a well-meaning model on the path.)
@@ -45,7 +46,9 @@ function refuse(message: string): never {
 export function createFileTools(root: string, program: Program, state: ToolState) {
   const editable = program.files.editable;
   const protectedPaths = program.files.protected;
-  const isProtected = (rel: string) => protectedPaths.some((p) => rel === p || rel.startsWith(`${p}/`));
+  // One matcher for files: entries (paths, directories, globs: src/core/file-patterns.ts).
+  const rules = fileRules(program.files);
+  const isProtected = rules.protected;
   const editableList = editable.join(", ");
 
   /** The model's path as a clean path relative to the project root, or a refusal. */
@@ -67,6 +70,9 @@ export function createFileTools(root: string, program: Program, state: ToolState
     if (n.split("/").some((part) => part === ".git" || part === ".autolab")) {
       refuse(`${n} is off limits: nothing under .git or .autolab may be read or written.`);
     }
+    // Holdout data never reaches a researcher, whatever the path it is asked by.
+    if (rules.holdout(n))
+      refuse(`${n} is holdout data: hidden from researchers, only the evaluation reads it.`);
     return n;
   };
 
@@ -92,7 +98,7 @@ export function createFileTools(root: string, program: Program, state: ToolState
   };
 
   const mustBeEditable = (rel: string, verb: string): void => {
-    if (editable.includes(rel)) return;
+    if (rules.editable(rel)) return;
     if (isProtected(rel)) {
       refuse(
         `${rel} is protected (read-only): the harness uses it to run and score experiments, so it cannot be ${verb}. Editable files: ${editableList}.`,
@@ -125,15 +131,26 @@ export function createFileTools(root: string, program: Program, state: ToolState
         "List the project's files: the editable ones (you may change these), the protected ones (read-only) and the other entries at the top level. Sizes in bytes.",
       inputSchema: z.object({}),
       execute: async () => {
+        // A glob is shown with the files it matches now (holdout files never).
+        const describe = async (p: string, keep: (rel: string) => boolean): Promise<string[]> => {
+          if (!isGlob(p)) return [`  ${await describeEntry(p)}`];
+          const files = matchedFiles(root, [p], (f) => keep(f) && !rules.holdout(f));
+          if (files.length === 0) return [`  ${p}  (glob; matches no file yet)`];
+          return [
+            `  ${p}  (glob):`,
+            ...(await Promise.all(files.map(async (f) => `    ${await describeEntry(f)}`))),
+          ];
+        };
         const lines = ["Editable (you may change these):"];
-        for (const p of editable) lines.push(`  ${await describeEntry(p)}`);
+        for (const p of editable) lines.push(...(await describe(p, rules.editable)));
         if (protectedPaths.length) {
           lines.push("Protected (read-only; the harness runs and scores experiments with them):");
-          for (const p of protectedPaths) lines.push(`  ${await describeEntry(p)}`);
+          for (const p of protectedPaths) lines.push(...(await describe(p, () => true)));
         }
         const listed = new Set([...editable, ...protectedPaths]);
         const others = (await readdir(root, { withFileTypes: true }))
           .filter((d) => d.name !== ".git" && d.name !== ".autolab" && !listed.has(d.name))
+          .filter((d) => !rules.holdout(d.name))
           .map((d) => (d.isDirectory() ? `${d.name}/` : d.name))
           .sort();
         if (others.length) {
@@ -157,6 +174,7 @@ export function createFileTools(root: string, program: Program, state: ToolState
         if (kind === "missing") refuse(`${rel} does not exist. list_files shows the project's files.`);
         if (kind === "dir") {
           const entries = (await readdir(join(root, rel), { withFileTypes: true }))
+            .filter((d) => !rules.holdout(`${rel}/${d.name}`))
             .map((d) => (d.isDirectory() ? `${d.name}/` : d.name))
             .sort();
           refuse(`${rel} is a directory. Its entries: ${entries.slice(0, LIST_LIMIT).join(", ")}`);
