@@ -21,8 +21,12 @@ if (!supported) {
     );
     process.exit(1);
   }
+  // fd 3 is a pipe the child watches: when this process dies (even by kill -9), the child
+  // reads its end and stops too (src/cli/shim-parent.ts), so no harness outlives the PID the
+  // user started.
   const child = spawn(local, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: "inherit",
+    stdio: ["inherit", "inherit", "inherit", "pipe"],
+    env: { ...process.env, AUTOLAB_SHIM: "1" },
   });
   // Pass signals on, so Ctrl-C / kill reach the real harness (which then stops its trial).
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => child.kill(sig));

@@ -166,7 +166,7 @@ describe("SqliteLedger on disk", () => {
     }
   });
 
-  it("says LEDGER_OPEN_FAILED for a file that is not a database", () => {
+  it("says NOTEBOOK_DAMAGED for a file that is not a database: where it is and how to go on", () => {
     const path = join(root, `garbage-${++counter}.db`);
     writeFileSync(path, "this is not an SQLite database, just some text that is long enough ".repeat(20));
     let err: unknown;
@@ -176,6 +176,8 @@ describe("SqliteLedger on disk", () => {
       err = e;
     }
     expect(err).toBeInstanceOf(AutolabError);
-    expect((err as AutolabError).code).toBe("LEDGER_OPEN_FAILED");
+    expect((err as AutolabError).code).toBe("NOTEBOOK_DAMAGED");
+    expect((err as AutolabError).message).toContain(`${path} is damaged`);
+    expect((err as AutolabError).hint).toMatch(/Move it aside/);
   });
 });

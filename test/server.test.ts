@@ -17,6 +17,7 @@ import {
   type FixtureExperiment,
   writeRun,
 } from "./helpers/notebook-fixture.ts";
+import { runCli, spawnCli } from "./helpers/toy-project.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers, checked field by field by the assertions
 type Json = any;
@@ -453,12 +454,33 @@ describe("access", () => {
     );
     expect((await app.request("/api/runs", { headers: { "x-autolab-token": "s3cret" } })).status).toBe(200);
     const viaQuery = await app.request("/?token=s3cret");
-    expect(viaQuery.status).toBe(200);
     const cookie = viaQuery.headers.get("set-cookie") ?? "";
     expect(cookie).toMatch(/autolab_token=s3cret/);
     expect(cookie).toMatch(/HttpOnly/i);
     const withCookie = await app.request("/assets/app.js", { headers: { cookie: "autolab_token=s3cret" } });
     expect(withCookie.status).toBe(200);
+    expect((await app.request("/", { headers: { cookie: "autolab_token=s3cret" } })).status).toBe(200);
+  });
+
+  it("a token in the page's URL becomes the cookie, then the page reloads without it", async () => {
+    const app = appFor(ledgerPath, { token: "s3cret" });
+    const res = await app.request("/?run=fixture&token=s3cret");
+    expect(res.status).toBe(303);
+    // The same page, its other parameters kept, the token gone from the address bar and history.
+    expect(res.headers.get("location")).toBe("/?run=fixture");
+    expect(res.headers.get("set-cookie")).toMatch(/autolab_token=s3cret;.*HttpOnly/i);
+    // Lax: a link followed from another site still carries the cookie through the redirect.
+    expect(res.headers.get("set-cookie")).toMatch(/SameSite=Lax/i);
+    expect((await app.request("/?token=s3cret")).headers.get("location")).toBe("/");
+    // A wrong token is refused, not redirected; API calls with ?token= are answered directly.
+    expect((await app.request("/?token=wrong")).status).toBe(401);
+    expect((await app.request("/api/runs?token=s3cret")).status).toBe(200);
+  });
+
+  it("the page may not be framed (clickjacking)", async () => {
+    const res = await appFor(ledgerPath, { loopbackOnly: true }).request("http://localhost/");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-security-policy")).toMatch(/(^|; )frame-ancestors 'none'(;|$)/);
   });
 
   it("without a token on loopback, requests for other host names are refused (DNS rebinding)", async () => {
@@ -590,6 +612,49 @@ describe("listening", () => {
       code: "TOKEN_REQUIRED",
       hint: expect.stringMatching(/--token/),
     });
+  });
+
+  it("refuses a token shorter than 16 characters, and never puts the token in its URL", async () => {
+    const ledgerPath = buildNotebook(tempDir(), []);
+    await expect(startServer({ ledgerPath, port: 0, host: "127.0.0.1", token: "x" })).rejects.toMatchObject({
+      code: "TOKEN_TOO_SHORT",
+      hint: expect.stringMatching(/at least 16/),
+    });
+    const token = "0123456789abcdef";
+    const server = await startServer({ ledgerPath, port: 0, host: "127.0.0.1", token });
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+      expect(
+        (await fetch(`${server.url}api/runs`, { headers: { authorization: `Bearer ${token}` } })).status,
+      ).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("autolab serve does not echo a token the user gave (AUTOLAB_TOKEN, --token), and refuses a short one", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "program.md"), "---\nname: x\n---\n");
+    buildNotebook(dir, [{ experiments: MIXED }]);
+    const secret = "s3cret-token-from-the-environment";
+    for (const [args, env, source] of [
+      [[], { AUTOLAB_TOKEN: secret }, "AUTOLAB_TOKEN"],
+      [["--token", secret], {}, "--token"],
+    ] as const) {
+      const cli = spawnCli(["serve", "--port", "0", ...args], { cwd: dir, env: { ...env } });
+      try {
+        await cli.waitFor(/Ctrl-C stops/);
+        expect(cli.stdout()).toContain(`every request needs the token (from ${source}; not shown)`);
+        expect(cli.stdout()).not.toContain(secret);
+      } finally {
+        cli.child.kill("SIGTERM");
+        await cli.done;
+      }
+    }
+    const short = await runCli(["serve", "--port", "0"], { cwd: dir, env: { AUTOLAB_TOKEN: "x" } });
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain("the token is 1 character long");
+    expect(short.stderr).toContain("fix: Use at least 16 random characters");
   });
 
   it("says so when the port is taken", async () => {

@@ -1,10 +1,12 @@
-import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { loadProgram } from "../program/index.ts";
+import { SAFE_GIT_CONFIG } from "../workspace/git.ts";
 
 /** A project as the CLI sees it: its program, its `.autolab/` state directory and notebook. */
 export interface Lab {
@@ -44,9 +46,56 @@ export function openLab(programArg: string | undefined): Lab {
   const file = programPath(programArg);
   const program = loadProgram(file);
   const stateDir = stateDirOf(file);
+  assertNotEmptied(stateDir);
   prepareStateDir(stateDir);
   const ledger = new SqliteLedger(join(stateDir, "lab.db"));
   return { program, dir: dirname(file), stateDir, ledger };
+}
+
+// What SQLite itself keeps beside the notebook; anything else in .autolab/ comes from a run.
+const NOTEBOOK_FILES = new Set(["lab.db", "lab.db-wal", "lab.db-shm", "lab.db-journal", ".gitignore"]);
+
+/**
+ * Refuses a notebook emptied to 0 bytes where a lab has run: SQLite would take the empty file
+ * for a new database, and the run would silently start over with its history gone. A run
+ * leaves traces a truncation does not remove — worktrees, logs, lock files in `.autolab/`, the
+ * refs of its experiments in git — so an empty file beside them is a lost notebook, not a new one.
+ */
+export function assertNotEmptied(stateDir: string): void {
+  const db = join(stateDir, "lab.db");
+  if (!existsSync(db) || statSync(db).size > 0) return;
+  const traces = readdirSync(stateDir).filter((f) => !NOTEBOOK_FILES.has(f));
+  const refs = traces.length ? [] : autolabRefs(dirname(stateDir));
+  if (!traces.length && !refs.length) return;
+  const evidence = traces.length
+    ? `${stateDir} holds ${traces.slice(0, 4).join(", ")}${traces.length > 4 ? ", …" : ""}`
+    : `git has ${refs.join(", ")}`;
+  throw new AutolabError(
+    "NOTEBOOK_EMPTY",
+    `the lab notebook ${db} is empty (0 bytes), but this lab has run before (${evidence}): its history is gone, and autolab will not silently start a new one in its place.`,
+    `Restore ${db} from a backup if you have one. To start afresh instead, move it aside (mv ${db} ${db}.empty); the code of every kept experiment survives in git (branches autolab/<tag>, refs refs/autolab/<tag>/<n>).`,
+  );
+}
+
+/** A few of the repository's autolab refs (none outside a repository). */
+function autolabRefs(dir: string): string[] {
+  try {
+    const out = execFileSync(
+      "git",
+      [
+        ...SAFE_GIT_CONFIG,
+        "for-each-ref",
+        "--count=3",
+        "--format=%(refname)",
+        "refs/autolab/",
+        "refs/heads/autolab/",
+      ],
+      { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] },
+    );
+    return out.split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 /** Opens only the notebook (for read-only views that must work even if program.md is now broken). */
@@ -61,6 +110,7 @@ export function openLedger(programArg: string | undefined): { ledger: SqliteLedg
       "Run `autolab run` in the project directory first (or pass --program <path to program.md>).",
     );
   }
+  assertNotEmptied(stateDir);
   try {
     prepareStateDir(stateDir); // a notebook made by an older autolab gets its .gitignore
   } catch {

@@ -1,15 +1,22 @@
 import { isAutolabError } from "../core/errors.ts";
+import { damagedNotebook, isDamaged } from "../ledger/sqlite-ledger.ts";
+import { BAD_FLAG } from "./flags.ts";
+import { safeText } from "./safe-text.ts";
 
 /**
  * Prints an error for a person and returns the exit code. AutolabErrors are expected (bad
- * input, a broken environment): message and fix, no stack. A full disk names itself. Anything
- * else is a bug in autolab and keeps its stack.
+ * input, a broken environment): message and fix, no stack. A full disk and a damaged notebook
+ * name themselves. Anything else is a bug in autolab and keeps its stack.
  */
-export function handleError(err: unknown): number {
+export function handleError(error: unknown): number {
+  // A damaged page can surface in any query, long after the notebook opened fine.
+  const err = isDamaged(error) ? damagedNotebook(undefined, error) : error;
   if (isAutolabError(err)) {
-    process.stderr.write(`autolab: ${err.message}\n`);
-    if (err.hint) process.stderr.write(`  fix: ${err.hint}\n`);
-    return 1;
+    // Messages may quote researcher text or a trial's log tail (a failed baseline).
+    process.stderr.write(`autolab: ${safeText(err.message)}\n`);
+    if (err.hint) process.stderr.write(`  fix: ${safeText(err.hint)}\n`);
+    // A bad flag value is a bad command line (exit 2), like an unknown flag.
+    return err.code === BAD_FLAG ? 2 : 1;
   }
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === "ENOSPC" || code === "SQLITE_FULL" || /disk is full|no space left/i.test(String(err))) {
@@ -20,7 +27,7 @@ export function handleError(err: unknown): number {
     return 1;
   }
   process.stderr.write(
-    `autolab: internal error — please report it with the text below.\n${(err as Error)?.stack ?? String(err)}\n`,
+    `autolab: internal error — please report it with the text below.\n${safeText((err as Error)?.stack ?? String(err))}\n`,
   );
   return 70;
 }

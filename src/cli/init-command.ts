@@ -1,5 +1,6 @@
 import { initProject } from "../app/init.ts";
 import { handleError } from "./errors.ts";
+import { safeText } from "./safe-text.ts";
 
 export async function initCommand(dir: string, flags: { example?: string }): Promise<void> {
   try {
@@ -14,7 +15,7 @@ export async function initCommand(dir: string, flags: { example?: string }): Pro
     );
     if (!res.committed)
       lines.push("Commit the new files before `autolab run`: a run starts from the last commit.");
-    process.stdout.write(`${lines.join("\n")}\n`);
+    process.stdout.write(`${safeText(lines.join("\n"))}\n`);
   } catch (err) {
     process.exitCode = handleError(err);
   }

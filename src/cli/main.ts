@@ -1,7 +1,10 @@
+// First: under the bin shim, die with it (src/cli/shim-parent.ts).
+import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
-import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { parseDuration } from "../program/index.ts";
+import { Command, CommanderError } from "commander";
+import { guardOutput } from "./closed-output.ts";
 import { handleError } from "./errors.ts";
+import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
 import { initCommand } from "./init-command.ts";
 import { mcpCommand } from "./mcp-command.ts";
 import { reportCommand } from "./report-command.ts";
@@ -22,19 +25,18 @@ import { watchCommand } from "./watch-command.ts";
 // Node may be older (the bin shim re-runs autolab with a local Node 24).
 process.env.PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`;
 
-function positiveInt(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a whole number ≥ 0");
-  return n;
-}
+// `autolab … | head` ends quietly (src/cli/closed-output.ts).
+guardOutput();
 
-function duration(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch {
-    throw new InvalidArgumentError('expected a duration such as "10s", "2m" or "500ms"');
-  }
-}
+// Every number and duration on the command line is checked in flags.ts, by program.md's rules.
+const maxExperiments = intFlag({
+  flag: "-n/--max-experiments",
+  min: 0,
+  what: "experiments besides the baseline",
+  example: "-n 10",
+});
+const budget = durationFlag({ flag: "-b/--budget", field: "run.budget", example: "-b 30s" });
+const slots = slotsFlag("-s/--slots");
 
 const cli = new Command("autolab")
   .description(
@@ -68,22 +70,31 @@ cli
   .option(
     "-n, --max-experiments <n>",
     "stop when the run holds n experiments besides the baseline",
-    positiveInt,
+    maxExperiments,
   )
   .option(
     "--max-trials <n>",
     "stop when the run has started n trials (baseline, candidates, re-measurements: every evaluation)",
-    positiveInt,
+    // 0 is a number: the run's budget check then says why it leaves no trial for a candidate.
+    intFlag({ flag: "--max-trials", min: 0, what: "trials of every kind", example: "--max-trials 100" }),
   )
-  .option("--max-time <duration>", "start no trial after this long (e.g. 8h, 90m)", duration)
-  .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", duration)
+  .option(
+    "--max-time <duration>",
+    "start no trial after this long (e.g. 8h, 90m)",
+    durationFlag({ flag: "--max-time", example: "--max-time 8h" }),
+  )
+  .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", budget)
   .option(
     "-s, --slots <n>",
     "trials at once for this invocation (overrides program.md's slots: count)",
-    positiveInt,
+    slots,
   )
   .option("-a, --agent <name>", "researcher (default: program.md's agent)")
-  .option("--seed <n>", "seed passed to trials as AUTOLAB_SEED (new runs only)", positiveInt)
+  .option(
+    "--seed <n>",
+    "seed passed to trials as AUTOLAB_SEED (new runs only)",
+    intFlag({ flag: "--seed", min: 0, what: "the run's seed", example: "--seed 1" }),
+  )
   .option(
     "--allow-dirty",
     "start a new run from the last commit even though program.md or editable/protected files have uncommitted changes",
@@ -93,9 +104,9 @@ cli
 cli
   .command("demo")
   .description("run the tiny-lm example in a temporary repository: about ten 10-second experiments")
-  .option("-n, --max-experiments <n>", "experiments besides the baseline", positiveInt, 10)
-  .option("-b, --budget <duration>", "per-trial budget", duration)
-  .option("-s, --slots <n>", "trials at once (tiny-lm trains on one core each)", positiveInt)
+  .option("-n, --max-experiments <n>", "experiments besides the baseline", maxExperiments, 10)
+  .option("-b, --budget <duration>", "per-trial budget", budget)
+  .option("-s, --slots <n>", "trials at once (tiny-lm trains on one core each)", slots)
   .option("--dir <dir>", "where to create the demo project (default: a new temporary directory)")
   .action(demoCommand);
 
@@ -163,7 +174,18 @@ cli
   .command("serve")
   .description("the live dashboard and a read-only JSON API + event stream of the lab (docs/dashboard.md)")
   .option(...programOpt)
-  .option("--port <port>", "port (0: any free one)", positiveInt, 8420)
+  .option(
+    "--port <port>",
+    "port (0: any free one)",
+    intFlag({
+      flag: "--port",
+      min: 0,
+      max: 65535,
+      what: "a TCP port; 0 picks a free one",
+      example: "--port 8420",
+    }),
+    8420,
+  )
   .option("--host <host>", "address to bind; anything but loopback needs --token", "127.0.0.1")
   .option("--token <token>", "every request must carry it (default: $AUTOLAB_TOKEN)")
   .action(serveCommand);
@@ -182,8 +204,18 @@ cli
   .description("a live view of the lab in the terminal (Ctrl-C quits)")
   .option(...programOpt)
   .option(...tagOpt)
-  .option("-n, --last <n>", "experiments listed", positiveInt, 10)
-  .option("--interval <duration>", "how often to look at the notebook", duration, 500)
+  .option(
+    "-n, --last <n>",
+    "experiments listed",
+    intFlag({ flag: "-n/--last", min: 1, what: "experiments listed", example: "-n 20" }),
+    10,
+  )
+  .option(
+    "--interval <duration>",
+    "how often to look at the notebook",
+    durationFlag({ flag: "--interval", example: "--interval 2s" }),
+    500,
+  )
   .action(watchCommand);
 
 try {

@@ -1,5 +1,6 @@
 import type { LoopEvent } from "../core/events.ts";
 import { formatMetric } from "../core/format.ts";
+import { safeText } from "./safe-text.ts";
 
 export interface ProgressOptions {
   out?: NodeJS.WriteStream;
@@ -36,9 +37,10 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
     if (tty && live) out.write("\r\x1b[2K");
     live = false;
   };
+  // Event text (hypotheses, reasons, warnings) comes from researchers and trials: made safe here.
   const print = (line: string) => {
     clear();
-    out.write(`${line}\n`);
+    out.write(`${safeText(line)}\n`);
     draw();
   };
   const bar = (r: Running, width: number) => {
@@ -58,6 +60,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
     } else {
       line = `${all.map((r) => `#${r.n}${bar(r, 6)}`).join(" ")}  ${bestText}`;
     }
+    line = safeText(line, { oneLine: true });
     if (line.length > cols - 1) line = `${line.slice(0, cols - 2)}…`;
     out.write(`\r\x1b[2K${line}`);
     live = true;

@@ -1,6 +1,7 @@
 import { join, relative } from "node:path";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { writeReport } from "../app/report.ts";
+import { safeText } from "./safe-text.ts";
 
 export interface ReportFlags {
   program?: string;
@@ -24,7 +25,9 @@ export function reportCommand(flags: ReportFlags): void {
       return r.startsWith("..") ? p : r;
     };
     process.stdout.write(
-      `Report of run ${run.tag}:\n  ${show(files.markdown)}\n  ${show(files.svg)}\n  ${show(files.png)}\n`,
+      safeText(
+        `Report of run ${run.tag}:\n  ${show(files.markdown)}\n  ${show(files.svg)}\n  ${show(files.png)}\n`,
+      ),
     );
   } finally {
     ledger.close();

@@ -3,8 +3,10 @@ import { runDemo } from "../app/demo.ts";
 import { predictedBestLine, statusOf } from "../app/status.ts";
 import type { LoopEvent } from "../core/events.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
+import { onOutputClosed } from "./closed-output.ts";
 import { handleError } from "./errors.ts";
 import { createProgress } from "./progress.ts";
+import { safeText } from "./safe-text.ts";
 
 interface RunFlags {
   program?: string;
@@ -21,11 +23,17 @@ interface RunFlags {
 
 /**
  * Ctrl-C once: the running trial is killed and recorded as interrupted (the next `autolab
- * run` runs it again). Twice: leave at once — still safe, resume reconciles.
+ * run` runs it again). Twice: leave at once — still safe, resume reconciles. A closed stdout
+ * or stderr (`autolab run | head -3`) stops the run like the first Ctrl-C, quietly.
  */
 function interruptible(): { signal: AbortSignal; dispose: () => void } {
   const ac = new AbortController();
   let presses = 0;
+  const offClosed = onOutputClosed((stream) => {
+    if (ac.signal.aborted) return;
+    presses++;
+    ac.abort(`${stream} was closed`);
+  });
   const onSignal = () => {
     presses++;
     if (presses === 1) {
@@ -42,6 +50,7 @@ function interruptible(): { signal: AbortSignal; dispose: () => void } {
   return {
     signal: ac.signal,
     dispose: () => {
+      offClosed();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
     },
@@ -138,5 +147,5 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
   }
   out.push(`Best code: branch ${run.branch} in ${lab.dir}`);
   out.push(`Notebook: ${lab.stateDir}/lab.db  (autolab log${demo ? ` -p ${lab.dir}` : ""})`);
-  process.stdout.write(`${out.join("\n")}\n`);
+  process.stdout.write(`${safeText(out.join("\n"))}\n`);
 }

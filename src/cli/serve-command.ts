@@ -1,9 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { prepareStateDir, programPath, stateDirOf } from "../app/lab.ts";
+import { assertNotEmptied, prepareStateDir, programPath, stateDirOf } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { startServer } from "../server/serve.ts";
+import { safeText } from "./safe-text.ts";
 
 export interface ServeFlags {
   program?: string;
@@ -28,23 +29,32 @@ export function notebookPath(program: string | undefined): { ledgerPath: string;
     prepareStateDir(stateDir);
     new SqliteLedger(ledgerPath).close();
   }
+  assertNotEmptied(stateDir);
   return { ledgerPath, stateDir };
 }
 
 /** `autolab serve`: the dashboard and API until Ctrl-C. */
 export async function serveCommand(flags: ServeFlags): Promise<void> {
   const { ledgerPath, stateDir } = notebookPath(flags.program);
-  const token = flags.token ?? (process.env.AUTOLAB_TOKEN || undefined);
+  // The user's own secret is never echoed (terminal scrollback, CI logs): only where it came from.
+  const envToken = process.env.AUTOLAB_TOKEN || undefined;
+  const token = flags.token ?? envToken;
+  const source = flags.token !== undefined ? "--token" : "AUTOLAB_TOKEN";
   const server = await startServer({
     ledgerPath,
     stateDir,
     port: flags.port,
     host: flags.host,
-    ...(token ? { token } : {}),
+    ...(token !== undefined ? { token } : {}),
   });
-  process.stdout.write(
-    `autolab dashboard: ${server.url}\n  notebook ${ledgerPath} (read-only)${token ? "; every request needs the token" : ""}. Ctrl-C stops.\n`,
-  );
+  const lines = [`autolab dashboard: ${server.url}`];
+  if (token !== undefined) {
+    lines.push(
+      `  every request needs the token (from ${source}; not shown): open ${server.url}?token=<token> once, or send Authorization: Bearer <token>`,
+    );
+  }
+  lines.push(`  notebook ${ledgerPath} (read-only). Ctrl-C stops.`);
+  process.stdout.write(`${safeText(lines.join("\n"))}\n`);
   await new Promise<void>((resolve) => {
     const stop = () => {
       process.off("SIGINT", stop);

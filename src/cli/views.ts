@@ -13,6 +13,7 @@ import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
+import { safeJson, safeText } from "./safe-text.ts";
 
 interface ViewFlags {
   program?: string;
@@ -39,7 +40,16 @@ function withRun<T>(
   }
 }
 
+/** Prints text for people: researcher text in it is untrusted (src/cli/safe-text.ts). */
 function print(text: string): void {
+  write(safeText(text));
+}
+
+function printJson(json: string): void {
+  write(safeJson(json));
+}
+
+function write(text: string): void {
   process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
@@ -59,7 +69,7 @@ export function statusCommand(flags: ViewFlags): void {
       notes: lab.ledger.listNotes(run.id),
       live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
     });
-    if (flags.json) return print(JSON.stringify(s, null, 2));
+    if (flags.json) return printJson(JSON.stringify(s, null, 2));
     const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
     lines.push(
       `Objective: ${s.direction} ${s.metric}${s.selfReported ? "  [self-reported: no protected evaluate step]" : ""}`,
@@ -161,7 +171,7 @@ export function clock(seconds: number): string {
 export function logCommand(flags: ViewFlags): void {
   withRun(flags, (run, exps, holdout) => {
     if (flags.json) {
-      return print(
+      return printJson(
         JSON.stringify(
           exps.map((e) => experimentJson(e, holdout, flags.holdout ?? false, run.metric)),
           null,
@@ -228,7 +238,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
     diff = "(diff unavailable: the repository is not reachable)";
   }
   if (flags.json) {
-    return print(
+    return printJson(
       JSON.stringify(
         { ...experimentJson(e, holdout, flags.holdout ?? false, run.metric), diffText: diff },
         null,
@@ -304,7 +314,7 @@ export function failuresCommand(flags: ViewFlags): void {
   withRun(flags, (_run, exps, holdout) => {
     const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
     if (flags.json) {
-      return print(
+      return printJson(
         JSON.stringify(
           failed.map((e) => ({
             id: e.n,
@@ -336,6 +346,7 @@ export function exportCommand(flags: ViewFlags & { format?: string; out?: string
       ? resultsTsv(run, exps)
       : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
   );
-  if (flags.out) writeFileSync(flags.out, text);
-  else print(text);
+  const safe = format === "jsonl" ? safeJson(text) : safeText(text);
+  if (flags.out) writeFileSync(flags.out, safe);
+  else write(safe);
 }

@@ -6,6 +6,8 @@ import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import { lastResult, objectiveOf } from "../core/views.ts";
 import { type NotebookEvent, SqliteEventFeed } from "../ledger/sqlite-event-feed.ts";
+import { onOutputClosed } from "./closed-output.ts";
+import { safeText } from "./safe-text.ts";
 import { orgLines } from "./views.ts";
 
 export interface WatchFlags {
@@ -34,6 +36,7 @@ export async function watchCommand(flags: WatchFlags): Promise<void> {
   const stop = () => ac.abort();
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  const offClosed = onOutputClosed(stop);
   try {
     await watchLab({
       reader: new LabReader(ledger, { stateDir }),
@@ -45,6 +48,7 @@ export async function watchCommand(flags: WatchFlags): Promise<void> {
       signal: ac.signal,
     });
   } finally {
+    offClosed();
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
     ledger.close();
@@ -86,7 +90,8 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
         }
       } else {
         if (!printedHeader && run) {
-          out.write(`${statusLines(run, reader.experiments(run), now(), reader.sessions(run)).join("\n")}\n`);
+          const lines = statusLines(run, reader.experiments(run), now(), reader.sessions(run));
+          out.write(`${lines.map((l) => safeText(l, { oneLine: true })).join("\n")}\n`);
           printedHeader = true;
         } else if (!printedHeader) {
           out.write("waiting for a run to start (autolab run)…\n");
@@ -148,7 +153,11 @@ export function watchScreen(
   open: OpenTrial[],
   o: { last: number; columns: number; rows: number; now: number; sessions?: SessionRecord[] },
 ): string {
-  const cut = (s: string) => (s.length > o.columns - 1 ? `${s.slice(0, o.columns - 2)}…` : s);
+  // Hypotheses and roles are researcher text: no control character reaches the screen.
+  const cut = (line: string) => {
+    const s = safeText(line, { oneLine: true });
+    return s.length > o.columns - 1 ? `${s.slice(0, o.columns - 2)}…` : s;
+  };
   const time = new Date(o.now).toLocaleTimeString();
   if (!run) return `autolab watch · ${time}\n\nWaiting for a run to start (autolab run)…\n\nCtrl-C quits.\n`;
   const lines = [`autolab watch · ${time}`, ...statusLines(run, exps, o.now, o.sessions), ""];
@@ -185,8 +194,13 @@ export function watchScreen(
   return `${lines.map(cut).join("\n")}\n`;
 }
 
-/** One plain line per notebook event (no control characters). */
+/** One plain line per notebook event (no control characters: researcher text is made safe). */
 export function eventLine(e: NotebookEvent): string | undefined {
+  const line = eventText(e);
+  return line === undefined ? undefined : safeText(line, { oneLine: true });
+}
+
+function eventText(e: NotebookEvent): string | undefined {
   switch (e.type) {
     case "run_started":
       return `run ${e.tag} started on ${e.branch} (${e.metric})`;

@@ -13,6 +13,7 @@ import type { Judge } from "./judge.ts";
 import { climbLadder, type Rung } from "./ladder.ts";
 import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import { budgetLeft, experimentsSpent, isBounded, type RunBudget, trialsSpent } from "./run-budget.ts";
+import { closest } from "./suggest.ts";
 import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type {
@@ -289,11 +290,59 @@ export async function ensureBaseline(deps: LoopDeps, exps: ExperimentRecord[]): 
 export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): void {
   const baseline = exps.find((e) => e.n === 0);
   if (!baseline?.decision || baseline.decision.action === "keep") return;
-  const tail = lastResult(baseline)?.logTail.trim().split("\n").slice(-8).join("\n") ?? "";
+  const result = lastResult(baseline);
+  const tail = result?.logTail.trim().split("\n").slice(-8).join("\n") ?? "";
+  const advice = baselineAdvice(program, result);
   throw new AutolabError(
     "BASELINE_FAILED",
-    `the baseline (the unmodified project) failed: ${baseline.decision.reason}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
-    `Fix the program so that \`${program.run.command}\` works on the committed code, commit, and start a new run (autolab run --tag <new-tag>).`,
+    `the baseline (the unmodified project) failed: ${baseline.decision.reason}${advice.found ? `\n${advice.found}` : ""}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
+    `${advice.fix}, commit, and start a new run (autolab run --tag <new-tag>).`,
+  );
+}
+
+/**
+ * What to do about a failed baseline. A command that ran but printed no objective is not
+ * broken: name the metrics it did print (holdouts left out: an agent may read this through
+ * MCP) and the likely one; only a command that failed is told to work.
+ */
+function baselineAdvice(program: Program, result: TrialResult | undefined): { found?: string; fix: string } {
+  const metric = program.objective.metric;
+  const step = `\`${program.run.evaluate ?? program.run.command}\``;
+  if (result?.status === "nonfinite_metric") {
+    return { fix: `Make ${step} print a finite number for ${metric} (it printed ${result.metrics[metric]})` };
+  }
+  if (result?.status !== "missing_metric") {
+    return { fix: `Fix the program so that \`${program.run.command}\` works on the committed code` };
+  }
+  const hidden = new Set(program.metrics.holdout);
+  const printed = Object.keys(result.metrics).filter((m) => m !== metric && !hidden.has(m));
+  if (printed.length === 0) {
+    return {
+      found: `${step} ran and printed no metric line at all.`,
+      fix: `Make ${step} print a line like "${metric}: 0.123" (or "METRIC ${metric}=0.123")`,
+    };
+  }
+  const guess = likelyMetric(metric, printed);
+  return {
+    found: `${step} ran and printed ${printed.join(", ")}, but no ${metric}${guess ? ` — did you mean ${guess}?` : "."}`,
+    fix: `Name the metric to optimize in program.md's objective (objective: { metric: ${guess ?? "<one of them>"}, … }), or make ${step} print "${metric}: <value>"`,
+  };
+}
+
+/**
+ * The printed metric the objective most likely meant: a near spelling (two neighbours swapped
+ * too: "scroe"), one containing the other, or the only one.
+ */
+function likelyMetric(metric: string, printed: readonly string[]): string | undefined {
+  const m = metric.toLowerCase();
+  const swapped = (p: string) =>
+    p.length === m.length &&
+    [...m].some((_, i) => `${m.slice(0, i)}${m[i + 1]}${m[i]}${m.slice(i + 2)}` === p);
+  return (
+    closest(metric, printed) ??
+    printed.find((p) => swapped(p.toLowerCase())) ??
+    printed.find((p) => p.toLowerCase().includes(m) || m.includes(p.toLowerCase())) ??
+    (printed.length === 1 ? printed[0] : undefined)
   );
 }
 

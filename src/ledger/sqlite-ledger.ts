@@ -73,8 +73,9 @@ export class SqliteLedger implements Ledger {
     } catch (err) {
       // A refused notebook (too new, broken) must not stay open: the caller never gets `this`.
       this.db.close();
-      throw err;
+      throw isDamaged(err) ? damagedNotebook(path, err) : err;
     }
+    if (path !== ":memory:") opened.add(path);
   }
 
   private migrate(): void {
@@ -450,12 +451,42 @@ function openDatabase(path: string): DatabaseSync {
     return db;
   } catch (err) {
     if (db?.isOpen) db.close();
+    if (isDamaged(err)) throw damagedNotebook(path, err);
     throw new AutolabError(
       "LEDGER_OPEN_FAILED",
       `cannot open the lab notebook ${path}: ${(err as Error).message}`,
       "Check that the directory is writable and the disk is not full.",
     );
   }
+}
+
+// SQLite's primary result codes for a file that is not (or no longer) a readable database.
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+
+/** Notebooks this process opened: a damaged page met by a later query names the file. */
+const opened = new Set<string>();
+
+/** Whether `err` says the database file is damaged or not a database at all. */
+export function isDamaged(err: unknown): boolean {
+  const e = err as { code?: string; errcode?: number } | undefined;
+  if (e?.code !== "ERR_SQLITE_ERROR" || typeof e.errcode !== "number") return false;
+  const primary = e.errcode & 0xff;
+  return primary === SQLITE_CORRUPT || primary === SQLITE_NOTADB;
+}
+
+/**
+ * A damaged notebook as a person can act on it: which file, and how to get going again
+ * without losing what git still holds. `path` defaults to the notebook this process opened.
+ */
+export function damagedNotebook(path: string | undefined, err: unknown): AutolabError {
+  const file = path ?? (opened.size === 1 ? [...opened][0] : undefined) ?? ".autolab/lab.db";
+  const dir = dirname(file);
+  return new AutolabError(
+    "NOTEBOOK_DAMAGED",
+    `the lab notebook ${file} is damaged: SQLite says "${(err as { errstr?: string }).errstr ?? (err as Error).message}". Its records cannot be read.`,
+    `Move it aside (mkdir -p ${dir}/damaged && mv ${file}* ${dir}/damaged/), then \`autolab run\` starts a new notebook and a new run. The code of every kept experiment survives in git (branches autolab/<tag>, refs refs/autolab/<tag>/<n>); \`sqlite3 ${dir}/damaged/lab.db .recover\` may save rows of the old notebook.`,
+  );
 }
 
 /** JSON cannot hold NaN/Infinity; keep them as strings so a non-finite metric is still on record. */

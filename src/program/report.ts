@@ -5,10 +5,10 @@
  * invalid_format): a raw zod dump never reaches the user.
  */
 import type { z } from "zod";
+import { closest } from "../core/suggest.ts";
 import { type ProgramIssue, valueAt } from "./checks.ts";
 import type { FieldPath } from "./locate.ts";
 import { describe, EXAMPLES, KNOWN_KEYS, type Vocabulary } from "./schema.ts";
-import { closest } from "./suggest.ts";
 
 const PROGRAM_VOCABULARY: Vocabulary = { knownKeys: KNOWN_KEYS, examples: EXAMPLES };
 

@@ -57,18 +57,25 @@ const filePattern = z
   })
   .transform(normalizePath);
 
-function toMs(v: unknown, ctx: z.RefinementCtx, positive: boolean): number {
+/**
+ * The one rule for durations: program.md's duration fields and the command line's duration
+ * flags (`-b`, `--max-time`, `--interval`) both go through it. Milliseconds, or why not.
+ */
+export function checkDuration(v: unknown, positive: boolean): { ms: number; problem?: string } {
   let ms: number;
   try {
     ms = typeof v === "string" || typeof v === "number" ? parseDuration(v) : Number.NaN;
   } catch {
     ms = Number.NaN;
   }
-  if (Number.isNaN(ms)) {
-    ctx.addIssue({ code: "custom", input: v, message: `${describe(v)} is not a duration` });
-  } else if (positive && ms <= 0) {
-    ctx.addIssue({ code: "custom", input: v, message: "must be longer than zero" });
-  }
+  if (Number.isNaN(ms)) return { ms, problem: `${describe(v)} is not a duration` };
+  if (positive && ms <= 0) return { ms, problem: "must be longer than zero" };
+  return { ms };
+}
+
+function toMs(v: unknown, ctx: z.RefinementCtx, positive: boolean): number {
+  const { ms, problem } = checkDuration(v, positive);
+  if (problem) ctx.addIssue({ code: "custom", input: v, message: problem });
   return ms;
 }
 
@@ -255,13 +262,15 @@ const knobName = z.string().regex(KNOB_NAME, {
     `knob name ${JSON.stringify(iss.input)} is not an identifier ([A-Za-z_][A-Za-z0-9_]*): it must match a NAME = value line in an editable file`,
 });
 
+/** `slots.count`'s rule, also `-s, --slots`'s (src/cli/flags.ts). */
+export const SLOT_COUNT = z
+  .number()
+  .int()
+  .min(1, { error: "at least 1 slot (1 = one trial at a time, proposals prepared ahead)" })
+  .max(256, { error: "at most 256 slots" });
+
 const slotsShape = {
-  count: z
-    .number()
-    .int()
-    .min(1, { error: "at least 1 slot (1 = one trial at a time, proposals prepared ahead)" })
-    .max(256)
-    .optional(),
+  count: SLOT_COUNT.optional(),
   gpus: z
     .array(
       z.number().int().min(0, { error: "GPU indices are 0 or more (as CUDA_VISIBLE_DEVICES counts them)" }),

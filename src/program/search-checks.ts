@@ -4,9 +4,10 @@
  * raw YAML is read defensively (a knob's own shape is the schema's problem), so these are
  * reported together with every other problem of the file.
  */
+
+import { closest } from "../core/suggest.ts";
 import type { ProgramIssue } from "./checks.ts";
 import { choiceProblem, describe } from "./schema.ts";
-import { closest } from "./suggest.ts";
 
 type RawKnob = { choices?: unknown; when?: unknown };
 

@@ -142,7 +142,19 @@ export function createApp(deps: AppDeps): LabApp {
         );
       }
       // A token given in the URL becomes a cookie, so assets and the event stream carry it too.
-      if (query) setCookie(c, "autolab_token", query, { httpOnly: true, sameSite: "Strict", path: "/" });
+      if (query) {
+        // Lax, not Strict: a link to the dashboard followed from another site is a cross-site
+        // navigation, and the redirect below must still carry the cookie. Every route is a
+        // read-only GET, so Lax gives a cross-site page nothing to forge.
+        setCookie(c, "autolab_token", query, { httpOnly: true, sameSite: "Lax", path: "/" });
+        // The page is then reloaded without it: the token leaves the address bar and history.
+        if (c.req.method === "GET" && c.req.path === "/") {
+          const bare = new URL(c.req.url);
+          bare.searchParams.delete("token");
+          c.header("Cache-Control", "no-store");
+          return c.redirect(`${bare.pathname}${bare.search}`, 303);
+        }
+      }
       await next();
     });
   }
@@ -162,7 +174,7 @@ export function createApp(deps: AppDeps): LabApp {
   app.get("/", (c) => {
     c.header(
       "Content-Security-Policy",
-      "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'",
+      "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
     );
     // The runs ride along with the page, so the dashboard asks for everything else at once.
     let runs: ReturnType<LabReader["runs"]> = [];

@@ -3,6 +3,9 @@ import { serve } from "@hono/node-server";
 import { AutolabError } from "../core/errors.ts";
 import { createApp, isLoopbackName } from "./app.ts";
 
+/** A token shorter than this is refused: it could be guessed. */
+export const MIN_TOKEN_LENGTH = 16;
+
 export interface ServeOptions {
   ledgerPath: string;
   stateDir?: string;
@@ -14,7 +17,7 @@ export interface ServeOptions {
 }
 
 export interface RunningServer {
-  /** The dashboard's address (with the token, when there is one). */
+  /** The dashboard's address (never with the token: the caller knows it, and logs must not). */
   url: string;
   port: number;
   host: string;
@@ -27,6 +30,20 @@ export interface RunningServer {
  * host, so a web page cannot reach the lab through DNS rebinding.
  */
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
+  if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) {
+    throw new AutolabError(
+      "BAD_PORT",
+      `port ${opts.port} is not a TCP port.`,
+      "Pass --port with a whole number from 0 to 65535 (0 picks a free one).",
+    );
+  }
+  if (opts.token !== undefined && opts.token.length < MIN_TOKEN_LENGTH) {
+    throw new AutolabError(
+      "TOKEN_TOO_SHORT",
+      `the token is ${opts.token.length} character${opts.token.length === 1 ? "" : "s"} long: anyone could guess it.`,
+      `Use at least ${MIN_TOKEN_LENGTH} random characters, e.g. --token "$(openssl rand -hex 16)" (or AUTOLAB_TOKEN).`,
+    );
+  }
   const loopback = isLoopbackName(opts.host);
   if (!loopback && !opts.token) {
     throw new AutolabError(
@@ -55,19 +72,10 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     ));
   } catch (err) {
     app.close();
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE")
-      throw new AutolabError(
-        "PORT_IN_USE",
-        `port ${opts.port} on ${opts.host} is in use.`,
-        "Pass another --port (or --port 0 for any free one).",
-      );
-    if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND")
-      throw new AutolabError("BAD_HOST", `cannot listen on ${opts.host}: no such local address.`);
-    throw err;
+    throw listenError(err, opts);
   }
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const url = `http://${shownHost}:${address.port}/${opts.token ? `?token=${encodeURIComponent(opts.token)}` : ""}`;
+  const url = `http://${shownHost}:${address.port}/`;
   return {
     url,
     port: address.port,
@@ -80,4 +88,43 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** Why listening failed, as a user can act on it (every errno listen gives); else the error itself. */
+function listenError(err: unknown, opts: ServeOptions): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const where = `${opts.host}:${opts.port}`;
+  switch (code) {
+    case "EADDRINUSE":
+      return new AutolabError(
+        "PORT_IN_USE",
+        `port ${opts.port} on ${opts.host} is in use.`,
+        "Pass another --port (or --port 0 for any free one).",
+      );
+    case "EACCES":
+    case "EPERM":
+      return new AutolabError(
+        "PORT_FORBIDDEN",
+        `not allowed to listen on ${where}${opts.port > 0 && opts.port < 1024 ? ": ports below 1024 need root" : ""}.`,
+        "Pass a --port of 1024 or more (e.g. --port 8420, or --port 0 for any free one).",
+      );
+    case "EADDRNOTAVAIL":
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+    case "EAI_FAIL":
+    case "EAI_NONAME":
+      return new AutolabError(
+        "BAD_HOST",
+        `cannot listen on ${opts.host}: no such local address.`,
+        "Pass --host an address of this machine (127.0.0.1, ::1, 0.0.0.0 for all).",
+      );
+    default:
+      return code
+        ? new AutolabError(
+            "LISTEN_FAILED",
+            `cannot listen on ${where}: ${(err as Error).message}.`,
+            "Pass another --port or --host.",
+          )
+        : err;
+  }
 }

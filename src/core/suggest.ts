@@ -1,4 +1,4 @@
-/** "Did you mean" for misspelt keys and values. */
+/** "Did you mean" for misspelt keys, values and metric names (program.md's reporter, the loop's errors). */
 
 export function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
