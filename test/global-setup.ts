@@ -5,13 +5,15 @@
  * up, leaves nothing in the system's temp directory (issue #11: ~50 were left per run).
  * test/temp-dir.test.ts checks that the tests see it.
  */
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 export default function setup(): () => void {
   const previous = process.env.TMPDIR;
   const base = mkdtempSync(join(tmpdir(), "autolab-tests-"));
+  // Readable like the system's temp dir: a test may run a command as another user (nobody).
+  chmodSync(base, 0o755);
   process.env.TMPDIR = base;
   process.env.AUTOLAB_TEST_TMPDIR = base;
   return () => {
