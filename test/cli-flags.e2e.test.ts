@@ -5,26 +5,15 @@
  * trace — and `serve` says what to do when it cannot listen.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startServer } from "../src/server/serve.ts";
 import { buildNotebook } from "./helpers/notebook-fixture.ts";
-import { CLI_MAIN, createToyProject, runCli, stackLines, type ToyProject } from "./helpers/toy-project.ts";
+import { CLI_MAIN, runCli, stackLines, toysOfFile } from "./helpers/toy-project.ts";
 
-const toys: ToyProject[] = [];
-const dirs: string[] = [];
-afterAll(() => {
-  for (const t of toys) t.cleanup();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function toy(...args: Parameters<typeof createToyProject>): ToyProject {
-  const t = createToyProject(...args);
-  toys.push(t);
-  return t;
-}
+const { toy, removeLater } = toysOfFile();
 
 /** A bad command line: exit 2, `autolab: <flag> …` and a fix naming the flag, no stack, no usage dump. */
 function expectBadFlag(r: { code: number | null; stderr: string }, flag: string): void {
@@ -110,7 +99,7 @@ describe("serve cannot listen", () => {
   const asNobody = process.getuid?.() === 0 && spawnSync("setpriv", ["--version"]).status === 0;
   it.skipIf(!asNobody)("a privileged port without the right: EACCES named, with a fix (as nobody)", () => {
     const dir = mkdtempSync(join(tmpdir(), "autolab-eacces-"));
-    dirs.push(dir);
+    removeLater(dir);
     chmodSync(dir, 0o777);
     writeFileSync(
       join(dir, "program.md"),

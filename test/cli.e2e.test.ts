@@ -4,34 +4,23 @@
  * promises (ratchet branch, holdouts hidden, protected files restored) are checked from the
  * outside.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { appendExperiment, type FixtureExperiment, writeRun } from "./helpers/notebook-fixture.ts";
 import {
-  createToyProject,
   git,
   REPO_ROOT,
   runCli,
   stackLines,
   TOY_HOLDOUT,
   type ToyProject,
+  toysOfFile,
 } from "./helpers/toy-project.ts";
 
-const toys: ToyProject[] = [];
-const dirs: string[] = [];
-afterAll(() => {
-  for (const t of toys) t.cleanup();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function toy(...args: Parameters<typeof createToyProject>): ToyProject {
-  const t = createToyProject(...args);
-  toys.push(t);
-  return t;
-}
+const { toy, removeLater } = toysOfFile();
 
 interface LogRow {
   id: number;
@@ -324,7 +313,7 @@ describe("trials that fail", () => {
 describe("init", () => {
   it("creates program.md in a new git repository with a first commit", async () => {
     const parent = mkdtempSync(join(tmpdir(), "autolab-init-"));
-    dirs.push(parent);
+    removeLater(parent);
     const dir = join(parent, "fresh");
     const r = await runCli(["init", dir], { cwd: parent });
     expect(r.stderr).toBe("");
@@ -344,7 +333,7 @@ describe("init", () => {
 describe("bad input: exit 1 with a message, never a stack trace", () => {
   it("no program.md points at `autolab init`", async () => {
     const dir = mkdtempSync(join(tmpdir(), "autolab-empty-"));
-    dirs.push(dir);
+    removeLater(dir);
     const r = await runCli(["run"], { cwd: dir });
     expectUserError(r);
     expect(r.stderr).toContain("autolab init");
@@ -433,7 +422,7 @@ describe("bad input: exit 1 with a message, never a stack trace", () => {
 describe("status of an organization", () => {
   it("prints a credit table per role and the slots of the latest session", async () => {
     const dir = mkdtempSync(join(tmpdir(), "autolab-org-status-"));
-    dirs.push(dir);
+    removeLater(dir);
     const path = join(dir, ".autolab", "lab.db");
     const ledger = new SqliteLedger(path);
     try {

@@ -7,26 +7,17 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   commitAll,
-  createToyProject,
   runCli,
   stackLines,
   type ToyOptions,
   type ToyProject,
+  toysOfFile,
 } from "./helpers/toy-project.ts";
 
-const toys: ToyProject[] = [];
-afterAll(() => {
-  for (const t of toys) t.cleanup();
-});
-
-function toy(opts: ToyOptions = {}): ToyProject {
-  const t = createToyProject(opts);
-  toys.push(t);
-  return t;
-}
+const { toy } = toysOfFile();
 
 function expectUserError(r: { code: number | null; stderr: string }): void {
   expect(r.code, r.stderr).toBe(1);

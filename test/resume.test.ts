@@ -7,10 +7,9 @@
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CrashPoint } from "../src/core/crash-points.ts";
 import {
-  createToyProject,
   git,
   type LedgerDump,
   readLedger,
@@ -18,18 +17,10 @@ import {
   spawnCli,
   type ToyOptions,
   type ToyProject,
+  toysOfFile,
 } from "./helpers/toy-project.ts";
 
-const toys: ToyProject[] = [];
-afterAll(() => {
-  for (const t of toys) t.cleanup();
-});
-
-function toy(opts: ToyOptions): ToyProject {
-  const t = createToyProject(opts);
-  toys.push(t);
-  return t;
-}
+const { toy } = toysOfFile();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

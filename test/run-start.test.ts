@@ -4,28 +4,17 @@
  * the committed program.md, recording which one.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRun } from "../src/app/create-run.ts";
 import { notebookPath } from "../src/cli/serve-command.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { sha256 } from "../src/workspace/git-workspace.ts";
-import { createToyProject, runCli, stackLines, type ToyProject } from "./helpers/toy-project.ts";
+import { runCli, stackLines, type ToyProject, toysOfFile } from "./helpers/toy-project.ts";
 
-const toys: ToyProject[] = [];
-const dirs: string[] = [];
-afterAll(() => {
-  for (const t of toys) t.cleanup();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function toy(...args: Parameters<typeof createToyProject>): ToyProject {
-  const t = createToyProject(...args);
-  toys.push(t);
-  return t;
-}
+const { toy, removeLater } = toysOfFile();
 
 const ID = ["-c", "user.name=t", "-c", "user.email=t@localhost"];
 
@@ -73,7 +62,7 @@ describe("the notebook stays out of git", () => {
 
   it("`autolab serve` before `git init`: the empty notebook it makes is ignored once the project is a repository", () => {
     const dir = mkdtempSync(join(tmpdir(), "autolab-serve-first-"));
-    dirs.push(dir);
+    removeLater(dir);
     writeFileSync(join(dir, "program.md"), "---\nname: x\n---\n");
     const { ledgerPath } = notebookPath(dir);
     expect(existsSync(ledgerPath)).toBe(true);

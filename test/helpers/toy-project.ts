@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
+import { afterAll } from "vitest";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CLI_MAIN = join(REPO_ROOT, "src", "cli", "main.ts");
@@ -181,6 +182,33 @@ writeFileSync("data/ready", "yes\\n");
 }
 
 /** Creates the toy project in a new temporary directory and commits it on branch main. */
+/**
+ * Toy projects and other temporary directories of one test file, removed after its tests:
+ * `const { toy, removeLater } = toysOfFile();` at the top of the file.
+ */
+export function toysOfFile(): {
+  toy: (opts?: ToyOptions) => ToyProject;
+  removeLater: (dir: string) => string;
+} {
+  const toys: ToyProject[] = [];
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const t of toys) t.cleanup();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+  return {
+    toy: (opts = {}) => {
+      const t = createToyProject(opts);
+      toys.push(t);
+      return t;
+    },
+    removeLater: (dir) => {
+      dirs.push(dir);
+      return dir;
+    },
+  };
+}
+
 export function createToyProject(opts: ToyOptions = {}): ToyProject {
   const root = mkdtempSync(join(tmpdir(), "autolab-e2e-"));
   const dir = join(root, "project");
