@@ -6,7 +6,7 @@ import type { LoopEventListener } from "../core/events.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { type LoopDeps, type LoopSummary, runLoop } from "../core/loop.ts";
 import { runParallel } from "../core/scheduler.ts";
-import type { Agent, Program } from "../core/types.ts";
+import type { Agent, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { formatDuration } from "../program/duration.ts";
 import { defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
@@ -44,6 +44,8 @@ export interface RunOptions {
   slots?: number;
   /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
   agent?: string | Agent;
+  /** Where trials run (embedding): the local, sandboxed executor by default. */
+  executor?: Executor;
   seed?: number;
   allowDirty?: boolean;
   signal?: AbortSignal;
@@ -232,7 +234,7 @@ export async function openRunSession(
         ledger,
         run,
         workspace,
-        executor: new LocalExecutor(),
+        executor: opts.executor ?? new LocalExecutor(),
         agent,
         judge: createJudge(program.acceptance),
         makePruner: (best) => createPruner(best, { direction: program.objective.direction }),

@@ -1,0 +1,38 @@
+/**
+ * autolab as a library: the public surface (docs/library.md). Everything else under src/ is
+ * internal and may change between versions; what is exported here follows semantic versioning.
+ *
+ * - Run the research loop from another program: `createRun` (what `autolab run` calls), with
+ *   your own researcher (`Agent`), your own place to run trials (`Executor`) and a listener
+ *   for the loop's events (`LoopEvent`).
+ * - Read and validate a program.md: `loadProgram`, `parseProgram`.
+ * - Read a notebook: `SqliteLedger` implements `Ledger`.
+ */
+
+export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
+export { AutolabError, isAutolabError } from "./core/errors.ts";
+export type { LoopEvent, LoopEventListener } from "./core/events.ts";
+export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";
+export type { ExperimentRecord, Ledger, RunRecord, TrialRecord } from "./core/ledger.ts";
+export type { LoopSummary } from "./core/loop.ts";
+export type {
+  Agent,
+  Decision,
+  DecisionAction,
+  Direction,
+  Executor,
+  ExperimentView,
+  Knob,
+  Params,
+  Program,
+  Proposal,
+  ProposalContext,
+  SandboxSpec,
+  TrialResult,
+  TrialSpec,
+  TrialStatus,
+} from "./core/types.ts";
+export { SqliteLedger } from "./ledger/sqlite-ledger.ts";
+export { loadProgram, parseProgram } from "./program/index.ts";
+export { LocalExecutor } from "./runner/local-executor.ts";
+export { type AcceptanceRule, createJudge } from "./trust/acceptance.ts";

@@ -1,0 +1,79 @@
+/**
+ * The library surface (src/index.ts, package.json "exports"; docs/library.md): the example of
+ * docs/library.md, examples/library/embed.ts, run as a user would run it — a separate Node
+ * process importing "autolab" — with its own researcher and executor on a real project.
+ */
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import * as autolab from "../src/index.ts";
+import { SqliteLedger } from "../src/index.ts";
+import { cleanupTemp, gitSync, tempDir } from "./helpers/git-project.ts";
+import { REPO_ROOT } from "./helpers/toy-project.ts";
+
+afterAll(cleanupTemp);
+
+const PROGRAM = `---
+name: step
+objective: { metric: score, direction: minimize }
+run:
+  command: node train.mjs
+  budget: 10s
+files:
+  editable: [train.mjs]
+acceptance: greedy
+---
+Make STEP close to 0.1.
+`;
+
+describe("autolab as a library", () => {
+  it("exports the entry points docs/library.md names", () => {
+    for (const name of [
+      "createRun",
+      "loadProgram",
+      "parseProgram",
+      "LocalExecutor",
+      "SqliteLedger",
+      "createJudge",
+    ])
+      expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
+  });
+
+  it("the embedding example runs the loop with its own researcher and executor", () => {
+    const dir = tempDir("autolab-library-");
+    writeFileSync(join(dir, "program.md"), PROGRAM);
+    writeFileSync(
+      join(dir, "train.mjs"),
+      "const STEP = 1.6;\nconsole.log(`score: ${Math.abs(STEP - 0.1)}`);\n",
+    );
+    gitSync(dir, "init", "-q");
+    gitSync(dir, "add", "-A");
+    gitSync(dir, "commit", "-qm", "init");
+
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, "examples", "library", "embed.ts"), dir], {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    // The executor's log line for every trial, the listener's line for every decision.
+    expect(r.stdout).toMatch(/trial \(seed \d+\): ok/);
+    expect(r.stdout).toMatch(/#1 keep/);
+    expect(r.stdout).toMatch(/stopped: .*; best #3/);
+
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    try {
+      const run = ledger.listRuns()[0];
+      const exps = ledger.listExperiments(run?.id as number);
+      expect(exps.map((e) => e.hypothesis)).toEqual([
+        "baseline",
+        "STEP 1.6 → 0.8",
+        "STEP 0.8 → 0.4",
+        "STEP 0.4 → 0.2",
+      ]);
+    } finally {
+      ledger.close();
+    }
+  });
+});
