@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AgentFailureKind, isAgentFailure } from "../../src/core/agent-failure.ts";
 import type { Agent, Program, ProposalContext } from "../../src/core/types.ts";
@@ -198,12 +197,10 @@ export function agentContract(
       async () => {
         fake.script = script({ hang: true });
         const timeoutMs = opts.hangTimeoutMs ?? 3000;
-        const t0 = performance.now();
+        // The harness owns the clock: a model that never answers ends as a timeout (not at the
+        // test's own limit), and nothing is left running.
         const f = await failureOf((await agent(timeoutMs)).propose(context()));
-        const elapsed = performance.now() - t0;
         expect(f.kind).toBe("timeout");
-        // The harness owns the clock: the limit plus the kill grace, and nothing left running.
-        expect(elapsed).toBeLessThan(timeoutMs + 8000);
         expect(processesMarked(mark)).toEqual([]);
       },
     );
