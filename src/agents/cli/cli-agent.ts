@@ -67,7 +67,7 @@ export function createCliAgent(
     throw new AutolabError(
       "AGENT_NOT_INSTALLED",
       `the agent backend "${preset.backend}" needs the \`${preset.executable}\` command, which is not installed (not found on PATH).`,
-      `Install it: ${preset.install}${preset.docs ? ` (${preset.docs})` : ""}`,
+      `Install it: ${preset.install}${preset.docs ? ` (${preset.docs})` : ""}, or all six pinned versions into autolab: npm run setup:agent-clis`,
     );
   }
   const apiKey = resolveApiKey(config);
@@ -247,14 +247,21 @@ function isFile(p: string): boolean {
   }
 }
 
-/** Absolute path of `name` on PATH, then in autolab's own node_modules/.bin (its pinned CLIs); undefined if absent. */
+/**
+ * Where autolab's own pinned agent CLIs are, after PATH: its node_modules/.bin, and agent-clis/
+ * (`npm run setup:agent-clis`: kept out of the default install, 1.5 GB a demo user never needs).
+ */
+const OWN_BIN_DIRS = [
+  join(AUTOLAB_ROOT, "node_modules", ".bin"),
+  join(AUTOLAB_ROOT, "agent-clis", "node_modules", ".bin"),
+];
+
+/** Absolute path of `name` on PATH, then among autolab's pinned CLIs (OWN_BIN_DIRS); undefined if absent. */
 export function findExecutable(name: string, path = process.env.PATH ?? ""): string | undefined {
   const candidates =
     isAbsolute(name) || name.includes("/")
       ? [resolve(name)]
-      : [...path.split(delimiter).filter(Boolean), join(AUTOLAB_ROOT, "node_modules", ".bin")].map((d) =>
-          join(d, name),
-        );
+      : [...path.split(delimiter).filter(Boolean), ...OWN_BIN_DIRS].map((d) => join(d, name));
   for (const c of candidates) {
     try {
       accessSync(c, constants.X_OK);

@@ -12,7 +12,7 @@ import type { AgentConfig, Program, ProposalContext } from "../../core/types.ts"
 export interface CliPreset {
   /** program.md `agent.backend`; equal to the preset's file name. */
   backend: string;
-  /** Executable looked up on PATH (and in autolab's own node_modules/.bin); undefined: the preset runs a shell command. */
+  /** Executable looked up on PATH (then among autolab's own pinned CLIs: cli-agent.ts findExecutable); undefined: the preset runs a shell command. */
   executable?: string;
   /** The exact command that installs the CLI, shown when it is missing. */
   install: string;
