@@ -17,6 +17,7 @@
  */
 import { AutolabError } from "../../core/errors.ts";
 import type { Direction, Knob } from "../../core/types.ts";
+import { normalCdf as ncdf } from "../../trust/stats.ts";
 import type { Rng } from "./rng.ts";
 import {
   activeNames,
@@ -107,25 +108,6 @@ function observationWeights(n: number): number[] {
 }
 
 // --- truncated normal ---------------------------------------------------------------------
-
-/** Complementary error function; fractional error < 1.2e-7 (Numerical Recipes, erfcc). */
-const ERFC_COEFFS = [
-  -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
-  -0.82215223, 0.17087277,
-];
-function erfc(x: number): number {
-  const z = Math.abs(x);
-  const t = 1 / (1 + 0.5 * z);
-  let poly = 0;
-  for (let i = ERFC_COEFFS.length - 1; i >= 0; i--) poly = (ERFC_COEFFS[i] as number) + t * poly;
-  const r = t * Math.exp(-z * z + poly);
-  return x >= 0 ? r : 2 - r;
-}
-
-/** Standard normal CDF. */
-function ncdf(x: number): number {
-  return 0.5 * erfc(-x / Math.SQRT2);
-}
 
 const LOG_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
 
