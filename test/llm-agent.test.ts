@@ -423,7 +423,7 @@ describe("llm agent configuration", () => {
       fn();
     } catch (err) {
       expect(err).toBeInstanceOf(AutolabError);
-      expect((err as AutolabError).code).toBe("AGENT_CONFIG");
+      expect((err as AutolabError).code).toBe("AGENT_CONFIG_INVALID");
       expect((err as AutolabError).message).toMatch(message);
       expect((err as AutolabError).hint).toMatch(hint);
       return;

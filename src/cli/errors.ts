@@ -1,6 +1,6 @@
+import { ERROR_CODES, exitCodeOf } from "../core/error-codes.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { damagedNotebook, isDamaged } from "../ledger/sqlite-ledger.ts";
-import { BAD_FLAG } from "./flags.ts";
 import { safeText } from "./safe-text.ts";
 
 /**
@@ -11,12 +11,13 @@ import { safeText } from "./safe-text.ts";
 export function handleError(error: unknown): number {
   // A damaged page can surface in any query, long after the notebook opened fine.
   const err = isDamaged(error) ? damagedNotebook(undefined, error) : error;
-  if (isAutolabError(err)) {
+  // An invariant of autolab broken (error-codes.ts kind "bug") is reported as the bug it is.
+  if (isAutolabError(err) && ERROR_CODES[err.code].kind !== "bug") {
     // Messages may quote researcher text or a trial's log tail (a failed baseline).
     process.stderr.write(`autolab: ${safeText(err.message)}\n`);
     if (err.hint) process.stderr.write(`  fix: ${safeText(err.hint)}\n`);
-    // A bad flag value is a bad command line (exit 2), like an unknown flag.
-    return err.code === BAD_FLAG ? 2 : 1;
+    // A bad flag value is a bad command line (exit 2), like an unknown flag: error-codes.ts.
+    return exitCodeOf(err.code);
   }
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === "ENOSPC" || code === "SQLITE_FULL" || /disk is full|no space left/i.test(String(err))) {

@@ -1,4 +1,5 @@
 import { type Document, LineCounter, parseDocument } from "yaml";
+import type { ErrorCode } from "../core/error-codes.ts";
 import { AutolabError } from "../core/errors.ts";
 
 /**
@@ -60,7 +61,7 @@ export interface FrontmatterYaml {
 export function parseFrontmatterYaml(
   split: Extract<FrontmatterSplit, { ok: true }>,
   path: string,
-  code: string,
+  code: ErrorCode,
 ): FrontmatterYaml {
   const lineCounter = new LineCounter();
   const doc = parseDocument(split.yaml, { lineCounter, prettyErrors: false, uniqueKeys: true });

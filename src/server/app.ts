@@ -6,13 +6,13 @@ import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { streamSSE } from "hono/streaming";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { alarmsOf, noiseOf } from "../app/alarms.ts";
 import { experimentJson } from "../app/experiment-json.ts";
 import { LabReader } from "../app/lab-reader.ts";
 import { orgView } from "../app/org-view.ts";
 import { progressSeries } from "../app/progress-series.ts";
 import { statusOf } from "../app/status.ts";
+import { ERROR_CODES } from "../core/error-codes.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
@@ -60,14 +60,6 @@ function programFor(run: RunRecord): Program | undefined {
   }
 }
 
-const STATUS_OF_CODE: Record<string, ContentfulStatusCode> = {
-  RUN_NOT_FOUND: 404,
-  EXPERIMENT_NOT_FOUND: 404,
-  NO_NOTEBOOK: 404,
-  BAD_QUERY: 400,
-  BAD_ID: 400,
-};
-
 const ASSETS = new URL("./assets/", import.meta.url);
 
 /**
@@ -99,7 +91,7 @@ export function createApp(deps: AppDeps): LabApp {
     if (isAutolabError(err)) {
       return c.json(
         { error: { code: err.code, message: err.message, hint: err.hint ?? null } },
-        STATUS_OF_CODE[err.code] ?? 500,
+        ERROR_CODES[err.code].http,
       );
     }
     process.stderr.write(`autolab serve: ${(err as Error)?.stack ?? String(err)}\n`);

@@ -60,14 +60,14 @@ export function builtinOptionsFromArgs(args: readonly string[]): Pick<BuiltinAge
     const value = m ? (m[1] ?? args[++i]) : undefined;
     if (!m) {
       throw new AutolabError(
-        "INVALID_AGENT_ARGS",
+        "AGENT_CONFIG_INVALID",
         `agent builtin: unknown argument ${JSON.stringify(arg)}`,
         `the builtin agent takes --sampler=${SAMPLERS.join("|")}, e.g. agent: { backend: builtin, args: [--sampler=tpe] }`,
       );
     }
     if (!(SAMPLERS as readonly string[]).includes(value ?? "")) {
       throw new AutolabError(
-        "INVALID_AGENT_ARGS",
+        "AGENT_CONFIG_INVALID",
         `agent builtin: --sampler ${value === undefined ? "needs a value" : `${JSON.stringify(value)} is not a sampler`}`,
         `choose one of ${SAMPLERS.join(", ")} (docs/optimizer.md compares them)`,
       );

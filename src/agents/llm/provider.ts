@@ -34,7 +34,7 @@ export function resolveModel(config: AgentConfig, env: NodeJS.ProcessEnv = proce
   const provider = (config.provider ?? "openai-compatible") as ProviderName;
   if (!PROVIDERS.includes(provider)) {
     throw new AutolabError(
-      "AGENT_CONFIG",
+      "AGENT_CONFIG_INVALID",
       `unknown provider "${config.provider}" for the llm agent.`,
       `Set agent.provider in program.md to one of ${PROVIDERS.join(", ")}.`,
     );
@@ -42,7 +42,7 @@ export function resolveModel(config: AgentConfig, env: NodeJS.ProcessEnv = proce
   const modelId = config.model?.trim();
   if (!modelId) {
     throw new AutolabError(
-      "AGENT_CONFIG",
+      "AGENT_CONFIG_INVALID",
       "the llm agent needs a model.",
       provider === "openai-compatible"
         ? "Set agent.model in program.md, e.g. agent: { backend: llm, base_url: http://127.0.0.1:8000/v1, model: Qwen/Qwen2.5-Coder-32B-Instruct }"
@@ -54,7 +54,7 @@ export function resolveModel(config: AgentConfig, env: NodeJS.ProcessEnv = proce
   const key = keyEnv ? env[keyEnv]?.trim() : undefined;
   if (keyEnv && !key && (config.apiKeyEnv || provider !== "openai-compatible")) {
     throw new AutolabError(
-      "AGENT_CONFIG",
+      "AGENT_CONFIG_INVALID",
       `the llm agent (provider ${provider}) needs an API key in the environment variable ${keyEnv}, which is not set.`,
       `export ${keyEnv}=…${config.apiKeyEnv ? "" : ", or name another variable with agent.api_key_env in program.md"}.`,
     );
@@ -64,7 +64,7 @@ export function resolveModel(config: AgentConfig, env: NodeJS.ProcessEnv = proce
     case "openai-compatible": {
       if (!baseUrl) {
         throw new AutolabError(
-          "AGENT_CONFIG",
+          "AGENT_CONFIG_INVALID",
           "the llm agent with provider openai-compatible needs the server's URL.",
           "Set agent.base_url in program.md, e.g. base_url: http://127.0.0.1:8000/v1 (vLLM), http://127.0.0.1:11434/v1 (Ollama), http://127.0.0.1:8080/v1 (llama.cpp), https://openrouter.ai/api/v1",
         );

@@ -1,0 +1,180 @@
+/**
+ * Every error code autolab reports, in one table: what it means, the exit code of the CLI and
+ * the HTTP status of the API (docs/cli.md "Error codes" lists them; test/error-codes.test.ts
+ * keeps the two in step). An `AutolabError` takes only a code from this table.
+ *
+ * - `user`: a problem the user can fix (bad input, a broken environment): message and fix,
+ *   exit 1.
+ * - `usage`: a bad command line: exit 2, like an unknown flag.
+ * - `bug`: an invariant of autolab itself was broken: printed with its stack as an internal
+ *   error, exit 70 (EX_SOFTWARE), HTTP 500 — never presented as the user's fault.
+ *
+ * Outcomes of trials and of researchers are data (TrialResult.status, AgentFailure), never
+ * errors.
+ */
+export interface ErrorCodeInfo {
+  kind: "user" | "usage" | "bug";
+  /** HTTP status when the API reports it. */
+  http: 400 | 401 | 403 | 404 | 409 | 500;
+  /** What it means, for docs/cli.md. */
+  meaning: string;
+}
+
+export const ERROR_CODES = {
+  ACCEPTANCE_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "program.md names an acceptance rule that does not exist",
+  },
+  AGENT_API_KEY_MISSING: {
+    kind: "user",
+    http: 400,
+    meaning: "the researcher's endpoint needs an API key that is not set",
+  },
+  AGENT_CONFIG_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "program.md's `agent:` settings (args, model, provider) cannot work",
+  },
+  AGENT_FAILING: {
+    kind: "user",
+    http: 500,
+    meaning: "the researcher failed several proposals in a row; the run stopped",
+  },
+  AGENT_NOT_INSTALLED: { kind: "user", http: 400, meaning: "the agent backend's CLI is not installed" },
+  AGENT_UNAVAILABLE: {
+    kind: "user",
+    http: 400,
+    meaning: "the agent backend is known but not available in this version",
+  },
+  AGENT_UNKNOWN: { kind: "user", http: 400, meaning: "no agent backend by that name" },
+  BAD_FLAG: { kind: "usage", http: 400, meaning: "a command-line flag's value is invalid" },
+  BAD_FORMAT: { kind: "user", http: 400, meaning: "unknown export format" },
+  BAD_HOST: { kind: "user", http: 400, meaning: "`serve --host` is not an address of this machine" },
+  BAD_ID: { kind: "user", http: 400, meaning: "an experiment id in a request is not a number" },
+  BAD_PORT: { kind: "user", http: 400, meaning: "`serve --port` is not a TCP port" },
+  BAD_QUERY: { kind: "user", http: 400, meaning: "a query parameter of the HTTP API is invalid" },
+  BASELINE_FAILED: {
+    kind: "user",
+    http: 500,
+    meaning: "the baseline's trials did not produce the objective",
+  },
+  BRANCH_EXISTS: {
+    kind: "user",
+    http: 409,
+    meaning: "the branch autolab/<tag> exists already and is not this run's",
+  },
+  BUDGET_BELOW_LADDER: {
+    kind: "user",
+    http: 400,
+    meaning: "`--budget` is not above the proxy ladder's last rung",
+  },
+  BUSY: { kind: "user", http: 409, meaning: "an MCP step is already running" },
+  CONSTRAINT_INVALID: { kind: "user", http: 400, meaning: "a constraint in program.md cannot be evaluated" },
+  DIRTY_WORKTREE: {
+    kind: "user",
+    http: 409,
+    meaning: "editable or protected files have uncommitted changes",
+  },
+  DURATION_INVALID: { kind: "user", http: 400, meaning: "a duration is not a number with a unit" },
+  EXAMPLE_UNKNOWN: { kind: "user", http: 400, meaning: "`init --example` names no example" },
+  EXPERIMENT_NOT_FOUND: { kind: "user", http: 404, meaning: "no experiment with that number" },
+  FILE_MISSING: {
+    kind: "user",
+    http: 400,
+    meaning: "a file or pattern under `files:` matches nothing committed",
+  },
+  GIT_FAILED: { kind: "user", http: 500, meaning: "a git command failed" },
+  GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },
+  GPU_DEVICE_MISSING: { kind: "user", http: 500, meaning: "slots name GPUs but no GPU device is present" },
+  INIT_CLASH: { kind: "user", http: 409, meaning: "`init` would overwrite existing files" },
+  INVALID_BUDGET: {
+    kind: "user",
+    http: 400,
+    meaning: "a run budget (`--max-trials`, …) leaves no trial for a candidate",
+  },
+  INVALID_KNOB: {
+    kind: "user",
+    http: 400,
+    meaning: "a search knob cannot be searched (empty range, a cycle in `when:`)",
+  },
+  KNOB_AMBIGUOUS: {
+    kind: "user",
+    http: 400,
+    meaning: "a knob is defined more than once in the editable files",
+  },
+  KNOB_NOT_A_CHOICE: {
+    kind: "user",
+    http: 400,
+    meaning: "a categorical knob's line holds a value that is not one of its choices",
+  },
+  KNOB_NOT_A_NUMBER: { kind: "user", http: 400, meaning: "a numeric knob's line does not hold a number" },
+  KNOB_NOT_FOUND: { kind: "user", http: 400, meaning: "a knob is not defined in the editable files" },
+  LEDGER_OPEN_FAILED: {
+    kind: "user",
+    http: 500,
+    meaning: "the notebook cannot be opened (permissions, disk)",
+  },
+  LEDGER_TOO_NEW: { kind: "user", http: 409, meaning: "the notebook was written by a newer autolab" },
+  LISTEN_FAILED: { kind: "user", http: 500, meaning: "`serve` could not listen" },
+  NOTEBOOK_DAMAGED: { kind: "user", http: 500, meaning: "the notebook file is damaged" },
+  NOTEBOOK_EMPTY: { kind: "user", http: 409, meaning: "the notebook was emptied where a lab has run" },
+  NOT_A_GIT_REPO: { kind: "user", http: 400, meaning: "program.md is not in a git repository" },
+  NOT_PARALLEL: {
+    kind: "bug",
+    http: 500,
+    meaning: "merging was asked of a serial run (an invariant of the loop)",
+  },
+  NO_BEST: {
+    kind: "bug",
+    http: 500,
+    meaning: "the run has no measured best where one must exist (an invariant of the loop)",
+  },
+  NO_COMMITS: { kind: "user", http: 400, meaning: "the repository has no commits" },
+  NO_EXPERIMENT: { kind: "user", http: 404, meaning: "the run has no experiment yet" },
+  NO_NOTEBOOK: { kind: "user", http: 404, meaning: "there is no notebook here" },
+  NO_SEARCH_SPACE: { kind: "user", http: 400, meaning: "the built-in optimizer has no knobs to search" },
+  ORG_EMPTY: { kind: "user", http: 400, meaning: "`org:` names a directory without role files" },
+  PORT_FORBIDDEN: { kind: "user", http: 403, meaning: "`serve` may not listen on that port (privileged)" },
+  PORT_IN_USE: { kind: "user", http: 409, meaning: "`serve`'s port is taken" },
+  PROGRAM_CHANGED: {
+    kind: "user",
+    http: 409,
+    meaning: "program.md's contract changed since the run started",
+  },
+  PROGRAM_DIRTY: { kind: "user", http: 409, meaning: "program.md has uncommitted changes" },
+  PROGRAM_EXISTS: { kind: "user", http: 409, meaning: "`init` found a program.md already" },
+  PROGRAM_INVALID: { kind: "user", http: 400, meaning: "program.md does not validate (line and fix given)" },
+  PROGRAM_NOT_FOUND: { kind: "user", http: 404, meaning: "no program.md where it was looked for" },
+  PROGRAM_UNCOMMITTED: { kind: "user", http: 409, meaning: "program.md was never committed" },
+  PROGRAM_UNREADABLE: { kind: "user", http: 400, meaning: "program.md cannot be read" },
+  PROTECTED_CHANGED: { kind: "user", http: 409, meaning: "a protected file differs from its pinned hash" },
+  RATCHET_MOVED: { kind: "user", http: 409, meaning: "the ratchet branch was moved outside autolab" },
+  ROLE_INVALID: { kind: "user", http: 400, meaning: "an org role file does not validate" },
+  RUN_LOCKED: { kind: "user", http: 409, meaning: "another process holds the run's lock" },
+  RUN_NOT_FOUND: { kind: "user", http: 404, meaning: "no run with that tag" },
+  SANDBOX_UNAVAILABLE: {
+    kind: "user",
+    http: 500,
+    meaning: "`sandbox.required` is set and no sandbox can be made",
+  },
+  SEARCH_EXHAUSTED: { kind: "user", http: 400, meaning: "the search space has no other configuration" },
+  SETUP_FAILED: { kind: "user", http: 500, meaning: "the program's setup command failed" },
+  TAG_INVALID: { kind: "user", http: 400, meaning: "a run tag has characters a branch name cannot" },
+  TOKEN_REQUIRED: { kind: "user", http: 401, meaning: "`serve` off loopback needs a token" },
+  TOKEN_TOO_SHORT: { kind: "user", http: 400, meaning: "the dashboard token is shorter than 16 characters" },
+  TRIALS_FAILING: {
+    kind: "user",
+    http: 500,
+    meaning: "ten candidates in a row failed their trials; the run stopped",
+  },
+  UNTRACKED_FILES: { kind: "user", http: 409, meaning: "editable or protected files are not committed" },
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The CLI's exit code for an error of this code. */
+export function exitCodeOf(code: ErrorCode): number {
+  const { kind } = ERROR_CODES[code];
+  return kind === "usage" ? 2 : kind === "bug" ? 70 : 1;
+}
