@@ -250,6 +250,9 @@ describe("API on a lab with every outcome", () => {
     const appJs = await (await app.request("/assets/app.js")).text();
     expect(appJs).toContain('from "./lit-html/lit-html.js"');
     expect(appJs).not.toContain("innerHTML");
+    // Every module the page imports is served.
+    for (const m of appJs.matchAll(/^import .* from "\.\/([^"]+)";$/gm))
+      expect((await app.request(`/assets/${m[1]}`)).status, m[1]).toBe(200);
     for (const path of ["lit-html.js", "directive.js", "directives/unsafe-html.js"]) {
       const res = await app.request(`/assets/lit-html/${path}`);
       expect(res.status, path).toBe(200);

@@ -125,7 +125,7 @@ function duration(seconds) {
 
 /** @param {string | null | undefined} s */
 function firstLine(s) {
-  return String(s ?? "").split("\n")[0];
+  return String(s ?? "").split("\n")[0] ?? "";
 }
 
 /**
