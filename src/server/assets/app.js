@@ -20,9 +20,9 @@ import { chartLayout, pointPosition, pointSummary, renderProgressChart } from ".
  * @typedef {import("../api-types.ts").AlarmsResponse} AlarmsResponse
  * @typedef {import("../api-types.ts").NoiseResponse} NoiseResponse
  * @typedef {import("../api-types.ts").OrgResponse} OrgResponse
+ * @typedef {import("../api-types.ts").EventMessage} EventMessage
  * @typedef {import("../api-types.ts").ErrorResponse} ErrorResponse
  * @typedef {import("../../chart/progress-chart.ts").ChartPoint} ChartPoint
- * @typedef {import("../api-types.ts").EventMessage} EventMessage
  * @typedef {import("./lit-html/lit-html.js").TemplateResult} TemplateResult
  * @typedef {TemplateResult | string} Markup  what a helper hands to a template: markup or text
  * @typedef {Error & { code?: string, hint?: string | null }} ApiError
@@ -56,7 +56,10 @@ const state = {
   /** The version the event stream started from, until the snapshot is compared with it. @type {string | null} */
   readyVersion: null,
   loading: false,
-  /** Every point's position in the drawn chart (for the pointer), and the chart's width. @type {{ p: ChartPoint, x: number, y: number }[] | null} */
+  /**
+   * Every point's position in the drawn chart (for the pointer), and the chart's width.
+   * @type {{ p: ChartPoint, x: number, y: number }[] | null}
+   */
   hits: null,
   svgWidth: 0,
 };
@@ -257,6 +260,7 @@ async function loadChart() {
 
 async function loadTable() {
   const t = state.table;
+  /** @type {ExperimentsResponse} */
   const res = await api("/api/experiments", {
     run: state.run,
     decision: [...t.decisions].join(","),
@@ -265,7 +269,7 @@ async function loadTable() {
     limit: PAGE,
     offset: t.offset,
   });
-  renderTable(/** @type {ExperimentsResponse} */ (res));
+  renderTable(res);
 }
 
 async function loadOrg() {
