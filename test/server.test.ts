@@ -245,6 +245,38 @@ describe("API on a lab with every outcome", () => {
     expect((await app.request("/assets/nope.js")).status).toBe(404);
   });
 
+  it("serves lit-html's browser modules that the dashboard imports, and nothing else of node_modules", async () => {
+    const app = appFor(ledgerPath);
+    const appJs = await (await app.request("/assets/app.js")).text();
+    expect(appJs).toContain('from "./lit-html/lit-html.js"');
+    expect(appJs).not.toContain("innerHTML");
+    // Every module the page imports is served.
+    for (const m of appJs.matchAll(/^import .* from "\.\/([^"]+)";$/gm))
+      expect((await app.request(`/assets/${m[1]}`)).status, m[1]).toBe(200);
+    for (const path of ["lit-html.js", "directive.js", "directives/unsafe-html.js"]) {
+      const res = await app.request(`/assets/lit-html/${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toContain("javascript");
+      // The production build: no `process.env` or dev-mode warnings in the browser.
+      expect(await res.text(), path).not.toContain("Lit is in dev mode");
+    }
+    // Relative imports inside lit-html resolve to files that are served.
+    const directive = await (await app.request("/assets/lit-html/directives/unsafe-html.js")).text();
+    for (const m of directive.matchAll(/from"(\.\.\/[^"]+)"/g))
+      expect(
+        (await app.request(new URL(m[1] as string, "http://x/assets/lit-html/directives/").pathname)).status,
+      ).toBe(200);
+    for (const path of [
+      "/assets/lit-html/package.json",
+      "/assets/lit-html/static.js",
+      "/assets/lit-html/../../package.json",
+      "/assets/lit-html/%2e%2e/%2e%2e/package.json",
+      "/assets/constructor",
+      "/assets/__proto__",
+    ])
+      expect((await app.request(path)).status, path).toBe(404);
+  });
+
   it("is read-only: no route accepts a write", async () => {
     const app = appFor(ledgerPath);
     for (const path of ["/api/experiments", "/api/experiments/1", "/api/runs"]) {

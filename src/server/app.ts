@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { stripTypeScriptTypes } from "node:module";
-import { dirname } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire, stripTypeScriptTypes } from "node:module";
+import { dirname, join } from "node:path";
 import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
@@ -19,6 +19,14 @@ import type { Program } from "../core/types.ts";
 import { lastResult, redactHoldouts } from "../core/views.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { loadProgram } from "../program/index.ts";
+import type {
+  Alarm,
+  ExperimentResponse,
+  ExperimentsResponse,
+  NoiseResponse,
+  OrgResponse,
+  StatusResponse,
+} from "./api-types.ts";
 import { EventHub } from "./event-hub.ts";
 import { applyExperimentQuery, parseExperimentQuery } from "./experiment-query.ts";
 
@@ -41,13 +49,7 @@ export interface AppDeps {
   warm?: boolean;
 }
 
-/** An alarm raised by the trust layer (overfitting canary, a baseline too noisy to accept anything). */
-export interface Alarm {
-  type: string;
-  reason: string;
-  at: string;
-  n?: number;
-}
+export type { Alarm } from "./api-types.ts";
 
 export type LabApp = Hono & { close(): void };
 
@@ -188,8 +190,10 @@ export function createApp(deps: AppDeps): LabApp {
       ),
     );
   });
-  app.get("/assets/:name", (c) => {
-    const a = assets.files[c.req.param("name")];
+  // Files are looked up by their path under /assets/ in a fixed table: nothing else on disk is reachable.
+  app.get("/assets/*", (c) => {
+    const name = c.req.path.slice("/assets/".length);
+    const a = Object.hasOwn(assets.files, name) ? assets.files[name] : undefined;
     if (!a) throw new HTTPException(404, { message: "no such asset" });
     return c.body(a.body, 200, { "Content-Type": a.type });
   });
@@ -201,7 +205,10 @@ export function createApp(deps: AppDeps): LabApp {
     const run = lab.run(c.req.query("run"));
     const exps = lab.experiments(run);
     const org = { sessions: lab.sessions(run), live: lab.harnessAlive(run) };
-    return c.json({ ...statusOf(run, exps, programFor(run), org), running: lab.openTrials(run, exps) });
+    return c.json({
+      ...statusOf(run, exps, programFor(run), org),
+      running: lab.openTrials(run, exps),
+    } satisfies StatusResponse);
   });
 
   app.get("/api/chart", (c) => {
@@ -221,7 +228,7 @@ export function createApp(deps: AppDeps): LabApp {
       offset: res.offset,
       limit: res.limit,
       experiments: res.page.map((e) => experimentJson(e, holdout, show, run.metric)),
-    });
+    } satisfies ExperimentsResponse);
   });
 
   app.get("/api/experiments/:n", async (c) => {
@@ -260,7 +267,7 @@ export function createApp(deps: AppDeps): LabApp {
         show ? [] : holdout,
       ),
       diffText: await lab.diff(run, e),
-    });
+    } satisfies ExperimentResponse);
   });
 
   // Alarms arrive with the trust work (suspicious gains, noise, tampering); a lab has none yet.
@@ -293,18 +300,18 @@ export function createApp(deps: AppDeps): LabApp {
       source: noise.source,
       explain: noise.explain,
       reason: noise.reason,
-    });
+    } satisfies NoiseResponse);
   });
 
   // Roles with their credit, the latest session's slots, the findings board (src/app/org-view.ts).
   app.get("/api/org", (c) => {
     const tag = c.req.query("run");
     if (!tag && lab.runs().length === 0)
-      return c.json({ run: null, roles: [], session: null, slots: [], findings: [] });
+      return c.json({ run: null, roles: [], session: null, slots: [], findings: [] } satisfies OrgResponse);
     const run = lab.run(tag);
     const exps = lab.experiments(run);
     const view = orgView(run, exps, lab.sessions(run), Date.now(), { live: lab.harnessAlive(run) });
-    return c.json({ run: run.tag, ...view });
+    return c.json({ run: run.tag, ...view } satisfies OrgResponse);
   });
 
   app.get("/api/events", (c) => {
@@ -396,18 +403,49 @@ interface Asset {
   type: string;
 }
 
+/**
+ * lit-html's browser modules that the dashboard imports (app.js: the library; its one directive,
+ * for the chart's markup), served from node_modules under /assets/lit-html/ so their relative
+ * imports (`../lit-html.js`, `../directive.js`) resolve on this server too.
+ */
+const LIT_HTML_FILES = ["lit-html.js", "directive.js", "directives/unsafe-html.js"];
+
 /** The dashboard's files, read once; the chart renderer is the report's own module with its types stripped. */
 function loadAssets(): { html: string; files: Record<string, Asset> } {
   const read = (name: string) => readFileSync(new URL(name, ASSETS), "utf8");
   const chartSource = readFileSync(new URL("../chart/progress-chart.ts", import.meta.url), "utf8");
+  const js = (body: string): Asset => ({ body, type: "text/javascript; charset=utf-8" });
+  const lit = packageDir("lit-html");
   return {
     html: read("index.html"),
     files: {
-      "app.js": { body: read("app.js"), type: "text/javascript; charset=utf-8" },
+      "app.js": js(read("app.js")),
       "style.css": { body: read("style.css"), type: "text/css; charset=utf-8" },
-      "progress-chart.js": { body: stripTypes(chartSource), type: "text/javascript; charset=utf-8" },
+      "progress-chart.js": js(stripTypes(chartSource)),
+      ...Object.fromEntries(
+        LIT_HTML_FILES.map((f) => [`lit-html/${f}`, js(readFileSync(join(lit, f), "utf8"))]),
+      ),
     },
   };
+}
+
+/**
+ * The directory of an installed package, found from where Node resolves its entry point (for
+ * lit-html, its `node/` build; the browser build sits at the package's root).
+ */
+function packageDir(name: string): string {
+  let dir = dirname(createRequire(import.meta.url).resolve(name));
+  while (!isPackageRoot(dir, name)) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`package ${name}: no package.json above its entry point`);
+    dir = up;
+  }
+  return dir;
+}
+
+function isPackageRoot(dir: string, name: string): boolean {
+  const pkg = join(dir, "package.json");
+  return existsSync(pkg) && (JSON.parse(readFileSync(pkg, "utf8")) as { name?: string }).name === name;
 }
 
 /** Node's own type stripping (the one that runs autolab), without its one-time "experimental" warning. */

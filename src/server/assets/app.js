@@ -1,27 +1,65 @@
+// @ts-check
 // The autolab dashboard: plain ES modules, no build step, nothing from outside this server.
 // Data comes from the JSON API; live changes from /api/events (SSE). The progress chart is the
 // same renderer the report uses (src/chart/progress-chart.ts, served with its types stripped).
-import { chartLayout, pointPosition, pointSummary, renderProgressChart } from "/assets/progress-chart.js";
+// Markup is lit-html templates (served from node_modules by this server): every value put in a
+// template is text or an attribute value, escaped by the library, never parsed as HTML. The one
+// exception is the chart renderer's SVG, which escapes its own text (unsafeHTML in drawChart).
+// Typechecked against the API's shapes (src/server/api-types.ts) by test/dashboard-types.test.ts.
+
+import { unsafeHTML } from "./lit-html/directives/unsafe-html.js";
+import { html, render } from "./lit-html/lit-html.js";
+import { chartLayout, pointPosition, pointSummary, renderProgressChart } from "./progress-chart.js";
+
+/**
+ * @typedef {import("../api-types.ts").RunsResponse} RunsResponse
+ * @typedef {import("../api-types.ts").StatusResponse} StatusResponse
+ * @typedef {import("../api-types.ts").ChartResponse} ChartResponse
+ * @typedef {import("../api-types.ts").ExperimentsResponse} ExperimentsResponse
+ * @typedef {import("../api-types.ts").ExperimentResponse} ExperimentResponse
+ * @typedef {import("../api-types.ts").AlarmsResponse} AlarmsResponse
+ * @typedef {import("../api-types.ts").NoiseResponse} NoiseResponse
+ * @typedef {import("../api-types.ts").OrgResponse} OrgResponse
+ * @typedef {import("../api-types.ts").EventMessage} EventMessage
+ * @typedef {import("../api-types.ts").ErrorResponse} ErrorResponse
+ * @typedef {import("../../chart/progress-chart.ts").ChartPoint} ChartPoint
+ * @typedef {import("./lit-html/lit-html.js").TemplateResult} TemplateResult
+ * @typedef {TemplateResult | string} Markup  what a helper hands to a template: markup or text
+ * @typedef {Error & { code?: string, hint?: string | null }} ApiError
+ */
 
 const DECISIONS = ["keep", "discard", "crash", "reject", "pending"];
 const PAGE = 50;
 
-const $ = (id) => document.getElementById(id);
+/** An element of index.html by its id (they are all there: a missing one is a bug of the page). */
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
+/** @type {(id: string) => HTMLButtonElement} */
+const button = (id) => /** @type {HTMLButtonElement} */ ($(id));
+/** @type {(id: string) => HTMLAnchorElement} */
+const link = (id) => /** @type {HTMLAnchorElement} */ ($(id));
+
 const state = {
   run: new URLSearchParams(location.search).get("run") ?? "",
+  /** @type {RunsResponse} */
   runs: [],
+  /** @type {StatusResponse | null} */
   status: null,
+  /** @type {ChartResponse | null} */
   series: null,
+  /** @type {Map<number, ChartPoint>} */
   byN: new Map(),
-  table: { decisions: new Set(), q: "", sort: "-n", offset: 0 },
+  table: { decisions: /** @type {Set<string>} */ (new Set()), q: "", sort: "-n", offset: 0 },
   connected: false,
   loaded: false,
-  /** The notebook version (X-Autolab-Version) the current snapshot was read at. */
+  /** The notebook version (X-Autolab-Version) the current snapshot was read at. @type {string | null} */
   version: null,
-  /** The version the event stream started from, until the snapshot is compared with it. */
+  /** The version the event stream started from, until the snapshot is compared with it. @type {string | null} */
   readyVersion: null,
   loading: false,
-  /** Every point's position in the drawn chart (for the pointer), and the chart's width. */
+  /**
+   * Every point's position in the drawn chart (for the pointer), and the chart's width.
+   * @type {{ p: ChartPoint, x: number, y: number }[] | null}
+   */
   hits: null,
   svgWidth: 0,
 };
@@ -29,27 +67,33 @@ const state = {
 // ---------------------------------------------------------------------------------------------
 // helpers
 
+/**
+ * GET one API route; the answer's type is the route's (src/server/api-types.ts).
+ * @template T
+ * @param {string} path
+ * @param {Record<string, string | number | undefined>} [params]
+ * @returns {Promise<T>}
+ */
 async function api(path, params = {}) {
   const url = new URL(path, location.origin);
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") url.searchParams.set(k, v);
+  for (const [k, v] of Object.entries(params))
+    if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
   const res = await fetch(url, { headers: { accept: "application/json" } });
   const version = res.headers.get("x-autolab-version");
   // One version for the whole snapshot, or "mixed" when the notebook changed while it loaded.
   if (version) state.version = state.version === null || state.version === version ? version : "mixed";
   const body = await res.json();
   if (!res.ok) {
-    const err = new Error(body?.error?.message ?? res.statusText);
-    err.code = body?.error?.code;
-    err.hint = body?.error?.hint;
+    const error = /** @type {Partial<ErrorResponse> | null} */ (body)?.error;
+    const err = /** @type {ApiError} */ (new Error(error?.message ?? res.statusText));
+    err.code = error?.code;
+    err.hint = error?.hint;
     throw err;
   }
   return body;
 }
 
-function esc(s) {
-  return String(s ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
+/** @param {number | null | undefined} x */
 function fmt(x) {
   if (x === null || x === undefined) return "—";
   if (!Number.isFinite(x)) return String(x);
@@ -58,12 +102,14 @@ function fmt(x) {
   return String(Number(x.toPrecision(6)));
 }
 
+/** @param {number | null | undefined} from @param {number | null | undefined} to */
 function change(from, to) {
   if (from === null || to === null || from === undefined || to === undefined || from === 0) return "";
   const pct = ((to - from) / Math.abs(from)) * 100;
   return `${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%`;
 }
 
+/** @param {string | null | undefined} iso */
 function ago(iso) {
   if (!iso) return "—";
   const s = (Date.now() - Date.parse(iso)) / 1000;
@@ -73,14 +119,16 @@ function ago(iso) {
   return new Date(iso).toLocaleString();
 }
 
+/** @param {number} seconds */
 function duration(seconds) {
   if (seconds < 120) return `${seconds.toFixed(1)} s`;
   if (seconds < 7200) return `${(seconds / 60).toFixed(1)} min`;
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+/** @param {string | null | undefined} s */
 function firstLine(s) {
-  return String(s ?? "").split("\n")[0];
+  return String(s ?? "").split("\n")[0] ?? "";
 }
 
 /**
@@ -88,6 +136,7 @@ function firstLine(s) {
  * is spelled in code ("wallS"). Known ones have a label; any other camelCase, snake_case or
  * kebab-case key is split into words. Researcher-chosen names (metrics, knobs) are not keys of
  * ours and are shown as written.
+ * @type {Record<string, string>}
  */
 const LABELS = {
   wallS: "agent time",
@@ -96,6 +145,7 @@ const LABELS = {
   costUsd: "agent cost",
 };
 
+/** @param {string} key */
 function label(key) {
   return (
     LABELS[key] ??
@@ -106,23 +156,34 @@ function label(key) {
   );
 }
 
-/** A count with its word, coloured only when there is something to count ("0 crashed" is not alarming). */
+/**
+ * A count with its word, coloured only when there is something to count ("0 crashed" is not alarming).
+ * @param {number} n @param {string} word @param {string} [cls]
+ * @returns {Markup}
+ */
 function count(n, word, cls) {
-  return n > 0 && cls ? `<span class="${cls}">${n} ${word}</span>` : `${n} ${word}`;
+  return n > 0 && cls ? html`<span class=${cls}>${n} ${word}</span>` : `${n} ${word}`;
 }
 
-/** A usage value in its unit: seconds, dollars, or a plain count. */
+/** A usage value in its unit: seconds, dollars, or a plain count. @param {string} key @param {number} v */
 function usageValue(key, v) {
   if (key === "wallS") return `${v.toFixed(1)}s`;
   if (key === "costUsd") return `$${v.toFixed(4)}`;
   return fmt(v);
 }
 
-function badge(decision) {
-  return `<span class="badge ${esc(decision)}">${esc(decision)}</span>`;
+/** A decision's badge: its colour from `decision`, its words `text` (the decision by default). @param {string} decision @param {string} [text] */
+function badge(decision, text = decision) {
+  return html`<span class="badge ${decision}">${text}</span>`;
 }
 
+/**
+ * @template {unknown[]} A
+ * @param {(...a: A) => void} fn @param {number} ms
+ * @returns {(...a: A) => void}
+ */
 function debounce(fn, ms) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let t;
   return (...a) => {
     clearTimeout(t);
@@ -133,21 +194,26 @@ function debounce(fn, ms) {
 // ---------------------------------------------------------------------------------------------
 // loading
 
+/** @param {RunsResponse} [runs] */
 async function loadRuns(runs) {
   state.runs = runs ?? (await api("/api/runs"));
-  const select = $("run-select");
-  select.innerHTML = state.runs
-    .slice()
-    .reverse()
-    .map((r) => `<option value="${esc(r.tag)}">${esc(r.tag)} · ${esc(r.program)} (${r.experiments})</option>`)
-    .join("");
-  if (!state.run && state.runs.length) state.run = state.runs[state.runs.length - 1].tag;
+  const select = /** @type {HTMLSelectElement} */ ($("run-select"));
+  render(
+    state.runs
+      .slice()
+      .reverse()
+      .map((r) => html`<option value=${r.tag}>${r.tag} · ${r.program} (${r.experiments})</option>`),
+    select,
+  );
+  if (!state.run && state.runs.length)
+    state.run = /** @type {RunsResponse[number]} */ (state.runs.at(-1)).tag;
   select.value = state.run;
 }
 
 /**
  * Loads everything at once (the page brought the list of runs), noting the notebook version
  * the answers saw, for the event stream's "ready" to compare.
+ * @param {{ runs?: RunsResponse } | null} [boot]
  */
 async function loadAll(boot) {
   state.loaded = true;
@@ -157,9 +223,10 @@ async function loadAll(boot) {
     await loadRuns(boot?.runs);
     if (!state.runs.length) return showEmpty();
     await Promise.all([loadStatus(), loadChart(), loadTable(), loadOrg(), loadAlarms()]).catch(showError);
-    if (currentExperiment() !== null) await loadExperiment(currentExperiment()).catch(showError);
+    const n = currentExperiment();
+    if (n !== null) await loadExperiment(n).catch(showError);
   } catch (err) {
-    showError(err);
+    showError(/** @type {ApiError} */ (err));
   } finally {
     state.loading = false;
     reconcile();
@@ -184,6 +251,7 @@ async function loadStatus() {
 }
 
 async function loadChart() {
+  /** @type {ChartResponse} */
   const series = await api("/api/chart", { run: state.run });
   state.series = series;
   state.byN = new Map(series.points.map((p) => [p.n, p]));
@@ -192,6 +260,7 @@ async function loadChart() {
 
 async function loadTable() {
   const t = state.table;
+  /** @type {ExperimentsResponse} */
   const res = await api("/api/experiments", {
     run: state.run,
     decision: [...t.decisions].join(","),
@@ -207,7 +276,7 @@ async function loadOrg() {
   renderOrg(await api("/api/org", { run: state.run }));
 }
 
-/** Seconds as `45s`, `16m05s`, `1h02m` (as `autolab status` prints them). */
+/** Seconds as `45s`, `16m05s`, `1h02m` (as `autolab status` prints them). @param {number} seconds */
 function clock(seconds) {
   const s = Math.max(0, Math.round(seconds));
   if (s < 60) return `${s}s`;
@@ -215,10 +284,12 @@ function clock(seconds) {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
+/** @param {number} x @param {number} [digits] */
 function pct(x, digits = 0) {
   return `${(x * 100).toFixed(digits)}%`;
 }
 
+/** @param {OrgResponse} org */
 function renderOrg(org) {
   const body = $("org-body");
   const roles = org.roles ?? [];
@@ -226,82 +297,84 @@ function renderOrg(org) {
   const session = org.session;
   const findings = org.findings ?? [];
   if (!roles.length && !session) {
-    body.innerHTML = `<p class="empty">One researcher, one slot. Roles (with their credit) and slot utilization appear here when the lab runs an organization.</p>`;
+    render(
+      html`<p class="empty">One researcher, one slot. Roles (with their credit) and slot utilization appear here when the lab runs an organization.</p>`,
+      body,
+    );
     return;
   }
   const parts = [];
   if (roles.length) {
-    const rows = roles
-      .map(
-        (
-          r,
-        ) => `<tr><td>${esc(r.role)}</td><td class="num">${r.proposals}</td><td class="num">${r.kept}${r.merges ? ` <span class="muted" title="merge candidates">(${r.merges} merge${r.merges === 1 ? "" : "s"})</span>` : ""}</td>
-          <td class="num">${esc(fmt(r.improvement))}</td><td class="num">${esc(clock(r.computeS))}</td>
-          <td class="num" title="improvement per compute hour">${esc(fmt(r.value * 3600))}</td>
+    const rows = roles.map(
+      (
+        r,
+      ) => html`<tr><td>${r.role}</td><td class="num">${r.proposals}</td><td class="num">${r.kept}${r.merges ? html` <span class="muted" title="merge candidates">(${r.merges} merge${r.merges === 1 ? "" : "s"})</span>` : ""}</td>
+          <td class="num">${fmt(r.improvement)}</td><td class="num">${clock(r.computeS)}</td>
+          <td class="num" title="improvement per compute hour">${fmt(r.value * 3600)}</td>
           <td class="nowrap"><span class="bar share"><span style="width:${(r.share * 100).toFixed(1)}%"></span></span> ${pct(r.share)}</td></tr>`,
-      )
-      .join("");
+    );
     parts.push(
-      `<table class="small credit"><thead><tr><th>role</th><th class="num">proposals</th><th class="num">kept</th><th class="num">improvement</th><th class="num">compute</th><th class="num">value/h</th><th>share</th></tr></thead><tbody>${rows}</tbody></table>`,
+      html`<table class="small credit"><thead><tr><th>role</th><th class="num">proposals</th><th class="num">kept</th><th class="num">improvement</th><th class="num">compute</th><th class="num">value/h</th><th>share</th></tr></thead><tbody>${rows}</tbody></table>`,
     );
   }
   if (session) {
     const when = session.live ? "this session" : "last session";
     parts.push(
-      `<p class="slots-line">slots: ${session.slots} · utilization <b>${pct(session.utilization, 1)}</b> <span class="muted">(busy ${esc(clock(session.busyS))} of ${session.slots} × ${esc(clock(session.windowS))} ${when})</span></p>`,
+      html`<p class="slots-line">slots: ${session.slots} · utilization <b>${pct(session.utilization, 1)}</b> <span class="muted">(busy ${clock(session.busyS)} of ${session.slots} × ${clock(session.windowS)} ${when})</span></p>`,
     );
-    const rows = slots
-      .map((s) => {
-        const r = s.running;
-        const what = r
-          ? `${r.state === "running" ? `<span class="pulse"></span> ` : `<span class="muted">cut short</span> `}<a href="#/e/${r.n}">#${r.n}</a>${r.role ? ` <span class="muted">${esc(r.role)}</span>` : ""} ${esc(firstLine(r.hypothesis))}`
-          : `<span class="muted">idle</span>`;
-        return `<tr><td>${s.slot}</td><td class="nowrap"><span class="bar"><span style="width:${Math.min(100, s.utilization * 100).toFixed(1)}%"></span></span> ${pct(s.utilization)}</td><td class="num">${s.trials}</td><td class="hyp">${what}</td></tr>`;
-      })
-      .join("");
+    const rows = slots.map((s) => {
+      const r = s.running;
+      const what = r
+        ? html`${r.state === "running" ? html`<span class="pulse"></span> ` : html`<span class="muted">cut short</span> `}<a href="#/e/${r.n}">#${r.n}</a>${r.role ? html` <span class="muted">${r.role}</span>` : ""} ${firstLine(r.hypothesis)}`
+        : html`<span class="muted">idle</span>`;
+      return html`<tr><td>${s.slot}</td><td class="nowrap"><span class="bar"><span style="width:${Math.min(100, s.utilization * 100).toFixed(1)}%"></span></span> ${pct(s.utilization)}</td><td class="num">${s.trials}</td><td class="hyp">${what}</td></tr>`;
+    });
     parts.push(
-      `<table class="small slots"><thead><tr><th>slot</th><th>busy</th><th class="num">trials</th><th>running</th></tr></thead><tbody>${rows}</tbody></table>`,
+      html`<table class="small slots"><thead><tr><th>slot</th><th>busy</th><th class="num">trials</th><th>running</th></tr></thead><tbody>${rows}</tbody></table>`,
     );
   }
   if (findings.length) {
     parts.push(
       // The ten newest kept and refuted, then the knob ranges the built-in optimizer ruled out.
-      `<h3>Findings</h3><ul class="findings">${[
+      html`<h3>Findings</h3><ul class="findings">${[
         ...findings.filter((f) => f.kind !== "ruled-out").slice(0, 10),
         ...findings.filter((f) => f.kind === "ruled-out"),
-      ]
-        .map((f) =>
-          f.kind === "ruled-out"
-            ? // The built-in optimizer's knob ranges that were not better (src/app/org-view.ts).
-              `<li class="ruled-out"><span class="badge discard">not better</span> ${esc(f.hypothesis)} <span class="muted">${f.region.ns
-                .slice(-5)
-                .map((n) => `<a href="#/e/${n}">#${n}</a>`)
-                .join(" ")}${f.region.ns.length > 5 ? " …" : ""}</span></li>`
-            : `<li>${f.kind === "kept" ? badge("keep") : `<span class="badge discard">refuted</span>`} <a href="#/e/${f.n}">#${f.n}</a>${f.role ? ` <span class="muted">${esc(f.role)}</span>` : ""} ${esc(firstLine(f.mechanism ?? f.hypothesis))}${f.metric === null ? "" : ` <span class="muted">${esc(fmt(f.metric))}</span>`}</li>`,
-        )
-        .join("")}</ul>`,
+      ].map((f) =>
+        f.kind === "ruled-out"
+          ? // The built-in optimizer's knob ranges that were not better (src/app/org-view.ts).
+            html`<li class="ruled-out"><span class="badge discard">not better</span> ${f.hypothesis} <span class="muted">${(
+              f.region?.ns ?? []
+            )
+              .slice(-5)
+              .map(
+                (n, i) => html`${i ? " " : ""}<a href="#/e/${n}">#${n}</a>`,
+              )}${(f.region?.ns.length ?? 0) > 5 ? " …" : ""}</span></li>`
+          : html`<li>${f.kind === "kept" ? badge("keep") : html`<span class="badge discard">refuted</span>`} <a href="#/e/${f.n}">#${f.n}</a>${f.role ? html` <span class="muted">${f.role}</span>` : ""} ${firstLine(f.mechanism ?? f.hypothesis)}${f.metric === null ? "" : html` <span class="muted">${fmt(f.metric)}</span>`}</li>`,
+      )}</ul>`,
     );
   }
-  body.innerHTML = parts.join("");
+  render(parts, body);
 }
 
 async function loadAlarms() {
+  /** @type {[AlarmsResponse, NoiseResponse]} */
   const [alarms, noise] = await Promise.all([
     api("/api/alarms", { run: state.run }),
     api("/api/noise", { run: state.run }),
   ]);
   // Every σ is explained: the run's noise model, where σ came from (src/trust/noise-model.ts).
-  const noiseLine = noise ? `<p class="noise" id="noise-line">${esc(noise.reason)}</p>` : "";
-  $("alarms-body").innerHTML =
-    noiseLine +
-    (alarms.length
-      ? `<ul class="alarms">${alarms
-          .map(
+  const noiseLine = noise ? html`<p class="noise" id="noise-line">${noise.reason}</p>` : "";
+  render(
+    html`${noiseLine}${
+      alarms.length
+        ? html`<ul class="alarms">${alarms.map(
             (a) =>
-              `<li><span class="badge crash">${esc(label(a.type))}</span> ${esc(a.reason)} <span class="muted">${esc(ago(a.at))}${a.n !== undefined ? ` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
-          )
-          .join("")}</ul>`
-      : `<p class="empty">No alarms. Suspicious gains, noise and tampering are reported here.</p>`);
+              html`<li><span class="badge crash">${label(a.type)}</span> ${a.reason} <span class="muted">${ago(a.at)}${a.n !== undefined ? html` · <a href="#/e/${a.n}">#${a.n}</a>` : ""}</span></li>`,
+          )}</ul>`
+        : html`<p class="empty">No alarms. Suspicious gains, noise and tampering are reported here.</p>`
+    }`,
+    $("alarms-body"),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,28 +386,30 @@ function renderStatus() {
   $("headline").textContent =
     `${s.program} · ${s.direction} ${s.metric}${s.selfReported ? " · self-reported" : ""}`;
   const c = s.counts;
+  /** @type {[string, string, Markup][]} */
   const cards = [
     ["baseline", fmt(s.baseline?.metric), s.baseline ? `#0` : "not measured"],
     [
       "best",
       fmt(s.best?.metric),
       s.best
-        ? `<a href="#/e/${s.best.id}">#${s.best.id}</a> ${esc(change(s.baseline?.metric, s.best.metric))}`
+        ? html`<a href="#/e/${s.best.id}">#${s.best.id}</a> ${change(s.baseline?.metric, s.best.metric)}`
         : "none yet",
     ],
     [
       "experiments",
       String(c.total),
-      `${count(c.kept, "kept", "k")} · ${count(c.discarded, "discarded")} · ${count(c.crashed, "crashed", "c")} · ${count(c.rejected, "rejected", "r")}${c.pending ? ` · ${count(c.pending, "pending")}` : ""}`,
+      html`${count(c.kept, "kept", "k")} · ${count(c.discarded, "discarded")} · ${count(c.crashed, "crashed", "c")} · ${count(c.rejected, "rejected", "r")}${c.pending ? html` · ${count(c.pending, "pending")}` : ""}`,
     ],
-    ["trial time", duration(s.trialSeconds), `last activity ${esc(ago(s.lastActivity))}`],
+    ["trial time", duration(s.trialSeconds), `last activity ${ago(s.lastActivity)}`],
   ];
-  $("summary").innerHTML = cards
-    .map(
+  render(
+    cards.map(
       ([label, value, sub]) =>
-        `<div class="card"><div class="label">${label}</div><div class="value">${esc(value)}</div><div class="sub">${sub}</div></div>`,
-    )
-    .join("");
+        html`<div class="card"><div class="label">${label}</div><div class="value">${value}</div><div class="sub">${sub}</div></div>`,
+    ),
+    $("summary"),
+  );
   renderRunning();
 }
 
@@ -346,18 +421,19 @@ function renderRunning() {
     return;
   }
   el.hidden = false;
-  el.innerHTML = open
-    .map((t) => {
+  render(
+    open.map((t) => {
       if (t.state === "interrupted")
-        return `<div class="trial interrupted">#${t.n} trial ${t.attempt} was cut short (no harness is running) — <code>autolab run</code> runs it again. <a href="#/e/${t.n}">${esc(firstLine(t.hypothesis))}</a></div>`;
+        return html`<div class="trial interrupted">#${t.n} trial ${t.attempt} was cut short (no harness is running) — <code>autolab run</code> runs it again. <a href="#/e/${t.n}">${firstLine(t.hypothesis)}</a></div>`;
       const elapsed = (Date.now() - Date.parse(t.startedAt)) / 1000;
       const budget = t.budgetMs / 1000;
       const pct = Math.min(100, (elapsed / budget) * 100);
-      return `<div class="trial"><span class="pulse"></span> running <a href="#/e/${t.n}">#${t.n}</a> trial ${t.attempt}
+      return html`<div class="trial"><span class="pulse"></span> running <a href="#/e/${t.n}">#${t.n}</a> trial ${t.attempt}
         <span class="bar"><span style="width:${pct.toFixed(1)}%"></span></span> ${elapsed.toFixed(0)}s / ${budget}s
-        <span class="hyp">${esc(firstLine(t.hypothesis))}</span></div>`;
-    })
-    .join("");
+        <span class="hyp">${firstLine(t.hypothesis)}</span></div>`;
+    }),
+    el,
+  );
 }
 
 let chartFrame = 0;
@@ -366,49 +442,59 @@ function drawChart() {
   chartFrame = requestAnimationFrame(() => {
     chartFrame = 0;
     const el = $("chart");
-    if (!state.series) return;
+    const series = state.series;
+    if (!series) return;
     const width = Math.max(480, Math.floor(el.clientWidth));
     const options = { width, height: 440 };
-    el.innerHTML = renderProgressChart(state.series, options);
-    el.dataset.points = String(state.series.points.length);
+    // The renderer's SVG is markup by contract: it escapes every text it draws (labels,
+    // hypotheses, the metric's name) itself, as it does for the report.
+    render(unsafeHTML(renderProgressChart(series, options)), el);
+    el.dataset.points = String(series.points.length);
     // Hit-testing uses the renderer's own layout: crowded discards are dots of one path.
-    const layout = chartLayout(state.series, options);
-    state.hits = state.series.points.map((p) => ({ p, ...pointPosition(layout, p) }));
+    const layout = chartLayout(series, options);
+    state.hits = series.points.map((p) => ({ p, ...pointPosition(layout, p) }));
     state.svgWidth = width;
     // For tests and the benchmark: when the chart was last drawn (after the browser painted it).
     requestAnimationFrame(() => {
-      window.autolabChartDrawnAt = performance.now();
-      document.body.dataset.chartDrawn = String(state.series.points.length);
+      /** @type {Window & { autolabChartDrawnAt?: number }} */ (window).autolabChartDrawnAt =
+        performance.now();
+      document.body.dataset.chartDrawn = String(series.points.length);
     });
   });
 }
 
+/** @param {Pick<ExperimentsResponse, "experiments" | "total" | "offset">} res */
 function renderTable(res) {
-  const tbody = $("experiments").querySelector("tbody");
+  const tbody = /** @type {HTMLTableSectionElement} */ ($("experiments").querySelector("tbody"));
   $("metric-col").textContent = state.status?.metric ?? "metric";
   if (!res.experiments.length) {
-    tbody.innerHTML = `<tr class="empty-row"><td colspan="7">${res.total === 0 && !state.table.q && !state.table.decisions.size ? "No experiments yet." : "No experiment matches."}</td></tr>`;
+    render(
+      html`<tr class="empty-row"><td colspan="7">${res.total === 0 && !state.table.q && !state.table.decisions.size ? "No experiments yet." : "No experiment matches."}</td></tr>`,
+      tbody,
+    );
   } else {
-    tbody.innerHTML = res.experiments
-      .map((e) => {
+    render(
+      res.experiments.map((e) => {
         const wall = e.trials.at(-1)?.wallS;
-        return `<tr data-n="${e.id}" class="row ${esc(e.decision)}">
+        return html`<tr data-n="${e.id}" class="row ${e.decision}">
           <td class="num">${e.id}</td>
           <td>${badge(e.decision)}</td>
           <td class="num">${fmt(e.metric)}</td>
           <td class="num">${wall === null || wall === undefined ? "—" : `${wall.toFixed(1)}s`}</td>
-          <td><code>${esc(e.commit.slice(0, 8))}</code></td>
-          <td class="hyp" title="${esc(e.hypothesis)}">${esc(e.id === 0 ? "baseline" : firstLine(e.hypothesis))}</td>
-          <td class="reason" title="${esc(e.reason ?? "")}">${esc(e.reason ?? "")}</td>
+          <td><code>${e.commit.slice(0, 8)}</code></td>
+          <td class="hyp" title="${e.hypothesis}">${e.id === 0 ? "baseline" : firstLine(e.hypothesis)}</td>
+          <td class="reason" title="${e.reason ?? ""}">${e.reason ?? ""}</td>
         </tr>`;
-      })
-      .join("");
+      }),
+      tbody,
+    );
   }
   const from = res.total ? res.offset + 1 : 0;
   $("page-info").textContent = `${from}–${res.offset + res.experiments.length} of ${res.total}`;
-  $("prev").disabled = res.offset === 0;
-  $("next").disabled = res.offset + res.experiments.length >= res.total;
+  button("prev").disabled = res.offset === 0;
+  button("next").disabled = res.offset + res.experiments.length >= res.total;
   for (const th of $("experiments").querySelectorAll("th[data-sort]")) {
+    if (!(th instanceof HTMLElement)) continue;
     const key = th.dataset.sort;
     th.classList.toggle("sorted", state.table.sort.replace(/^-/, "") === key);
     th.dataset.dir = state.table.sort === key ? "asc" : state.table.sort === `-${key}` ? "desc" : "";
@@ -416,27 +502,35 @@ function renderTable(res) {
 }
 
 function renderDecisionChips() {
-  $("decision-filters").innerHTML = DECISIONS.map(
-    (d) =>
-      `<button type="button" class="chip ${d}${state.table.decisions.has(d) ? " on" : ""}" data-decision="${d}" aria-pressed="${state.table.decisions.has(d)}">${d}</button>`,
-  ).join("");
+  render(
+    DECISIONS.map(
+      (d) =>
+        html`<button type="button" class="chip ${d}${state.table.decisions.has(d) ? " on" : ""}" data-decision="${d}" aria-pressed="${state.table.decisions.has(d)}">${d}</button>`,
+    ),
+    $("decision-filters"),
+  );
 }
 
 function showEmpty() {
   $("headline").textContent = "";
-  $("summary").innerHTML =
-    `<div class="card wide"><div class="label">empty notebook</div><div class="sub">No runs yet. Start one with <code>autolab run</code>; it appears here as it goes.</div></div>`;
+  render(
+    html`<div class="card wide"><div class="label">empty notebook</div><div class="sub">No runs yet. Start one with <code>autolab run</code>; it appears here as it goes.</div></div>`,
+    $("summary"),
+  );
   state.series = { metric: "metric", direction: "minimize", points: [] };
   state.byN = new Map();
   drawChart();
   renderTable({ experiments: [], total: 0, offset: 0 });
   loadOrg().catch(() => {});
-  $("alarms-body").innerHTML = `<p class="empty">No alarms.</p>`;
+  render(html`<p class="empty">No alarms.</p>`, $("alarms-body"));
 }
 
+/** @param {ApiError} err */
 function showError(err) {
-  $("summary").innerHTML =
-    `<div class="card wide error"><div class="label">error</div><div class="sub">${esc(err.message)}${err.hint ? `<br>${esc(err.hint)}` : ""}</div></div>`;
+  render(
+    html`<div class="card wide error"><div class="label">error</div><div class="sub">${err.message}${err.hint ? html`<br>${err.hint}` : ""}</div></div>`,
+    $("summary"),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -447,32 +541,34 @@ function currentExperiment() {
   return m ? Number(m[1]) : null;
 }
 
+/** @param {number} n */
 async function loadExperiment(n) {
+  /** @type {ExperimentResponse} */
   const e = await api(`/api/experiments/${n}`, { run: state.run });
   const body = $("exp-body");
   const metricName = state.status?.metric ?? "metric";
   const params = e.params
-    ? `<dl class="params">${Object.entries(e.params)
-        // A categorical knob's value is text (or a boolean): escaped, never HTML.
-        .map(([k, v]) => `<dt>${esc(k)}</dt><dd>${typeof v === "number" ? fmt(v) : esc(v)}</dd>`)
-        .join("")}</dl>`
+    ? html`<dl class="params">${Object.entries(e.params)
+        // A categorical knob's value is text (or a boolean): shown as text, never HTML.
+        .map(
+          ([k, v]) => html`<dt>${k}</dt><dd>${typeof v === "number" ? fmt(v) : String(v ?? "")}</dd>`,
+        )}</dl>`
     : "";
   const metrics = Object.entries(e.metrics);
-  const usage = Object.entries(e.usage ?? {})
-    .map(([k, v]) => `<tr><th>${esc(label(k))}</th><td class="num">${esc(usageValue(k, v))}</td></tr>`)
-    .join("");
-  const trials = e.trials
-    .map(
-      (t) =>
-        `<tr><td>${t.attempt}</td><td>${t.seed}</td><td>${badge(t.status === "ok" ? "keep" : t.status === "running" ? "pending" : "crash").replace(/>[a-z]+</, `>${esc(label(t.status))}<`)}</td><td class="num">${t.wallS === null ? "—" : `${t.wallS.toFixed(2)}s`}</td><td class="num">${t.cpuS === null ? "—" : `${t.cpuS.toFixed(2)}s`}</td><td class="num">${t.peakRssMb === null ? "—" : `${t.peakRssMb.toFixed(0)} MB`}</td><td>${esc(t.reason ?? "")}</td></tr>`,
-    )
-    .join("");
-  body.innerHTML = `
-    <h1>#${e.id} ${badge(e.decision)}${e.isBest ? ' <span class="badge best">current best</span>' : ""}</h1>
-    <p class="hypothesis">${esc(e.id === 0 ? "baseline" : e.hypothesis)}</p>
-    ${e.mechanism ? `<p><span class="muted">mechanism</span> ${esc(e.mechanism)}</p>` : ""}
-    ${e.expected ? `<p><span class="muted">expected</span> ${esc(e.expected)}</p>` : ""}
-    <div class="decision ${esc(e.decision)}"><strong>${esc(e.decision)}</strong> — ${esc(e.reason ?? "no decision yet")}${
+  const usage = Object.entries(e.usage ?? {}).map(
+    ([k, v]) => html`<tr><th>${label(k)}</th><td class="num">${usageValue(k, v)}</td></tr>`,
+  );
+  const trials = e.trials.map(
+    (t) =>
+      html`<tr><td>${t.attempt}</td><td>${t.seed}</td><td>${badge(t.status === "ok" ? "keep" : t.status === "running" ? "pending" : "crash", label(t.status))}</td><td class="num">${t.wallS === null ? "—" : `${t.wallS.toFixed(2)}s`}</td><td class="num">${t.cpuS === null ? "—" : `${t.cpuS.toFixed(2)}s`}</td><td class="num">${t.peakRssMb === null ? "—" : `${t.peakRssMb.toFixed(0)} MB`}</td><td>${t.reason ?? ""}</td></tr>`,
+  );
+  render(
+    html`
+    <h1>#${e.id} ${badge(e.decision)}${e.isBest ? html` <span class="badge best">current best</span>` : ""}</h1>
+    <p class="hypothesis">${e.id === 0 ? "baseline" : e.hypothesis}</p>
+    ${e.mechanism ? html`<p><span class="muted">mechanism</span> ${e.mechanism}</p>` : ""}
+    ${e.expected ? html`<p><span class="muted">expected</span> ${e.expected}</p>` : ""}
+    <div class="decision ${e.decision}"><strong>${e.decision}</strong> — ${e.reason ?? "no decision yet"}${
       e.mechanismConfirmed === true
         ? " (mechanism confirmed)"
         : e.mechanismConfirmed === false
@@ -482,11 +578,10 @@ async function loadExperiment(n) {
     <div class="grid">
       <section><h2>Metrics</h2>
         <table class="small"><tbody>
-          <tr><th>${esc(metricName)} (objective)</th><td class="num">${fmt(e.metric)}</td></tr>
+          <tr><th>${metricName} (objective)</th><td class="num">${fmt(e.metric)}</td></tr>
           ${metrics
             .filter(([k]) => k !== metricName)
-            .map(([k, v]) => `<tr><th>${esc(k)}</th><td class="num">${fmt(v)}</td></tr>`)
-            .join("")}
+            .map(([k, v]) => html`<tr><th>${k}</th><td class="num">${fmt(v)}</td></tr>`)}
         </tbody></table>
       </section>
       <section><h2>Cost</h2>
@@ -499,51 +594,51 @@ async function loadExperiment(n) {
         </tbody></table>
       </section>
       <section><h2>Change</h2>
-        <p><span class="muted">agent</span> ${esc(e.agent)}<br>
-        <span class="muted">commit</span> <code>${esc(e.commit.slice(0, 12))}</code> on <code>${esc(e.parent.slice(0, 12))}</code><br>
-        <span class="muted">ref</span> <code>${esc(e.ref)}</code><br>
-        <span class="muted">diff</span> ${e.diff.files} file(s), ${e.diff.insertions ? `<span class="k">+${e.diff.insertions}</span>` : "+0"} ${e.diff.deletions ? `<span class="c">−${e.diff.deletions}</span>` : "−0"}</p>
+        <p><span class="muted">agent</span> ${e.agent}<br>
+        <span class="muted">commit</span> <code>${e.commit.slice(0, 12)}</code> on <code>${e.parent.slice(0, 12)}</code><br>
+        <span class="muted">ref</span> <code>${e.ref}</code><br>
+        <span class="muted">diff</span> ${e.diff.files} file(s), ${e.diff.insertions ? html`<span class="k">+${e.diff.insertions}</span>` : "+0"} ${e.diff.deletions ? html`<span class="c">−${e.diff.deletions}</span>` : "−0"}</p>
         ${params}
       </section>
     </div>
     <h2>Trials</h2>
-    <table class="small trials"><thead><tr><th>#</th><th>seed</th><th>status</th><th class="num">wall</th><th class="num">cpu</th><th class="num">peak</th><th>reason</th></tr></thead><tbody>${trials || `<tr><td colspan="7" class="empty">no trial started</td></tr>`}</tbody></table>
+    <table class="small trials"><thead><tr><th>#</th><th>seed</th><th>status</th><th class="num">wall</th><th class="num">cpu</th><th class="num">peak</th><th>reason</th></tr></thead><tbody>${trials.length ? trials : html`<tr><td colspan="7" class="empty">no trial started</td></tr>`}</tbody></table>
     <h2>Diff</h2>
-    ${e.diffText ? `<pre class="diff">${colorDiff(e.diffText)}</pre>` : `<p class="empty">No change against its parent${e.id === 0 ? " (the baseline runs the code as it is)" : ""}.</p>`}
+    ${e.diffText ? html`<pre class="diff">${colorDiff(e.diffText)}</pre>` : html`<p class="empty">No change against its parent${e.id === 0 ? " (the baseline runs the code as it is)" : ""}.</p>`}
     <h2>Log tail</h2>
-    ${e.logTail ? `<pre class="log">${esc(e.logTail)}</pre>` : `<p class="empty">No log yet.</p>`}
-  `;
+    ${e.logTail ? html`<pre class="log">${e.logTail}</pre>` : html`<p class="empty">No log yet.</p>`}
+  `,
+    body,
+  );
   // A log tail is read from its end.
   const log = body.querySelector("pre.log");
   if (log) log.scrollTop = log.scrollHeight;
   const ns = state.series ? state.series.points.map((p) => p.n) : [];
   const i = ns.indexOf(n);
-  const prev = i > 0 ? ns[i - 1] : null;
-  const next = i >= 0 && i < ns.length - 1 ? ns[i + 1] : null;
-  $("exp-prev").hidden = prev === null;
-  $("exp-next").hidden = next === null;
-  if (prev !== null) $("exp-prev").href = `#/e/${prev}`;
-  if (next !== null) $("exp-next").href = `#/e/${next}`;
+  const prev = i > 0 ? ns[i - 1] : undefined;
+  const next = i >= 0 && i < ns.length - 1 ? ns[i + 1] : undefined;
+  link("exp-prev").hidden = prev === undefined;
+  link("exp-next").hidden = next === undefined;
+  if (prev !== undefined) link("exp-prev").href = `#/e/${prev}`;
+  if (next !== undefined) link("exp-next").href = `#/e/${next}`;
   document.title = `#${e.id} · autolab`;
 }
 
+/** A unified diff, line by line, coloured by what each line is. @param {string} text */
 function colorDiff(text) {
-  return text
-    .split("\n")
-    .map((l) => {
-      const cls =
-        l.startsWith("+++") || l.startsWith("---") || l.startsWith("diff ") || l.startsWith("index ")
-          ? "meta"
-          : l.startsWith("+")
-            ? "add"
-            : l.startsWith("-")
-              ? "del"
-              : l.startsWith("@@")
-                ? "hunk"
-                : "";
-      return cls ? `<span class="${cls}">${esc(l)}</span>` : esc(l);
-    })
-    .join("\n");
+  return text.split("\n").map((l, i) => {
+    const cls =
+      l.startsWith("+++") || l.startsWith("---") || l.startsWith("diff ") || l.startsWith("index ")
+        ? "meta"
+        : l.startsWith("+")
+          ? "add"
+          : l.startsWith("-")
+            ? "del"
+            : l.startsWith("@@")
+              ? "hunk"
+              : "";
+    return html`${i ? "\n" : ""}${cls ? html`<span class=${cls}>${l}</span>` : l}`;
+  });
 }
 
 async function route() {
@@ -556,9 +651,9 @@ async function route() {
     return;
   }
   window.scrollTo(0, 0);
-  $("exp-body").innerHTML = `<p class="muted">loading #${n}…</p>`;
+  render(html`<p class="muted">loading #${n}…</p>`, $("exp-body"));
   await loadExperiment(n).catch((err) => {
-    $("exp-body").innerHTML = `<p class="error">${esc(err.message)}</p>`;
+    render(html`<p class="error">${err.message}</p>`, $("exp-body"));
   });
 }
 
@@ -575,6 +670,7 @@ const refreshSoon = debounce(() => {
   if (n !== null) loadExperiment(n).catch(() => {});
 }, 250);
 
+/** @param {EventMessage} e */
 function onEvent(e) {
   if (e.type === "run_started") {
     loadRuns().catch(() => {});
@@ -589,7 +685,7 @@ function onEvent(e) {
         n: e.n,
         metric: null,
         action: "pending",
-        label: e.n === 0 ? "baseline" : firstLine(e.hypothesis ?? ""),
+        label: e.n === 0 ? "baseline" : firstLine("hypothesis" in e ? e.hypothesis : ""),
       };
       state.byN.set(e.n, p);
       series.points.push(p);
@@ -630,10 +726,13 @@ function connect() {
 // ---------------------------------------------------------------------------------------------
 // wiring
 
+/** The element an event happened on, for `closest()`. @param {Event} ev */
+const targetOf = (ev) => /** @type {Element} */ (ev.target);
+
 function wire() {
   renderDecisionChips();
   $("run-select").addEventListener("change", (ev) => {
-    state.run = ev.target.value;
+    state.run = /** @type {HTMLSelectElement} */ (ev.target).value;
     const url = new URL(location.href);
     url.searchParams.set("run", state.run);
     history.replaceState(null, "", url);
@@ -641,7 +740,7 @@ function wire() {
     loadAll();
   });
   $("decision-filters").addEventListener("click", (ev) => {
-    const d = ev.target.closest("[data-decision]")?.dataset.decision;
+    const d = targetOf(ev).closest("[data-decision]")?.getAttribute("data-decision");
     if (!d) return;
     if (state.table.decisions.has(d)) state.table.decisions.delete(d);
     else state.table.decisions.add(d);
@@ -651,16 +750,16 @@ function wire() {
   });
   $("search").addEventListener(
     "input",
-    debounce((ev) => {
-      state.table.q = ev.target.value;
+    debounce((/** @type {Event} */ ev) => {
+      state.table.q = /** @type {HTMLInputElement} */ (ev.target).value;
       state.table.offset = 0;
       loadTable().catch(showError);
     }, 200),
   );
   $("experiments")
     .querySelector("thead")
-    .addEventListener("click", (ev) => {
-      const key = ev.target.closest("th[data-sort]")?.dataset.sort;
+    ?.addEventListener("click", (ev) => {
+      const key = targetOf(ev).closest("th[data-sort]")?.getAttribute("data-sort");
       if (!key) return;
       const t = state.table;
       t.sort = t.sort === `-${key}` ? key : t.sort === key ? `-${key}` : key === "n" ? "-n" : key;
@@ -669,9 +768,9 @@ function wire() {
     });
   $("experiments")
     .querySelector("tbody")
-    .addEventListener("click", (ev) => {
-      const n = ev.target.closest("tr[data-n]")?.dataset.n;
-      if (n !== undefined) location.hash = `#/e/${n}`;
+    ?.addEventListener("click", (ev) => {
+      const n = targetOf(ev).closest("tr[data-n]")?.getAttribute("data-n");
+      if (n !== undefined && n !== null) location.hash = `#/e/${n}`;
     });
   $("prev").addEventListener("click", () => {
     state.table.offset = Math.max(0, state.table.offset - PAGE);
@@ -685,7 +784,7 @@ function wire() {
   const chart = $("chart");
   const tip = $("tooltip");
   const SVG_NS = "http://www.w3.org/2000/svg";
-  /** The experiment nearest the pointer, within 10 px. */
+  /** The experiment nearest the pointer, within 10 px. @param {MouseEvent} ev */
   const nearest = (ev) => {
     const svg = chart.querySelector("svg");
     if (!svg || !state.hits) return null;
@@ -704,6 +803,7 @@ function wire() {
     }
     return best;
   };
+  /** @type {ChartPoint | null} */
   let shown = null;
   chart.addEventListener("mousemove", (ev) => {
     const h = nearest(ev);
@@ -733,9 +833,9 @@ function wire() {
     // A pruned one was discarded; the renderer says where its learning curve stopped.
     const what =
       p.action === "pruned"
-        ? `${badge("discard")} ${esc(pointSummary(p))}`
-        : `${badge(p.action)} ${p.metric === null ? "" : `${esc(state.series.metric)} ${fmt(p.metric)}`}`;
-    tip.innerHTML = `<strong>#${p.n}</strong> ${what}<br>${esc(p.label)}`;
+        ? html`${badge("discard")} ${pointSummary(p)}`
+        : html`${badge(p.action)} ${p.metric === null ? "" : `${state.series?.metric} ${fmt(p.metric)}`}`;
+    render(html`<strong>#${p.n}</strong> ${what}<br>${p.label}`, tip);
     tip.hidden = false;
     const box = chart.getBoundingClientRect();
     const k = box.width / state.svgWidth;

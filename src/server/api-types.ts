@@ -1,0 +1,72 @@
+/**
+ * The JSON the API answers, route by route, as the dashboard reads it (src/server/assets/app.js
+ * refers to these types in JSDoc and is typechecked against them: test/dashboard-types.test.ts).
+ * Built from the types the answers are made of, so a change there reaches the page's checks.
+ * Field by field in docs/dashboard.md.
+ */
+
+import type { ExperimentJson } from "../app/experiment-json.ts";
+import type { OpenTrial, RunSummary } from "../app/lab-reader.ts";
+import type { OrgView } from "../app/org-view.ts";
+import type { StatusJson } from "../app/status.ts";
+import type { ChartSeries } from "../chart/progress-chart.ts";
+import type { NotebookEvent } from "../ledger/sqlite-event-feed.ts";
+
+/** GET /api/runs (and the page's boot data: `{ runs }`). */
+export type RunsResponse = RunSummary[];
+
+/** GET /api/status: `autolab status --json` plus the trials running now. */
+export type StatusResponse = StatusJson & { running: OpenTrial[] };
+
+/** GET /api/chart. */
+export type ChartResponse = ChartSeries;
+
+/** GET /api/experiments: one page of the filtered, sorted list. */
+export interface ExperimentsResponse {
+  run: string;
+  total: number;
+  offset: number;
+  limit: number;
+  experiments: ExperimentJson[];
+}
+
+/** GET /api/experiments/:n: one experiment with what its page shows. */
+export type ExperimentResponse = ExperimentJson & {
+  run: string;
+  isBest: boolean;
+  costs: { trials: number; wallS: number; cpuS: number; peakRssMb: number };
+  /** The log's last lines, holdout metrics redacted unless `?holdout=1`. */
+  logTail: string;
+  /** The change against its parent (`git diff`), "" for none. */
+  diffText: string;
+};
+
+/** An alarm raised by the trust layer (overfitting canary, a baseline too noisy to accept anything). */
+export interface Alarm {
+  type: string;
+  reason: string;
+  at: string;
+  n?: number;
+}
+
+/** GET /api/alarms. */
+export type AlarmsResponse = Alarm[];
+
+/** GET /api/noise: the run's σ and where it came from; null before the baseline is measured. */
+export type NoiseResponse = {
+  sigma: number | null;
+  source: string;
+  explain: string;
+  reason: string;
+} | null;
+
+/** GET /api/org (`run` null and everything empty in an empty notebook). */
+export type OrgResponse = OrgView & { run: string | null };
+
+/** One message of GET /api/events (server-sent events): a loop event with its run's tag. */
+export type EventMessage = NotebookEvent;
+
+/** The error every route answers with a status ≥ 400. */
+export interface ErrorResponse {
+  error: { code: string; message: string; hint: string | null };
+}
