@@ -10,6 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 export default function setup(): () => void {
+  // Each vitest project (unit, e2e, agents) runs this too: one directory for the whole run, not
+  // one nested in another (nested paths grew past the 108 bytes of a unix socket's path:
+  // chromium's profile socket).
+  if (process.env.AUTOLAB_TEST_TMPDIR) return () => {};
   const previous = process.env.TMPDIR;
   const base = mkdtempSync(join(tmpdir(), "autolab-tests-"));
   // Readable like the system's temp dir: a test may run a command as another user (nobody).
