@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
-import type { RunRecord } from "../core/ledger.ts";
+import type { Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { loadProgram } from "../program/index.ts";
@@ -120,7 +120,7 @@ export function openLedger(programArg: string | undefined): { ledger: SqliteLedg
 }
 
 /** The run a view refers to: --tag, else the newest. */
-export function selectRun(ledger: SqliteLedger, tag: string | undefined): RunRecord {
+export function selectRun(ledger: Ledger, tag: string | undefined): RunRecord {
   const run = tag ? ledger.getRun(tag) : ledger.latestRun();
   if (!run) {
     const tags = ledger.listRuns().map((r) => r.tag);

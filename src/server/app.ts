@@ -15,6 +15,7 @@ import { progressSeries } from "../app/progress-series.ts";
 import { statusOf } from "../app/status.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
 import { lastResult, redactHoldouts } from "../core/views.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
@@ -26,7 +27,7 @@ export interface AppDeps {
   /** The notebook (`.autolab/lab.db`); opened here and closed by `close()`. */
   ledgerPath?: string;
   /** Or a notebook already open (the caller closes it). */
-  ledger?: SqliteLedger;
+  ledger?: ReadableNotebook;
   /** `.autolab/` of the notebook, for lock files (running vs interrupted); default: the notebook's directory. */
   stateDir?: string;
   /** Every request must carry this token (header, `?token=` or the cookie set from it). */
@@ -365,7 +366,7 @@ export function createApp(deps: AppDeps): LabApp {
   });
 }
 
-function openNotebook(path: string | undefined): SqliteLedger {
+function openNotebook(path: string | undefined): ReadableNotebook {
   if (!path) throw new Error("createApp needs ledgerPath or ledger");
   return new SqliteLedger(path);
 }
