@@ -18,7 +18,7 @@ import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
 import { lastResult, redactHoldouts } from "../core/views.ts";
-import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import { openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
 import { EventHub } from "./event-hub.ts";
 import { applyExperimentQuery, parseExperimentQuery } from "./experiment-query.ts";
@@ -78,7 +78,7 @@ const ASSETS = new URL("./assets/", import.meta.url);
  */
 export function createApp(deps: AppDeps): LabApp {
   const ownLedger = !deps.ledger;
-  const ledger = deps.ledger ?? openNotebook(deps.ledgerPath);
+  const ledger = deps.ledger ?? openNotebookAt(deps.ledgerPath);
   const stateDir = deps.stateDir ?? (deps.ledgerPath ? dirname(deps.ledgerPath) : undefined);
   const lab = new LabReader(ledger, stateDir ? { stateDir } : {});
   const hub = new EventHub(ledger, deps.pollMs ?? 500);
@@ -366,9 +366,9 @@ export function createApp(deps: AppDeps): LabApp {
   });
 }
 
-function openNotebook(path: string | undefined): ReadableNotebook {
+function openNotebookAt(path: string | undefined): ReadableNotebook {
   if (!path) throw new Error("createApp needs ledgerPath or ledger");
-  return new SqliteLedger(path);
+  return openNotebook(path);
 }
 
 function wantsHoldout(v: string | undefined): boolean {
