@@ -73,6 +73,7 @@ const MAX_INCREMENTAL = 500;
  * rolls it back must use a ledger with `{ cache: false }`; nothing in autolab does either.)
  */
 export class SqliteLedger implements Ledger, NotebookReader {
+  /** For src/ledger/ and for tests and benchmarks (bulk transactions, raw rows): nothing else touches it. */
   readonly db: DatabaseSync;
   private readonly caching: boolean;
   private readonly runs = new Map<number, RunCache>();
