@@ -8,6 +8,7 @@ import type { Ledger } from "../src/core/ledger.ts";
 import { MIGRATIONS } from "../src/ledger/migrations.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { ledgerContract, newExperiment, newRun, trialResult } from "./contracts/ledger-contract.ts";
+import { notebookReaderContract } from "./contracts/notebook-reader-contract.ts";
 
 const root = mkdtempSync(join(tmpdir(), "autolab-ledger-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -38,6 +39,10 @@ ledgerContract("SqliteLedger (file, uncached reads)", () => atNewPath({ cache: f
   readNotes,
   openAnother,
 });
+
+const openAnotherReader = (l: Ledger) => new SqliteLedger(paths.get(l) as string);
+notebookReaderContract("SqliteLedger (file)", () => atNewPath(), { openAnother: openAnotherReader });
+notebookReaderContract("SqliteLedger (:memory:)", () => new SqliteLedger(":memory:"));
 
 describe("SqliteLedger on disk", () => {
   const open: SqliteLedger[] = [];

@@ -1,6 +1,6 @@
 import { dirname, join } from "node:path";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
-import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { gitRaw } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
 import { holdoutOf } from "./experiment-json.ts";
@@ -35,40 +35,33 @@ const MAX_DIFF_CHARS = 512 * 1024;
 
 /**
  * Read-only access to a notebook for viewers (the dashboard, `autolab watch`) that run while
- * another process writes it. Experiments are cached per run; when the database changes
- * (PRAGMA data_version moves on another connection's commit, total_changes on this one's)
- * only the experiments that can have changed are read again, so a lab of 10,000 costs the
- * same as a small one while it runs.
+ * another process writes it. Everything it reads comes through the notebook's interfaces
+ * (Ledger, NotebookReader): the notebook keeps its own incremental cache, so a lab of 10,000
+ * costs the same as a small one while it runs. Here, per run, the last list is kept with the
+ * notebook's version: an unchanged notebook hands back the very same list (callers may key
+ * derived views by it).
  */
 export class LabReader {
-  readonly ledger: SqliteLedger;
+  readonly ledger: ReadableNotebook;
   /** `.autolab/` of the notebook: lock files tell whether a harness is running. */
   readonly stateDir: string | undefined;
-  private readonly cache = new Map<
-    number,
-    { version: string; exps: ExperimentRecord[]; maxTrialId: number }
-  >();
+  private readonly cache = new Map<number, { version: string; exps: ExperimentRecord[] }>();
   private readonly holdouts = new Map<number, string[]>();
   private readonly sessionCache = new Map<number, { version: string; sessions: SessionRecord[] }>();
   private readonly diffs = new Map<string, string>();
 
-  constructor(ledger: SqliteLedger, opts: { stateDir?: string } = {}) {
+  constructor(ledger: ReadableNotebook, opts: { stateDir?: string } = {}) {
     this.ledger = ledger;
     this.stateDir = opts.stateDir;
   }
 
+  /** The notebook's change token (NotebookReader.version). */
   version(): string {
-    const v = this.ledger.db.prepare("PRAGMA data_version").get() as { data_version: number };
-    const c = this.ledger.db.prepare("SELECT total_changes() AS c").get() as { c: number };
-    return `${v.data_version}:${c.c}`;
+    return this.ledger.version();
   }
 
   runs(): RunSummary[] {
-    const counts = new Map<number, number>();
-    for (const r of this.ledger.db
-      .prepare("SELECT run_id, COUNT(*) AS c FROM experiments GROUP BY run_id")
-      .all() as { run_id: number; c: number }[])
-      counts.set(r.run_id, r.c);
+    const counts = this.ledger.experimentCounts();
     return this.ledger.listRuns().map((r) => ({
       tag: r.tag,
       branch: r.branch,
@@ -89,58 +82,9 @@ export class LabReader {
     const version = this.version();
     const hit = this.cache.get(run.id);
     if (hit && hit.version === version) return hit.exps;
-    const maxTrialId = this.maxTrialId();
-    const exps = (hit && this.update(run, hit.exps, hit.maxTrialId)) ?? this.ledger.listExperiments(run.id);
-    this.cache.set(run.id, { version, exps, maxTrialId });
+    const exps = this.ledger.listExperiments(run.id);
+    this.cache.set(run.id, { version, exps });
     return exps;
-  }
-
-  /**
-   * The cached list brought up to date by re-reading only what can have changed: rows are
-   * appended, never rewritten, so an experiment that is decided and has no open trial stays
-   * as it is unless a new trial of it started. Undefined when too much changed (read it all).
-   */
-  private update(
-    run: RunRecord,
-    exps: ExperimentRecord[],
-    maxTrialId: number,
-  ): ExperimentRecord[] | undefined {
-    const db = this.ledger.db;
-    const touched = new Set<number>(
-      (
-        db.prepare("SELECT DISTINCT experiment_id AS id FROM trial_starts WHERE id > ?").all(maxTrialId) as {
-          id: number;
-        }[]
-      ).map((r) => r.id),
-    );
-    const changed = new Set<number>();
-    for (const e of exps) {
-      if (!e.decision || touched.has(e.id) || e.trials.some((t) => !t.result)) changed.add(e.n);
-    }
-    const lastN = exps.at(-1)?.n ?? -1;
-    const added = (
-      db.prepare("SELECT n FROM experiments WHERE run_id = ? AND n > ? ORDER BY n").all(run.id, lastN) as {
-        n: number;
-      }[]
-    ).map((r) => r.n);
-    if (changed.size + added.length > 500) return undefined;
-    const out = exps.slice();
-    for (let i = 0; i < out.length; i++) {
-      const e = out[i] as ExperimentRecord;
-      if (!changed.has(e.n)) continue;
-      const fresh = this.ledger.getExperiment(run.id, e.n);
-      if (fresh) out[i] = fresh;
-    }
-    for (const n of added) {
-      const fresh = this.ledger.getExperiment(run.id, n);
-      if (fresh) out.push(fresh);
-    }
-    return out;
-  }
-
-  private maxTrialId(): number {
-    const row = this.ledger.db.prepare("SELECT MAX(id) AS m FROM trial_starts").get() as { m: number | null };
-    return row.m ?? 0;
   }
 
   /** The run's harness sessions, oldest first (re-read only when the notebook changed). */

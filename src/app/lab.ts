@@ -2,9 +2,10 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
-import type { RunRecord } from "../core/ledger.ts";
+import type { Ledger, RunRecord } from "../core/ledger.ts";
+import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
-import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import { openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
 import { SAFE_GIT_CONFIG } from "../workspace/git.ts";
 
@@ -14,7 +15,7 @@ export interface Lab {
   /** Directory of program.md. */
   dir: string;
   stateDir: string;
-  ledger: SqliteLedger;
+  ledger: ReadableNotebook;
 }
 
 /** Resolves `--program` (a file or a directory holding program.md; default: the current directory). */
@@ -48,7 +49,7 @@ export function openLab(programArg: string | undefined): Lab {
   const stateDir = stateDirOf(file);
   assertNotEmptied(stateDir);
   prepareStateDir(stateDir);
-  const ledger = new SqliteLedger(join(stateDir, "lab.db"));
+  const ledger = openNotebook(join(stateDir, "lab.db"));
   return { program, dir: dirname(file), stateDir, ledger };
 }
 
@@ -99,7 +100,7 @@ function autolabRefs(dir: string): string[] {
 }
 
 /** Opens only the notebook (for read-only views that must work even if program.md is now broken). */
-export function openLedger(programArg: string | undefined): { ledger: SqliteLedger; stateDir: string } {
+export function openLedger(programArg: string | undefined): { ledger: ReadableNotebook; stateDir: string } {
   const file = programPath(programArg);
   const stateDir = stateDirOf(file);
   const db = join(stateDir, "lab.db");
@@ -116,11 +117,11 @@ export function openLedger(programArg: string | undefined): { ledger: SqliteLedg
   } catch {
     // A read-only copy of a notebook: views still work.
   }
-  return { ledger: new SqliteLedger(db), stateDir };
+  return { ledger: openNotebook(db), stateDir };
 }
 
 /** The run a view refers to: --tag, else the newest. */
-export function selectRun(ledger: SqliteLedger, tag: string | undefined): RunRecord {
+export function selectRun(ledger: Ledger, tag: string | undefined): RunRecord {
   const run = tag ? ledger.getRun(tag) : ledger.latestRun();
   if (!run) {
     const tags = ledger.listRuns().map((r) => r.tag);

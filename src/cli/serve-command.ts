@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assertNotEmptied, prepareStateDir, programPath, stateDirOf } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
-import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import { openNotebook } from "../ledger/open-notebook.ts";
 import { startServer } from "../server/serve.ts";
 import { safeText } from "./safe-text.ts";
 
@@ -27,7 +27,7 @@ export function notebookPath(program: string | undefined): { ledgerPath: string;
       );
     }
     prepareStateDir(stateDir);
-    new SqliteLedger(ledgerPath).close();
+    openNotebook(ledgerPath).close();
   }
   assertNotEmptied(stateDir);
   return { ledgerPath, stateDir };

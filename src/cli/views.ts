@@ -6,10 +6,9 @@ import { lockHolder } from "../app/lock.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
-import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, lastResult, objectiveOf, redactHoldouts } from "../core/views.ts";
-import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -28,7 +27,7 @@ function withRun<T>(
     run: RunRecord,
     exps: ExperimentRecord[],
     holdout: string[],
-    lab: { ledger: SqliteLedger; stateDir: string },
+    lab: { ledger: Ledger; stateDir: string },
   ) => T,
 ): T {
   const { ledger, stateDir } = openLedger(flags.program);

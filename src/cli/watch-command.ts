@@ -4,8 +4,8 @@ import { statusOf } from "../app/status.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
+import type { NotebookEvent } from "../core/notebook-reader.ts";
 import { lastResult, objectiveOf } from "../core/views.ts";
-import { type NotebookEvent, SqliteEventFeed } from "../ledger/sqlite-event-feed.ts";
 import { onOutputClosed } from "./closed-output.ts";
 import { safeText } from "./safe-text.ts";
 import { orgLines } from "./views.ts";
@@ -63,7 +63,7 @@ export async function watchCommand(flags: WatchFlags): Promise<void> {
 export async function watchLab(opts: WatchOptions): Promise<void> {
   const { reader, out, signal } = opts;
   const now = opts.now ?? Date.now;
-  const feed = new SqliteEventFeed(reader.ledger.db);
+  const feed = reader.ledger.eventFeed();
   feed.prime();
   let lastVersion = "";
   let printedHeader = false;

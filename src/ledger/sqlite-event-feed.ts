@@ -1,11 +1,22 @@
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
-import type { LoopEvent } from "../core/events.ts";
-import type { DecisionAction, TrialStatus } from "../core/types.ts";
+import type { EventFeed, NotebookEvent } from "../core/notebook-reader.ts";
+import type { ExperimentRow, MaxRow, RunRow, TrialRow } from "./rows.ts";
 
-/** A loop event as another process sees it in the notebook: which run it belongs to, and when. */
-export type NotebookEvent = LoopEvent & { run: string; at: string };
-
-type Row = Record<string, SQLInputValue>;
+// The columns each query of the feed reads: projections of rows.ts's row types.
+type RunInfoRow = Pick<RunRow, "id" | "tag" | "metric">;
+type KeptRow = Pick<ExperimentRow, "run_id" | "n"> & { metric: number };
+type IdRow = { id: number };
+type CreatedRow = Pick<ExperimentRow, "id" | "run_id" | "n" | "hypothesis" | "commit_sha" | "created_at">;
+type StartedRow = Pick<TrialRow, "id" | "attempt" | "seed" | "budget_ms" | "started_at" | "slot"> &
+  Pick<ExperimentRow, "run_id" | "n" | "hypothesis">;
+type FinishedRow = { trial_id: number; status: NonNullable<TrialRow["status"]> } & Pick<
+  TrialRow,
+  "reason" | "attempt"
+> & { wall_s: number; metrics: string; finished_at: string } & Pick<ExperimentRow, "run_id" | "n">;
+type DecidedRow = { experiment_id: number; action: NonNullable<ExperimentRow["action"]>; reason: string } & {
+  metric: number | null;
+  decided_at: string;
+} & Pick<ExperimentRow, "run_id" | "n">;
 
 interface RunInfo {
   tag: string;
@@ -21,10 +32,13 @@ interface RunInfo {
  *
  * Incremental: remembers the last seen ids, and the trials and experiments still waiting for
  * a result or decision (with parallel slots they need not finish in id order). A poll that
- * finds the database unchanged (PRAGMA data_version, total_changes) costs two tiny queries.
+ * finds the database unchanged (the ledger's version(): PRAGMA data_version, total_changes)
+ * costs two tiny queries. Made by SqliteLedger.eventFeed(); outside src/ledger/ it is an EventFeed.
  */
-export class SqliteEventFeed {
+export class SqliteEventFeed implements EventFeed {
   private readonly db: DatabaseSync;
+  /** The ledger's change token (SqliteLedger.version): one definition of "the notebook changed". */
+  private readonly currentVersion: () => string;
   private lastRunId = 0;
   private lastExperimentId = 0;
   private lastTrialId = 0;
@@ -36,30 +50,31 @@ export class SqliteEventFeed {
   private readonly openExperiments = new Set<number>();
   private version = "";
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, version: () => string) {
     this.db = db;
+    this.currentVersion = version;
   }
 
   /** Marks everything the notebook holds now as seen; later polls report only what is new. */
   prime(): void {
     const version = this.currentVersion();
     this.read(() => {
-      for (const r of this.all("SELECT id, tag, metric FROM runs ORDER BY id")) this.addRun(r);
-      for (const r of this.all(
+      for (const r of this.all<RunInfoRow>("SELECT id, tag, metric FROM runs ORDER BY id")) this.addRun(r);
+      for (const r of this.all<KeptRow>(
         `SELECT e.run_id, e.n, d.metric FROM decisions d JOIN experiments e ON e.id = d.experiment_id
          WHERE d.action = 'keep' AND d.metric IS NOT NULL ORDER BY e.id`,
       ))
-        this.best.set(r.run_id as number, { n: r.n as number, metric: r.metric as number });
+        this.best.set(r.run_id, { n: r.n, metric: r.metric });
       this.lastExperimentId = this.max("experiments");
       this.lastTrialId = this.max("trial_starts");
-      for (const r of this.all(
+      for (const r of this.all<IdRow>(
         "SELECT e.id FROM experiments e LEFT JOIN decisions d ON d.experiment_id = e.id WHERE d.experiment_id IS NULL",
       ))
-        this.openExperiments.add(r.id as number);
-      for (const r of this.all(
+        this.openExperiments.add(r.id);
+      for (const r of this.all<IdRow>(
         "SELECT s.id FROM trial_starts s LEFT JOIN trial_results t ON t.trial_id = s.id WHERE t.trial_id IS NULL",
       ))
-        this.openTrials.add(r.id as number);
+        this.openTrials.add(r.id);
     });
     this.version = version;
   }
@@ -70,16 +85,16 @@ export class SqliteEventFeed {
     if (version === this.version) return [];
     const events: { e: NotebookEvent; phase: number }[] = [];
     this.read(() => {
-      for (const r of this.all("SELECT * FROM runs WHERE id > ? ORDER BY id", this.lastRunId)) {
+      for (const r of this.all<RunRow>("SELECT * FROM runs WHERE id > ? ORDER BY id", this.lastRunId)) {
         const run = this.addRun(r);
         events.push({
           phase: 0,
           e: {
             type: "run_started",
             run: run.tag,
-            at: r.started_at as string,
+            at: r.started_at,
             tag: run.tag,
-            branch: r.branch as string,
+            branch: r.branch,
             metric: run.metric,
             resumed: false,
             experiments: 0,
@@ -87,100 +102,96 @@ export class SqliteEventFeed {
         });
       }
 
-      for (const r of this.all(
+      for (const r of this.all<CreatedRow>(
         "SELECT id, run_id, n, hypothesis, commit_sha, created_at FROM experiments WHERE id > ? ORDER BY id",
         this.lastExperimentId,
       )) {
-        this.lastExperimentId = r.id as number;
-        this.openExperiments.add(r.id as number);
+        this.lastExperimentId = r.id;
+        this.openExperiments.add(r.id);
         events.push({
           phase: 1,
           e: {
             type: "experiment_created",
-            run: this.tagOf(r.run_id as number),
-            at: r.created_at as string,
-            n: r.n as number,
-            hypothesis: r.hypothesis as string,
-            commit: r.commit_sha as string,
+            run: this.tagOf(r.run_id),
+            at: r.created_at,
+            n: r.n,
+            hypothesis: r.hypothesis,
+            commit: r.commit_sha,
           },
         });
       }
 
-      for (const r of this.all(
+      for (const r of this.all<StartedRow>(
         `SELECT s.id, s.attempt, s.seed, s.budget_ms, s.started_at, s.slot, e.run_id, e.n, e.hypothesis
          FROM trial_starts s JOIN experiments e ON e.id = s.experiment_id WHERE s.id > ? ORDER BY s.id`,
         this.lastTrialId,
       )) {
-        this.lastTrialId = r.id as number;
-        this.openTrials.add(r.id as number);
+        this.lastTrialId = r.id;
+        this.openTrials.add(r.id);
         events.push({
           phase: 2,
           e: {
             type: "trial_started",
-            run: this.tagOf(r.run_id as number),
-            at: r.started_at as string,
-            n: r.n as number,
-            attempt: r.attempt as number,
-            seed: r.seed as number,
-            budgetMs: r.budget_ms as number,
-            startedAt: Date.parse(r.started_at as string),
-            hypothesis: r.hypothesis as string,
-            ...(r.slot !== null && r.slot !== undefined ? { slot: r.slot as number } : {}),
+            run: this.tagOf(r.run_id),
+            at: r.started_at,
+            n: r.n,
+            attempt: r.attempt,
+            seed: r.seed,
+            budgetMs: r.budget_ms,
+            startedAt: Date.parse(r.started_at),
+            hypothesis: r.hypothesis,
+            ...(r.slot !== null && r.slot !== undefined ? { slot: r.slot } : {}),
           },
         });
       }
 
-      for (const r of this.allIn(
+      for (const r of this.allIn<FinishedRow>(
         `SELECT t.trial_id, t.status, t.reason, t.wall_s, t.metrics, t.finished_at, s.attempt, e.run_id, e.n
          FROM trial_results t JOIN trial_starts s ON s.id = t.trial_id JOIN experiments e ON e.id = s.experiment_id
          WHERE t.trial_id IN (?)`,
         this.openTrials,
       )) {
-        this.openTrials.delete(r.trial_id as number);
-        const runId = r.run_id as number;
-        const metric = objective(r.metrics as string, this.runs.get(runId)?.metric);
+        this.openTrials.delete(r.trial_id);
+        const runId = r.run_id;
+        const metric = objective(r.metrics, this.runs.get(runId)?.metric);
         events.push({
           phase: 3,
           e: {
             type: "trial_finished",
             run: this.tagOf(runId),
-            at: r.finished_at as string,
-            n: r.n as number,
-            attempt: r.attempt as number,
-            status: r.status as TrialStatus,
+            at: r.finished_at,
+            n: r.n,
+            attempt: r.attempt,
+            status: r.status,
             ...(metric !== undefined ? { metric } : {}),
-            wallS: r.wall_s as number,
-            ...(r.reason !== null ? { reason: r.reason as string } : {}),
+            wallS: r.wall_s,
+            ...(r.reason !== null ? { reason: r.reason } : {}),
           },
         });
       }
 
-      const decisions = this.allIn(
+      const decisions = this.allIn<DecidedRow>(
         `SELECT d.experiment_id, d.action, d.reason, d.metric, d.decided_at, e.run_id, e.n
          FROM decisions d JOIN experiments e ON e.id = d.experiment_id WHERE d.experiment_id IN (?)`,
         this.openExperiments,
       );
       // In decision order, so each event carries the best as it was right after that decision.
-      decisions.sort(
-        (a, b) =>
-          String(a.decided_at).localeCompare(String(b.decided_at)) ||
-          Number(a.experiment_id) - Number(b.experiment_id),
-      );
+      decisions.sort((a, b) => a.decided_at.localeCompare(b.decided_at) || a.experiment_id - b.experiment_id);
       for (const r of decisions) {
-        this.openExperiments.delete(r.experiment_id as number);
-        const runId = r.run_id as number;
-        const action = r.action as DecisionAction;
-        const metric = r.metric === null ? undefined : (r.metric as number);
-        if (action === "keep" && metric !== undefined) this.best.set(runId, { n: r.n as number, metric });
+        this.openExperiments.delete(r.experiment_id);
+        const runId = r.run_id;
+        const action = r.action;
+        const metric = r.metric === null ? undefined : r.metric;
+        if (action === "keep" && metric !== undefined) this.best.set(runId, { n: r.n, metric });
         events.push({
           phase: 4,
           e: {
             type: "decision",
             run: this.tagOf(runId),
-            at: r.decided_at as string,
-            n: r.n as number,
+            at: r.decided_at,
+            n: r.n,
             action,
-            reason: r.reason as string,
+            reason: r.reason,
             ...(metric !== undefined ? { metric } : {}),
             best: this.best.get(runId) ?? { n: -1, metric: Number.NaN },
           },
@@ -194,10 +205,10 @@ export class SqliteEventFeed {
     return events.map((x) => x.e);
   }
 
-  private addRun(r: Row): RunInfo {
-    const info = { tag: r.tag as string, metric: r.metric as string };
-    this.runs.set(r.id as number, info);
-    if ((r.id as number) > this.lastRunId) this.lastRunId = r.id as number;
+  private addRun(r: RunInfoRow): RunInfo {
+    const info = { tag: r.tag, metric: r.metric };
+    this.runs.set(r.id, info);
+    if (r.id > this.lastRunId) this.lastRunId = r.id;
     return info;
   }
 
@@ -206,30 +217,24 @@ export class SqliteEventFeed {
   }
 
   private max(table: string): number {
-    const row = this.db.prepare(`SELECT MAX(id) AS m FROM ${table}`).get() as { m: number | null };
+    const row = this.db.prepare(`SELECT MAX(id) AS m FROM ${table}`).get() as unknown as MaxRow;
     return row.m ?? 0;
   }
 
-  private all(sql: string, ...args: SQLInputValue[]): Row[] {
-    return this.db.prepare(sql).all(...args) as Row[];
+  /** The rows of `sql`, typed by the caller's projection (one cast per query, here). */
+  private all<R>(sql: string, ...args: SQLInputValue[]): R[] {
+    return this.db.prepare(sql).all(...args) as unknown as R[];
   }
 
   /** `sql` with its `IN (?)` expanded for `ids`, in chunks that stay under SQLite's variable limit. */
-  private allIn(sql: string, ids: Set<number>): Row[] {
+  private allIn<R>(sql: string, ids: Set<number>): R[] {
     const list = [...ids];
-    const rows: Row[] = [];
+    const rows: R[] = [];
     for (let i = 0; i < list.length; i += 500) {
       const chunk = list.slice(i, i + 500);
-      rows.push(...this.all(sql.replace("IN (?)", `IN (${placeholders(chunk.length)})`), ...chunk));
+      rows.push(...this.all<R>(sql.replace("IN (?)", `IN (${placeholders(chunk.length)})`), ...chunk));
     }
     return rows;
-  }
-
-  /** Another connection's commit changes data_version; this connection's own writes change total_changes. */
-  private currentVersion(): string {
-    const v = this.db.prepare("PRAGMA data_version").get() as { data_version: number };
-    const c = this.db.prepare("SELECT total_changes() AS c").get() as { c: number };
-    return `${v.data_version}:${c.c}`;
   }
 
   /** One read transaction: every query of a poll sees the same snapshot (WAL readers never block the writer). */

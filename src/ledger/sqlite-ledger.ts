@@ -12,10 +12,23 @@ import type {
   SessionRecord,
   TrialRecord,
 } from "../core/ledger.ts";
-import type { Decision, DecisionAction, Direction, TrialResult, TrialStatus } from "../core/types.ts";
+import type { EventFeed, NotebookReader } from "../core/notebook-reader.ts";
+import type { Decision, TrialResult } from "../core/types.ts";
 import { MIGRATIONS } from "./migrations.ts";
-
-type Row = Record<string, SQLInputValue>;
+import {
+  type ExperimentRow,
+  type MaxRow,
+  type NoteRow,
+  type RunRow,
+  type SessionRow,
+  type TrialRow,
+  toExperiment,
+  toNote,
+  toRun,
+  toSession,
+  toTrial,
+} from "./rows.ts";
+import { SqliteEventFeed } from "./sqlite-event-feed.ts";
 
 const now = () => new Date().toISOString();
 
@@ -59,7 +72,8 @@ const MAX_INCREMENTAL = 500;
  * (Writes are assumed to commit: whoever opens a transaction on `db` around ledger writes and
  * rolls it back must use a ledger with `{ cache: false }`; nothing in autolab does either.)
  */
-export class SqliteLedger implements Ledger {
+export class SqliteLedger implements Ledger, NotebookReader {
+  /** For src/ledger/ and for tests and benchmarks (bulk transactions, raw rows): nothing else touches it. */
   readonly db: DatabaseSync;
   private readonly caching: boolean;
   private readonly runs = new Map<number, RunCache>();
@@ -129,17 +143,17 @@ export class SqliteLedger implements Ledger {
   }
 
   getRun(tag: string): RunRecord | undefined {
-    const row = this.stmt("SELECT * FROM runs WHERE tag = ?").get(tag) as Row | undefined;
+    const row = this.stmt("SELECT * FROM runs WHERE tag = ?").get(tag) as RunRow | undefined;
     return row ? toRun(row) : undefined;
   }
 
   latestRun(): RunRecord | undefined {
-    const row = this.stmt("SELECT * FROM runs ORDER BY id DESC LIMIT 1").get() as Row | undefined;
+    const row = this.stmt("SELECT * FROM runs ORDER BY id DESC LIMIT 1").get() as RunRow | undefined;
     return row ? toRun(row) : undefined;
   }
 
   listRuns(): RunRecord[] {
-    return (this.stmt("SELECT * FROM runs ORDER BY id").all() as Row[]).map(toRun);
+    return (this.stmt("SELECT * FROM runs ORDER BY id").all() as unknown as RunRow[]).map(toRun);
   }
 
   addExperiment(exp: NewExperiment): ExperimentRecord {
@@ -253,12 +267,8 @@ export class SqliteLedger implements Ledger {
   }
 
   listNotes(runId: number): NoteRecord[] {
-    const rows = this.stmt("SELECT * FROM notes WHERE run_id = ? ORDER BY id").all(runId) as Row[];
-    return rows.map((r) => ({
-      experimentId: (r.experiment_id as number | null) ?? null,
-      text: r.text as string,
-      createdAt: r.created_at as string,
-    }));
+    const rows = this.stmt("SELECT * FROM notes WHERE run_id = ? ORDER BY id").all(runId);
+    return (rows as unknown as NoteRow[]).map(toNote);
   }
 
   addNote(runId: number, experimentId: number | null, text: string): void {
@@ -286,15 +296,23 @@ export class SqliteLedger implements Ledger {
   }
 
   listSessions(runId: number): SessionRecord[] {
-    const rows = this.stmt("SELECT * FROM sessions WHERE run_id = ? ORDER BY id").all(runId) as Row[];
-    return rows.map((r) => ({
-      id: r.id as number,
-      runId: r.run_id as number,
-      slots: r.slots as number,
-      pid: r.pid as number,
-      startedAt: r.started_at as string,
-      ...(typeof r.sandbox === "string" ? { sandbox: r.sandbox } : {}),
-    }));
+    const rows = this.stmt("SELECT * FROM sessions WHERE run_id = ? ORDER BY id").all(runId);
+    return (rows as unknown as SessionRow[]).map(toSession);
+  }
+
+  /** Another connection's commit moves PRAGMA data_version; this connection's own writes move total_changes. */
+  version(): string {
+    const c = this.stmt("SELECT total_changes() AS c").get() as { c: number };
+    return `${this.dataVersion()}:${c.c}`;
+  }
+
+  experimentCounts(): Map<number, number> {
+    const rows = this.stmt("SELECT run_id, COUNT(*) AS c FROM experiments GROUP BY run_id").all();
+    return new Map((rows as { run_id: number; c: number }[]).map((r) => [r.run_id, r.c]));
+  }
+
+  eventFeed(): EventFeed {
+    return new SqliteEventFeed(this.db, () => this.version());
   }
 
   close(): void {
@@ -324,8 +342,8 @@ export class SqliteLedger implements Ledger {
    */
   private watermarks(): { version: number; maxExpId: number; maxTrialId: number } {
     const version = this.dataVersion();
-    const e = this.stmt("SELECT MAX(id) AS m FROM experiments").get() as { m: number | null };
-    const t = this.stmt("SELECT MAX(id) AS m FROM trial_starts").get() as { m: number | null };
+    const e = this.stmt("SELECT MAX(id) AS m FROM experiments").get() as unknown as MaxRow;
+    const t = this.stmt("SELECT MAX(id) AS m FROM trial_starts").get() as unknown as MaxRow;
     return { version, maxExpId: e.m ?? 0, maxTrialId: t.m ?? 0 };
   }
 
@@ -390,7 +408,7 @@ export class SqliteLedger implements Ledger {
       `SELECT e.*, d.action, d.reason AS d_reason, d.metric AS d_metric, d.mechanism_confirmed, d.decided_at
        FROM experiments e LEFT JOIN decisions d ON d.experiment_id = e.id
        WHERE ${where} ORDER BY e.n`,
-    ).all(...args) as Row[];
+    ).all(...args) as unknown as ExperimentRow[];
     if (rows.length === 0) return [];
     const trialRows = this.stmt(
       `SELECT s.*, r.status, r.reason, r.exit_code, r.signal, r.wall_s, r.cpu_s, r.peak_rss_mb, r.metrics,
@@ -398,14 +416,14 @@ export class SqliteLedger implements Ledger {
        FROM trial_starts s LEFT JOIN trial_results r ON r.trial_id = s.id
        WHERE s.experiment_id IN (SELECT e.id FROM experiments e WHERE ${where})
        ORDER BY s.experiment_id, s.attempt`,
-    ).all(...args) as Row[];
+    ).all(...args) as unknown as TrialRow[];
     const trialsByExp = new Map<number, TrialRecord[]>();
     for (const t of trialRows) {
-      const list = trialsByExp.get(t.experiment_id as number) ?? [];
+      const list = trialsByExp.get(t.experiment_id) ?? [];
       list.push(toTrial(t));
-      trialsByExp.set(t.experiment_id as number, list);
+      trialsByExp.set(t.experiment_id, list);
     }
-    return rows.map((r) => toExperiment(r, trialsByExp.get(r.id as number) ?? []));
+    return rows.map((r) => toExperiment(r, trialsByExp.get(r.id) ?? []));
   }
 }
 
@@ -492,101 +510,4 @@ export function damagedNotebook(path: string | undefined, err: unknown): Autolab
 /** JSON cannot hold NaN/Infinity; keep them as strings so a non-finite metric is still on record. */
 function finiteOrString(_key: string, value: unknown): unknown {
   return typeof value === "number" && !Number.isFinite(value) ? String(value) : value;
-}
-
-function parseMetrics(text: string): Record<string, number> {
-  const raw = JSON.parse(text) as Record<string, number | string>;
-  const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(raw)) out[k] = typeof v === "number" ? v : Number(v);
-  return out;
-}
-
-function toRun(r: Row): RunRecord {
-  return {
-    id: r.id as number,
-    tag: r.tag as string,
-    branch: r.branch as string,
-    programPath: r.program_path as string,
-    programName: r.program_name as string,
-    metric: r.metric as string,
-    direction: r.direction as Direction,
-    baseCommit: r.base_commit as string,
-    protectedHashes: JSON.parse(r.protected_hashes as string),
-    seed: r.seed as number,
-    ...(r.contract ? { contract: JSON.parse(r.contract as string) } : {}),
-    ...(typeof r.program_blob === "string" ? { programBlob: r.program_blob } : {}),
-    startedAt: r.started_at as string,
-  };
-}
-
-function toTrial(t: Row): TrialRecord {
-  const rec: TrialRecord = {
-    id: t.id as number,
-    attempt: t.attempt as number,
-    seed: t.seed as number,
-    command: t.command as string,
-    commit: t.commit_sha as string,
-    budgetMs: t.budget_ms as number,
-    env: JSON.parse(t.env as string),
-    startedAt: t.started_at as string,
-  };
-  if (t.slot !== null && t.slot !== undefined) rec.slot = t.slot as number;
-  if (t.status !== null) {
-    rec.result = {
-      status: t.status as TrialStatus,
-      ...(t.reason !== null ? { reason: t.reason as string } : {}),
-      exitCode: t.exit_code as number | null,
-      signal: t.signal as string | null,
-      wallS: t.wall_s as number,
-      cpuS: t.cpu_s as number,
-      peakRssMb: t.peak_rss_mb as number,
-      metrics: parseMetrics(t.metrics as string),
-      selfReported: t.self_reported === 1,
-      seed: t.seed as number,
-      command: t.command as string,
-      stdoutPath: t.stdout_path as string,
-      stderrPath: t.stderr_path as string,
-      logTail: t.log_tail as string,
-      logDir: t.log_dir as string,
-      finishedAt: t.finished_at as string,
-      ...(t.progress ? { progress: JSON.parse(t.progress as string) } : {}),
-    };
-  }
-  return rec;
-}
-
-function toExperiment(r: Row, trials: TrialRecord[]): ExperimentRecord {
-  const exp: ExperimentRecord = {
-    id: r.id as number,
-    runId: r.run_id as number,
-    n: r.n as number,
-    agent: r.agent as string,
-    parentCommit: r.parent_commit as string,
-    commit: r.commit_sha as string,
-    ref: r.ref as string,
-    hypothesis: r.hypothesis as string,
-    diff: {
-      files: r.diff_files as number,
-      insertions: r.diff_insertions as number,
-      deletions: r.diff_deletions as number,
-    },
-    createdAt: r.created_at as string,
-    trials,
-  };
-  if (r.mechanism !== null) exp.mechanism = r.mechanism as string;
-  if (r.expected !== null) exp.expected = r.expected as string;
-  if (r.params !== null) exp.params = JSON.parse(r.params as string);
-  if (r.usage !== null) exp.usage = JSON.parse(r.usage as string);
-  if (r.role !== null && r.role !== undefined) exp.role = r.role as string;
-  if (r.rebase_of !== null && r.rebase_of !== undefined) exp.rebaseOf = r.rebase_of as number;
-  if (r.action !== null) {
-    exp.decision = {
-      action: r.action as DecisionAction,
-      reason: r.d_reason as string,
-      ...(r.d_metric !== null ? { metric: r.d_metric as number } : {}),
-      mechanismConfirmed: r.mechanism_confirmed === null ? null : r.mechanism_confirmed === 1,
-      decidedAt: r.decided_at as string,
-    };
-  }
-  return exp;
 }

@@ -10,7 +10,7 @@ import type { OpenTrial, RunSummary } from "../app/lab-reader.ts";
 import type { OrgView } from "../app/org-view.ts";
 import type { StatusJson } from "../app/status.ts";
 import type { ChartSeries } from "../chart/progress-chart.ts";
-import type { NotebookEvent } from "../ledger/sqlite-event-feed.ts";
+import type { NotebookEvent } from "../core/notebook-reader.ts";
 
 /** GET /api/runs (and the page's boot data: `{ runs }`). */
 export type RunsResponse = RunSummary[];

@@ -15,9 +15,10 @@ import { statusOf } from "../app/status.ts";
 import { ERROR_CODES } from "../core/error-codes.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
 import { lastResult, redactHoldouts } from "../core/views.ts";
-import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import { openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
 import type {
   Alarm,
@@ -34,7 +35,7 @@ export interface AppDeps {
   /** The notebook (`.autolab/lab.db`); opened here and closed by `close()`. */
   ledgerPath?: string;
   /** Or a notebook already open (the caller closes it). */
-  ledger?: SqliteLedger;
+  ledger?: ReadableNotebook;
   /** `.autolab/` of the notebook, for lock files (running vs interrupted); default: the notebook's directory. */
   stateDir?: string;
   /** Every request must carry this token (header, `?token=` or the cookie set from it). */
@@ -71,7 +72,7 @@ const ASSETS = new URL("./assets/", import.meta.url);
  */
 export function createApp(deps: AppDeps): LabApp {
   const ownLedger = !deps.ledger;
-  const ledger = deps.ledger ?? openNotebook(deps.ledgerPath);
+  const ledger = deps.ledger ?? openNotebookAt(deps.ledgerPath);
   const stateDir = deps.stateDir ?? (deps.ledgerPath ? dirname(deps.ledgerPath) : undefined);
   const lab = new LabReader(ledger, stateDir ? { stateDir } : {});
   const hub = new EventHub(ledger, deps.pollMs ?? 500);
@@ -364,9 +365,9 @@ export function createApp(deps: AppDeps): LabApp {
   });
 }
 
-function openNotebook(path: string | undefined): SqliteLedger {
+function openNotebookAt(path: string | undefined): ReadableNotebook {
   if (!path) throw new Error("createApp needs ledgerPath or ledger");
-  return new SqliteLedger(path);
+  return openNotebook(path);
 }
 
 function wantsHoldout(v: string | undefined): boolean {

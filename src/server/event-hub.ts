@@ -1,5 +1,4 @@
-import { type NotebookEvent, SqliteEventFeed } from "../ledger/sqlite-event-feed.ts";
-import type { SqliteLedger } from "../ledger/sqlite-ledger.ts";
+import type { EventFeed, NotebookEvent, NotebookReader } from "../core/notebook-reader.ts";
 
 export type EventListener = (event: NotebookEvent) => void;
 
@@ -9,15 +8,15 @@ export type EventListener = (event: NotebookEvent) => void;
  * what happens after it opened) and stops with the last.
  */
 export class EventHub {
-  private readonly ledger: SqliteLedger;
+  private readonly notebook: NotebookReader;
   private readonly pollMs: number;
   private readonly listeners = new Set<EventListener>();
-  private feed: SqliteEventFeed | undefined;
+  private feed: EventFeed | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failed = false;
 
-  constructor(ledger: SqliteLedger, pollMs: number) {
-    this.ledger = ledger;
+  constructor(notebook: NotebookReader, pollMs: number) {
+    this.notebook = notebook;
     this.pollMs = pollMs;
   }
 
@@ -33,7 +32,7 @@ export class EventHub {
   /** Polls now, outside the timer's rhythm. */
   pollNow(): void {
     if (!this.feed) return;
-    let events: ReturnType<SqliteEventFeed["poll"]>;
+    let events: NotebookEvent[];
     try {
       events = this.feed.poll();
       this.failed = false;
@@ -52,7 +51,7 @@ export class EventHub {
   }
 
   private start(): void {
-    this.feed = new SqliteEventFeed(this.ledger.db);
+    this.feed = this.notebook.eventFeed();
     this.feed.prime();
     this.timer = setInterval(() => this.pollNow(), this.pollMs);
     this.timer.unref();

@@ -69,7 +69,7 @@ export function trialResult(over: Partial<TrialResult> = {}): TrialResult {
   };
 }
 
-function newTrial(experimentId: number, attempt: number, over: Partial<NewTrial> = {}): NewTrial {
+export function newTrial(experimentId: number, attempt: number, over: Partial<NewTrial> = {}): NewTrial {
   return {
     experimentId,
     attempt,
