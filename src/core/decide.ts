@@ -27,8 +27,9 @@ export async function recordDecision(
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
   const bestCommit = best.commit;
   await verifyRatchet(deps, bestCommit, exp, emit);
+  // Only a parallel run judges a candidate on a best that has moved (Coordination.judgedOn).
   if (decision.action === "keep" && exp.parentCommit !== bestCommit && deps.parallel) {
-    await mergeOnto(deps, exp, decision, best, exps, emit);
+    await mergeOnto(deps, deps.parallel, exp, decision, best, exps, emit);
     return;
   }
   // What the rule found about the run (a deterministic objective) is said once in the notebook.

@@ -9,14 +9,19 @@ import type { LoopEvent } from "./events.ts";
 import { formatMetric } from "./format.ts";
 import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { LoopDeps } from "./loop-deps.ts";
+import { coordinationOf, type LoopDeps, type ParallelHooks } from "./loop-deps.ts";
 import { budgetLeft, trialsSpent } from "./run-budget.ts";
 import { runTrial } from "./trial-step.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Decision, TrialResult } from "./types.ts";
 import { bestOf, objectiveOf } from "./views.ts";
 
-/** Runs a trial of `exp` and, unless interrupted, decides it and moves the ratchet. */
+/**
+ * Runs the trials of `exp` and, unless interrupted, decides it and moves the ratchet. Four
+ * cases: a candidate on a best that is no longer the one it is judged on is rejected as stale;
+ * one built while the baseline is still measured (parallel runs) gets its first trial and waits;
+ * the baseline measures the noise; any other candidate climbs the ladder and meets the judge.
+ */
 export async function evaluateExperiment(
   deps: LoopDeps,
   exp: ExperimentRecord,
@@ -25,94 +30,161 @@ export async function evaluateExperiment(
   /** Known when the caller just built `exp` on the best and its worktree is at exp.commit. */
   freshOn?: string,
 ): Promise<void> {
-  const { program, ledger, run, workspace: ws, judge } = deps;
-  const metric = program.objective.metric;
+  const { ledger, run, workspace: ws } = deps;
+  // The notebook as this evaluation starts: the best it is judged against (a parallel run's
+  // other slots may move it meanwhile; the decision checks again, under the lock).
   const exps = ledger.listExperiments(run.id);
   const best = bestOf(exps);
-  const bestMetric = best ? objectiveOf(best, metric) : undefined;
-  // A parallel run judges against the parent and merges at decision time: no stale check here.
-  const bestCommit = freshOn ?? (deps.parallel ? exp.parentCommit : await ws.bestCommit());
-
-  if (exp.n !== 0 && exp.parentCommit !== bestCommit) {
-    // Serially this cannot happen; with parallel slots a stale candidate is rebased (see org).
-    const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
-    ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
-    emit({
-      type: "decision",
-      n: exp.n,
-      action: "reject",
-      reason,
-      best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN },
-    });
-    return;
-  }
+  const bestCommit = freshOn ?? (await coordinationOf(deps).judgedOn(exp));
+  if (exp.n !== 0 && exp.parentCommit !== bestCommit) return rejectStale(deps, exp, bestCommit, best, emit);
 
   if (!freshOn) await ws.resetTo(exp.commit);
+  const trials = trialsOf(deps, exp, emit, signal);
+  if (exp.n !== 0 && !best && deps.parallel?.baselineDecided) {
+    return trialBeforeBaseline(deps, exp, deps.parallel, trials, emit, signal);
+  }
+  if (exp.n === 0) return decideBaseline(deps, exp, trials, emit, signal);
+  return judgeCandidate(deps, exp, exps, trials, emit, signal);
+}
+
+/** The full-budget trials of one experiment: those that count, and running the next one. */
+interface Trials {
+  /** Finished trials (a crash's included) at run.budget; an interrupted one does not count. */
+  finished(): TrialResult[];
+  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
+  another(): Promise<boolean>;
+}
+
+function trialsOf(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Trials {
+  const { program, ledger, run } = deps;
   // Trials that finished before a crash are not run again: they count, only the rest is missing.
   const finished = (): TrialResult[] =>
     (ledger.getExperiment(run.id, exp.n)?.trials ?? [])
       .filter((t) => isFullBudget(program, t)) // the proxy ladder's cheaper rungs are not the judge's
       .map((t) => t.result)
       .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
-  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
   const another = async (): Promise<boolean> => {
     const r = await runTrial(deps, exp.n, finished().length, emit, signal);
     return r.status !== "interrupted";
   };
+  return { finished, another };
+}
 
-  if (exp.n !== 0 && !best && deps.parallel?.baselineDecided) {
-    // Built while the baseline is measured: its first trial runs now, on a slot the baseline
-    // does not use (not with a ladder: its rungs rank against the baseline's). Judging it waits
-    // for the baseline, without holding the slot: it goes back to the queue once the baseline
-    // is kept.
-    if (!program.ladder && finished().length === 0 && !(await another())) return;
-    if (!bestOf(ledger.listExperiments(run.id))) {
-      deps.parallel.afterBaseline?.(exp);
-      return;
-    }
-    const now = ledger.getExperiment(run.id, exp.n);
-    if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
+/** Serially this cannot happen; with parallel slots a stale candidate is rebased (see org). */
+function rejectStale(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  bestCommit: string,
+  best: ExperimentRecord | undefined,
+  emit: (e: LoopEvent) => void,
+): void {
+  const bestMetric = best ? objectiveOf(best, deps.program.objective.metric) : undefined;
+  const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
+  deps.ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
+  emit({
+    type: "decision",
+    n: exp.n,
+    action: "reject",
+    reason,
+    best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN },
+  });
+}
+
+/**
+ * Built while the baseline is measured (parallel runs): its first trial runs now, on a slot the
+ * baseline does not use (not with a ladder: its rungs rank against the baseline's). Judging it
+ * waits for the baseline, without holding the slot: it goes back to the queue once the
+ * baseline is kept.
+ */
+async function trialBeforeBaseline(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  hooks: ParallelHooks,
+  { finished, another }: Trials,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, run } = deps;
+  if (!program.ladder && finished().length === 0 && !(await another())) return;
+  if (!bestOf(ledger.listExperiments(run.id))) {
+    hooks.afterBaseline?.(exp);
     return;
   }
+  const now = ledger.getExperiment(run.id, exp.n);
+  if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
+}
 
-  if (exp.n === 0) {
-    // With a proxy ladder, the baseline first measures every cheaper rung (candidates rank against it).
-    const rungs = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, 0, 0, emit, signal, rung));
-    if (rungs === "interrupted") return;
-    // The baseline runs judge.baselineTrials times with different seeds: that is the noise sample.
-    while (
-      rungs === "top" &&
-      finished().length < judge.baselineTrials &&
-      finished().every((r) => r.status === "ok")
-    ) {
-      if (!(await another())) return;
-    }
-    const results = finished();
-    const bad =
-      rungs === "top" ? results.find((r) => r.status !== "ok") : { reason: rungs.reason, status: "crash" };
-    const values = results.map((r) => r.metrics[metric] as number);
-    const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
-    const decision = bad
-      ? { action: "crash" as const, reason: bad.reason ?? bad.status, mechanismConfirmed: null }
-      : {
-          action: "keep" as const,
-          reason:
-            values.length > 1 ? `baseline: mean of ${values.length} trials (${spread(values)})` : "baseline",
-          metric: mean,
-          mechanismConfirmed: null,
-        };
-    ledger.decide(exp.id, decision);
-    emit({
-      type: "decision",
-      n: 0,
-      action: decision.action,
-      reason: decision.reason,
-      ...(bad ? {} : { metric: mean }),
-      best: { n: 0, metric: bad ? Number.NaN : mean },
-    });
-    return;
+/**
+ * The baseline: with a proxy ladder it first measures every cheaper rung (candidates rank
+ * against it), then runs judge.baselineTrials times with different seeds — the noise sample —
+ * and is kept with their mean, or the run stops (assertBaselineOk) when one failed.
+ */
+async function decideBaseline(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  { finished, another }: Trials,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, judge } = deps;
+  const metric = program.objective.metric;
+  const rungs = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, 0, 0, emit, signal, rung));
+  if (rungs === "interrupted") return;
+  while (
+    rungs === "top" &&
+    finished().length < judge.baselineTrials &&
+    finished().every((r) => r.status === "ok")
+  ) {
+    if (!(await another())) return;
   }
+  const results = finished();
+  const bad =
+    rungs === "top" ? results.find((r) => r.status !== "ok") : { reason: rungs.reason, status: "crash" };
+  const values = results.map((r) => r.metrics[metric] as number);
+  const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const decision = bad
+    ? { action: "crash" as const, reason: bad.reason ?? bad.status, mechanismConfirmed: null }
+    : {
+        action: "keep" as const,
+        reason:
+          values.length > 1 ? `baseline: mean of ${values.length} trials (${spread(values)})` : "baseline",
+        metric: mean,
+        mechanismConfirmed: null,
+      };
+  ledger.decide(exp.id, decision);
+  emit({
+    type: "decision",
+    n: 0,
+    action: decision.action,
+    reason: decision.reason,
+    ...(bad ? {} : { metric: mean }),
+    best: { n: 0, metric: bad ? Number.NaN : mean },
+  });
+}
 
+/**
+ * A candidate: the proxy ladder's rungs, then full-budget trials until the judge decides (the
+ * incumbent re-measured when it asks), the budget runs out, or no trials are left; then the
+ * decision, under the coordination's lock (decide.ts).
+ */
+async function judgeCandidate(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  /** The notebook as the evaluation started (its best is the one judged against). */
+  exps: ExperimentRecord[],
+  { finished, another }: Trials,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, run, judge } = deps;
+  const metric = program.objective.metric;
+  const best = bestOf(exps);
+  const bestMetric = best ? objectiveOf(best, metric) : undefined;
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
   // Judged against the best it was built on (in a parallel run the best may have moved since).
   const parent = exps.find((e) => e.commit === exp.parentCommit && e.decision?.action === "keep") ?? best;
@@ -195,8 +267,7 @@ export async function evaluateExperiment(
     } else if (!(await another())) return;
   }
   const decided = decision;
-  const record = () => recordDecision(deps, exp, decided, emit);
-  await (deps.parallel ? deps.parallel.lock(record) : record());
+  await coordinationOf(deps).lock(() => recordDecision(deps, exp, decided, emit));
 }
 
 /** "± sd" of a few values, for reasons people read. */

@@ -77,6 +77,40 @@ export interface ParallelHooks {
   }): Promise<{ commit: string; ref: string; diff: DiffStats } | undefined>;
 }
 
+/**
+ * Where the phases meet other workers: experiment numbers, the decision lock, and which best a
+ * candidate is judged on. `coordinationOf` gives the serial loop's (one worker) or a parallel
+ * run's (its ParallelHooks), so the phases themselves do not branch on the kind of run.
+ */
+export interface Coordination {
+  /** Serializes decide → advance (serially: runs `fn`, nobody else decides). */
+  lock<T>(fn: () => Promise<T>): Promise<T>;
+  /** The next experiment number, reserved together with reading the best (kept ones come in order of n). */
+  allocate(): number;
+  /**
+   * The commit a candidate is judged on. Serially the branch's best: a candidate built on
+   * another is stale. In a parallel run its parent: the best may have moved since, and a winner
+   * is merged at decision time (merge.ts).
+   */
+  judgedOn(exp: ExperimentRecord): Promise<string>;
+}
+
+export function coordinationOf(deps: LoopDeps): Coordination {
+  const hooks = deps.parallel;
+  if (hooks) {
+    return {
+      lock: (fn) => hooks.lock(fn),
+      allocate: () => hooks.allocate(),
+      judgedOn: async (exp) => exp.parentCommit,
+    };
+  }
+  return {
+    lock: (fn) => fn(),
+    allocate: () => Math.max(...deps.ledger.listExperiments(deps.run.id).map((e) => e.n)) + 1,
+    judgedOn: () => deps.workspace.bestCommit(),
+  };
+}
+
 export interface LoopOptions {
   /** Stop once the run holds this many experiments besides the baseline. */
   maxExperiments?: number;

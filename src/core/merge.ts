@@ -4,10 +4,9 @@
  */
 import { commitMessage } from "./candidate.ts";
 import { crashPoint } from "./crash-points.ts";
-import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { LoopDeps } from "./loop-deps.ts";
+import type { LoopDeps, ParallelHooks } from "./loop-deps.ts";
 import type { Decision, Params, Proposal } from "./types.ts";
 import { firstLine, objectiveOf } from "./views.ts";
 
@@ -20,14 +19,14 @@ import { firstLine, objectiveOf } from "./views.ts";
  */
 export async function mergeOnto(
   deps: LoopDeps,
+  parallel: ParallelHooks,
   exp: ExperimentRecord,
   decision: Decision,
   best: ExperimentRecord,
   exps: ExperimentRecord[],
   emit: (e: LoopEvent) => void,
 ): Promise<void> {
-  const { ledger, run, workspace: ws, parallel } = deps;
-  if (!parallel) throw new AutolabError("NOT_PARALLEL", "merging needs a parallel run.");
+  const { ledger, run, workspace: ws } = deps;
   const bestNow = { n: best.n, metric: objectiveOf(best, deps.program.objective.metric) ?? Number.NaN };
   const beat = decision.reason.replace(/\.$/, "");
   let merged = exps.find((e) => e.rebaseOf === exp.n);

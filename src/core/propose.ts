@@ -13,7 +13,7 @@ import { AutolabError } from "./errors.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { LoopDeps } from "./loop-deps.ts";
+import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
 import { bestOf, buildContext, objectiveOf, toView } from "./views.ts";
@@ -73,7 +73,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     before = await ws.snapshot();
   }
   // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
-  const n = deps.parallel ? deps.parallel.allocate() : Math.max(...exps.map((e) => e.n)) + 1;
+  const n = coordinationOf(deps).allocate();
   emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
 
   const agentLogDir = join(deps.logDir, String(n), "agent");
