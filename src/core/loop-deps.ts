@@ -136,6 +136,3 @@ export interface LoopSummary {
 }
 
 export const STOPPED_BY_SIGNAL = "stopped by a signal (Ctrl-C); `autolab run` resumes";
-
-/** Consecutive failed proposals of one researcher before the run stops (LoopOptions.maxAgentFailures). */
-export const DEFAULT_MAX_AGENT_FAILURES = 5;

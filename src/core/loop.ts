@@ -1,14 +1,7 @@
-import { join } from "node:path";
-import { AutolabError } from "./errors.ts";
+import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
-import {
-  DEFAULT_MAX_AGENT_FAILURES,
-  type LoopDeps,
-  type LoopOptions,
-  type LoopSummary,
-  STOPPED_BY_SIGNAL,
-} from "./loop-deps.ts";
+import { type LoopDeps, type LoopOptions, type LoopSummary, STOPPED_BY_SIGNAL } from "./loop-deps.ts";
 import { runStep } from "./propose.ts";
 import { experimentsSpent } from "./run-budget.ts";
 import { assertBaselineOk, finishRun, startUp, withBudget } from "./startup.ts";
@@ -67,15 +60,10 @@ export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<
       failures.length = 0;
       continue;
     }
-    // Failures that a researcher causes (crash, hang, garbage, nothing changed, out of scope) in a
-    // row mean something is wrong with its setup, not with one idea: stop and say so.
+    // A researcher that fails again and again stops the run (agent-streak.ts).
     failures.push(`#${step.n} ${step.reason}`);
     if (failures.length >= (opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES)) {
-      throw new AutolabError(
-        "AGENT_FAILING",
-        `the researcher (${agent.name}) failed ${failures.length} times in a row:\n  ${failures.map((f) => f.split("\n")[0]).join("\n  ")}`,
-        `Check the agent's configuration (program.md \`agent:\`, docs/agents.md) and its logs in ${join(deps.logDir, "<n>", "agent")}; then \`autolab run\` continues the run.`,
-      );
+      throw agentFailing(failures, { name: agent.name }, deps.logDir);
     }
   }
   await ws.resetTo(await ws.bestCommit());

@@ -1,9 +1,8 @@
-import { AutolabError } from "./errors.ts";
+import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import {
-  DEFAULT_MAX_AGENT_FAILURES,
   type LoopDeps,
   type LoopOptions,
   type LoopSummary,
@@ -242,13 +241,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
       list.push(`#${step.n} ${step.reason}`);
       failures.set(key, list);
       if (list.length >= maxFailures) {
-        fail(
-          new AutolabError(
-            "AGENT_FAILING",
-            `the researcher${researcher.role ? ` of role ${researcher.role}` : ""} failed ${list.length} times in a row:\n  ${list.map((f) => f.split("\n")[0]).join("\n  ")}`,
-            `Check the agent's configuration (${researcher.role ? `org/${researcher.role}.md` : "program.md"} \`agent:\`, docs/agents.md) and its logs in ${deps.logDir}/<n>/agent; then \`autolab run\` continues the run.`,
-          ),
-        );
+        fail(agentFailing(list, researcher.role ? { role: researcher.role } : {}, deps.logDir));
         return;
       }
     }
