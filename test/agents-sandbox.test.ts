@@ -10,7 +10,8 @@ import { agentSandbox } from "../src/agents/cli/cli-agent.ts";
 import { agentEnv } from "../src/agents/cli/env.ts";
 import type { CliPreset } from "../src/agents/cli/preset.ts";
 import { openRunSession } from "../src/app/create-run.ts";
-import { type LoopSummary, runLoop } from "../src/core/loop.ts";
+import { runLoop } from "../src/core/loop.ts";
+import type { LoopSummary } from "../src/core/loop-deps.ts";
 import type { AgentConfig, SandboxSpec } from "../src/core/types.ts";
 import { probeSandbox } from "../src/runner/sandbox.ts";
 

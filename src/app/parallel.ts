@@ -2,7 +2,7 @@ import { dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
-import type { LoopDeps } from "../core/loop.ts";
+import type { LoopDeps } from "../core/loop-deps.ts";
 import {
   type Chooser,
   type ParallelDeps,

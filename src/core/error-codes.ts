@@ -120,11 +120,6 @@ export const ERROR_CODES = {
   NOTEBOOK_DAMAGED: { kind: "user", http: 500, meaning: "the notebook file is damaged" },
   NOTEBOOK_EMPTY: { kind: "user", http: 409, meaning: "the notebook was emptied where a lab has run" },
   NOT_A_GIT_REPO: { kind: "user", http: 400, meaning: "program.md is not in a git repository" },
-  NOT_PARALLEL: {
-    kind: "bug",
-    http: 500,
-    meaning: "merging was asked of a serial run (an invariant of the loop)",
-  },
   NO_BEST: {
     kind: "bug",
     http: 500,

@@ -13,7 +13,7 @@
 import type { LoopEvent } from "./events.ts";
 import { formatMetric } from "./format.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { LoopDeps } from "./loop.ts";
+import type { LoopDeps } from "./loop-deps.ts";
 import { isFullBudget, valuesAt } from "./trial-values.ts";
 import type { Alarm, Decision, Program, TrialResult } from "./types.ts";
 import { bestOf } from "./views.ts";

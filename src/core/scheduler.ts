@@ -1,26 +1,18 @@
-import { AutolabError } from "./errors.ts";
+import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
+import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import {
-  adoptCandidate,
-  assertBaselineOk,
-  closeOpenTrials,
-  ensureBaseline,
-  evaluateExperiment,
-  finishRun,
   type LoopDeps,
   type LoopOptions,
   type LoopSummary,
   type ParallelHooks,
-  reconcileBranch,
-  runSetup,
-  runStep,
-  runTrial,
   STOPPED_BY_SIGNAL,
-  startRun,
-  withBudget,
-} from "./loop.ts";
+} from "./loop-deps.ts";
+import { runStep } from "./propose.ts";
 import { experimentsSpent } from "./run-budget.ts";
+import { assertBaselineOk, finishRun, startUp, withBudget } from "./startup.ts";
+import { runTrial } from "./trial-step.ts";
 import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Agent, Program } from "./types.ts";
@@ -86,8 +78,6 @@ export interface ParallelDeps extends LoopDeps {
   rebaseKnobs?: ParallelHooks["rebaseKnobs"];
 }
 
-const DEFAULT_MAX_AGENT_FAILURES = 5;
-
 export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
   const { program, ledger, run, workspace: ws } = deps;
   const metric = program.objective.metric;
@@ -112,7 +102,6 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   const changed = () => new Promise<void>((r) => waiters.push(r));
   signal.addEventListener("abort", wake, { once: true });
 
-  let exps = startRun(deps, deps.slots.length, emit);
   const finish = async (reason: string): Promise<LoopSummary> => {
     await ws.resetTo(bestOf(list())?.commit ?? run.baseCommit);
     return finishRun(deps, reason, emit);
@@ -148,23 +137,10 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     }),
   );
 
-  await reconcileBranch(deps, exps, emit);
-  await Promise.all(slotDeps.map((d) => runSetup(d, emit, signal)));
-  if (stopped()) return finish(stopReason);
-
-  // Candidates committed just before a crash but not recorded: with proposals in parallel they
-  // need not be the last number, so every ref without a row is adopted.
-  const refs = await ws.candidateNumbers();
-  const known = new Set(exps.map((e) => e.n));
-  for (const n of refs) if (!known.has(n) && n > 0) await adoptCandidate(deps, n);
-  await ensureBaseline(deps, list());
-  exps = list();
+  const started = await startUp(deps, slotDeps, emit, signal);
+  if (started === "stopped") return finish(stopReason);
+  const { exps, refs } = started;
   nextN = Math.max(0, ...exps.map((e) => e.n), ...refs) + 1;
-
-  // Open trials of every experiment: a pending one's, or a decided incumbent's re-measurement.
-  for (const e of exps) await closeOpenTrials(deps, e);
-  exps = list();
-  assertBaselineOk(program, exps);
   // While the baseline is measured, proposals already build on it and slots it leaves free run
   // their first trials (judged once the baseline is kept).
   const measuring = !exps.find((e) => e.n === 0)?.decision;
@@ -265,13 +241,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
       list.push(`#${step.n} ${step.reason}`);
       failures.set(key, list);
       if (list.length >= maxFailures) {
-        fail(
-          new AutolabError(
-            "AGENT_FAILING",
-            `the researcher${researcher.role ? ` of role ${researcher.role}` : ""} failed ${list.length} times in a row:\n  ${list.map((f) => f.split("\n")[0]).join("\n  ")}`,
-            `Check the agent's configuration (${researcher.role ? `org/${researcher.role}.md` : "program.md"} \`agent:\`, docs/agents.md) and its logs in ${deps.logDir}/<n>/agent; then \`autolab run\` continues the run.`,
-          ),
-        );
+        fail(agentFailing(list, researcher.role ? { role: researcher.role } : {}, deps.logDir));
         return;
       }
     }

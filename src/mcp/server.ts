@@ -4,7 +4,8 @@ import { openRunSession, type RunSession } from "../app/create-run.ts";
 import { statusOf } from "../app/status.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { formatMetric } from "../core/format.ts";
-import { runLoop, runStep } from "../core/loop.ts";
+import { runLoop } from "../core/loop.ts";
+import { runStep } from "../core/propose.ts";
 import type { Agent } from "../core/types.ts";
 import {
   agentAlarms,

@@ -1,0 +1,63 @@
+/**
+ * The decide phase: the decision row, then the ratchet (decision first, branch second: on resume
+ * the ledger is the truth), then alarms over the notebook.
+ */
+import { crashPoint } from "./crash-points.ts";
+import { AutolabError } from "./errors.ts";
+import type { LoopEvent } from "./events.ts";
+import type { ExperimentRecord } from "./ledger.ts";
+import type { LoopDeps } from "./loop-deps.ts";
+import { mergeOnto } from "./merge.ts";
+import { verifyRatchet } from "./ratchet.ts";
+import type { Decision } from "./types.ts";
+import { bestOf, objectiveOf } from "./views.ts";
+
+/** Writes the decision and moves the ratchet; in a parallel run a winner on an old best is merged. */
+export async function recordDecision(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  decision: Decision,
+  emit: (e: LoopEvent) => void,
+): Promise<void> {
+  const { program, ledger, run, workspace: ws } = deps;
+  const metric = program.objective.metric;
+  const exps = ledger.listExperiments(run.id);
+  const best = bestOf(exps);
+  const bestMetric = best ? objectiveOf(best, metric) : undefined;
+  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  const bestCommit = best.commit;
+  await verifyRatchet(deps, bestCommit, exp, emit);
+  // Only a parallel run judges a candidate on a best that has moved (Coordination.judgedOn).
+  if (decision.action === "keep" && exp.parentCommit !== bestCommit && deps.parallel) {
+    await mergeOnto(deps, deps.parallel, exp, decision, best, exps, emit);
+    return;
+  }
+  // What the rule found about the run (a deterministic objective) is said once in the notebook.
+  if (decision.notice && !ledger.listNotes(run.id).some((n) => n.text === decision.notice)) {
+    ledger.addNote(run.id, exp.id, decision.notice);
+  }
+  // Decision first, branch second: on resume the ledger is the truth and the branch follows it.
+  const alarmsBefore = decision.action === "keep" && deps.checkAlarms ? deps.checkAlarms(exps) : [];
+  ledger.decide(exp.id, decision);
+  crashPoint("after-decision");
+  if (decision.action === "keep") await ws.advance(exp.commit, bestCommit);
+  if (decision.action === "keep" && deps.checkAlarms) {
+    for (const alarm of deps.checkAlarms(ledger.listExperiments(run.id))) {
+      if (alarmsBefore.some((a) => a.kind === alarm.kind)) continue;
+      ledger.addNote(run.id, exp.id, `ALARM ${alarm.kind}: ${alarm.reason}`);
+      emit({ type: "alarm", kind: alarm.kind, reason: alarm.reason, n: exp.n });
+    }
+  }
+  const newBest =
+    decision.action === "keep" && decision.metric !== undefined
+      ? { n: exp.n, metric: decision.metric }
+      : { n: best.n, metric: bestMetric };
+  emit({
+    type: "decision",
+    n: exp.n,
+    action: decision.action,
+    reason: decision.reason,
+    ...(decision.metric !== undefined ? { metric: decision.metric } : {}),
+    best: newBest,
+  });
+}

@@ -1,0 +1,278 @@
+/**
+ * The evaluate phase: an experiment's trials (the proxy ladder's rungs, then full-budget trials
+ * until the judge decides or the budget runs out) and its decision (decide.ts). The baseline's
+ * repeated trials are the run's noise sample.
+ */
+import { recordDecision } from "./decide.ts";
+import { AutolabError } from "./errors.ts";
+import type { LoopEvent } from "./events.ts";
+import { formatMetric } from "./format.ts";
+import { climbLadder } from "./ladder.ts";
+import type { ExperimentRecord } from "./ledger.ts";
+import { coordinationOf, type LoopDeps, type ParallelHooks } from "./loop-deps.ts";
+import { budgetLeft, trialsSpent } from "./run-budget.ts";
+import { runTrial } from "./trial-step.ts";
+import { isFullBudget } from "./trial-values.ts";
+import type { Decision, TrialResult } from "./types.ts";
+import { bestOf, objectiveOf } from "./views.ts";
+
+/**
+ * Runs the trials of `exp` and, unless interrupted, decides it and moves the ratchet. Four
+ * cases: a candidate on a best that is no longer the one it is judged on is rejected as stale;
+ * one built while the baseline is still measured (parallel runs) gets its first trial and waits;
+ * the baseline measures the noise; any other candidate climbs the ladder and meets the judge.
+ */
+export async function evaluateExperiment(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+  /** Known when the caller just built `exp` on the best and its worktree is at exp.commit. */
+  freshOn?: string,
+): Promise<void> {
+  const { ledger, run, workspace: ws } = deps;
+  // The notebook as this evaluation starts: the best it is judged against (a parallel run's
+  // other slots may move it meanwhile; the decision checks again, under the lock).
+  const exps = ledger.listExperiments(run.id);
+  const best = bestOf(exps);
+  const bestCommit = freshOn ?? (await coordinationOf(deps).judgedOn(exp));
+  if (exp.n !== 0 && exp.parentCommit !== bestCommit) return rejectStale(deps, exp, bestCommit, best, emit);
+
+  if (!freshOn) await ws.resetTo(exp.commit);
+  const trials = trialsOf(deps, exp, emit, signal);
+  if (exp.n !== 0 && !best && deps.parallel?.baselineDecided) {
+    return trialBeforeBaseline(deps, exp, deps.parallel, trials, emit, signal);
+  }
+  if (exp.n === 0) return decideBaseline(deps, exp, trials, emit, signal);
+  return judgeCandidate(deps, exp, exps, trials, emit, signal);
+}
+
+/** The full-budget trials of one experiment: those that count, and running the next one. */
+interface Trials {
+  /** Finished trials (a crash's included) at run.budget; an interrupted one does not count. */
+  finished(): TrialResult[];
+  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
+  another(): Promise<boolean>;
+}
+
+function trialsOf(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Trials {
+  const { program, ledger, run } = deps;
+  // Trials that finished before a crash are not run again: they count, only the rest is missing.
+  const finished = (): TrialResult[] =>
+    (ledger.getExperiment(run.id, exp.n)?.trials ?? [])
+      .filter((t) => isFullBudget(program, t)) // the proxy ladder's cheaper rungs are not the judge's
+      .map((t) => t.result)
+      .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
+  const another = async (): Promise<boolean> => {
+    const r = await runTrial(deps, exp.n, finished().length, emit, signal);
+    return r.status !== "interrupted";
+  };
+  return { finished, another };
+}
+
+/** Serially this cannot happen; with parallel slots a stale candidate is rebased (see org). */
+function rejectStale(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  bestCommit: string,
+  best: ExperimentRecord | undefined,
+  emit: (e: LoopEvent) => void,
+): void {
+  const bestMetric = best ? objectiveOf(best, deps.program.objective.metric) : undefined;
+  const reason = `stale: built on ${exp.parentCommit.slice(0, 8)} but the best is now ${bestCommit.slice(0, 8)}`;
+  deps.ledger.decide(exp.id, { action: "reject", reason, mechanismConfirmed: null });
+  emit({
+    type: "decision",
+    n: exp.n,
+    action: "reject",
+    reason,
+    best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN },
+  });
+}
+
+/**
+ * Built while the baseline is measured (parallel runs): its first trial runs now, on a slot the
+ * baseline does not use (not with a ladder: its rungs rank against the baseline's). Judging it
+ * waits for the baseline, without holding the slot: it goes back to the queue once the
+ * baseline is kept.
+ */
+async function trialBeforeBaseline(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  hooks: ParallelHooks,
+  { finished, another }: Trials,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, run } = deps;
+  if (!program.ladder && finished().length === 0 && !(await another())) return;
+  if (!bestOf(ledger.listExperiments(run.id))) {
+    hooks.afterBaseline?.(exp);
+    return;
+  }
+  const now = ledger.getExperiment(run.id, exp.n);
+  if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
+}
+
+/**
+ * The baseline: with a proxy ladder it first measures every cheaper rung (candidates rank
+ * against it), then runs judge.baselineTrials times with different seeds — the noise sample —
+ * and is kept with their mean, or the run stops (assertBaselineOk) when one failed.
+ */
+async function decideBaseline(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  { finished, another }: Trials,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, judge } = deps;
+  const metric = program.objective.metric;
+  const rungs = await climbLadder(deps, exp, emit, (rung) => runTrial(deps, 0, 0, emit, signal, rung));
+  if (rungs === "interrupted") return;
+  while (
+    rungs === "top" &&
+    finished().length < judge.baselineTrials &&
+    finished().every((r) => r.status === "ok")
+  ) {
+    if (!(await another())) return;
+  }
+  const results = finished();
+  const bad =
+    rungs === "top" ? results.find((r) => r.status !== "ok") : { reason: rungs.reason, status: "crash" };
+  const values = results.map((r) => r.metrics[metric] as number);
+  const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const decision = bad
+    ? { action: "crash" as const, reason: bad.reason ?? bad.status, mechanismConfirmed: null }
+    : {
+        action: "keep" as const,
+        reason:
+          values.length > 1 ? `baseline: mean of ${values.length} trials (${spread(values)})` : "baseline",
+        metric: mean,
+        mechanismConfirmed: null,
+      };
+  ledger.decide(exp.id, decision);
+  emit({
+    type: "decision",
+    n: 0,
+    action: decision.action,
+    reason: decision.reason,
+    ...(bad ? {} : { metric: mean }),
+    best: { n: 0, metric: bad ? Number.NaN : mean },
+  });
+}
+
+/**
+ * A candidate: the proxy ladder's rungs, then full-budget trials until the judge decides (the
+ * incumbent re-measured when it asks), the budget runs out, or no trials are left; then the
+ * decision, under the coordination's lock (decide.ts).
+ */
+async function judgeCandidate(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  /** The notebook as the evaluation started (its best is the one judged against). */
+  exps: ExperimentRecord[],
+  { finished, another }: Trials,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const { program, ledger, run, judge } = deps;
+  const metric = program.objective.metric;
+  const best = bestOf(exps);
+  const bestMetric = best ? objectiveOf(best, metric) : undefined;
+  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  // Judged against the best it was built on (in a parallel run the best may have moved since).
+  const parent = exps.find((e) => e.commit === exp.parentCommit && e.decision?.action === "keep") ?? best;
+  const parentMetric = objectiveOf(parent, metric) ?? bestMetric;
+  // The full-budget ok trials of an experiment, in order (values and trials must stay aligned:
+  // the judge pairs candidate and best trials by seed).
+  const okTrials = (e: ExperimentRecord | undefined): TrialResult[] =>
+    (e?.trials ?? [])
+      .filter((t) => isFullBudget(program, t))
+      .map((t) => t.result)
+      .filter((r): r is NonNullable<typeof r> => r?.status === "ok");
+  const okValues = (e: ExperimentRecord | undefined) => okTrials(e).map((r) => r.metrics[metric] as number);
+  /** The judge's view of the run now: re-read after an incumbent trial adds to the best. */
+  const judgeInput = () => {
+    const now = ledger.listExperiments(run.id);
+    const p = now.find((e) => e.n === parent.n) ?? parent;
+    return {
+      program,
+      best: { n: p.n, metric: parentMetric, values: okValues(p), trials: okTrials(p) },
+      baseline: okValues(now.find((e) => e.n === 0)),
+      // Every configuration's repeats inform σ (the noise model pools them).
+      run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
+      // The share of the run's budget left (this experiment counts as started).
+      ...(deps.budget ? { budget: budgetLeft(deps.budget, now, exp.n) } : {}),
+    };
+  };
+  /** Why no further trial may start (the run's budget is spent), else undefined. */
+  // (An unbounded run reads nothing for it.)
+  const spent = () => (deps.budget ? trialsSpent(deps.budget, ledger.listExperiments(run.id)) : undefined);
+  /** Queued (a parallel run) but the budget ran out before any of its trials, rungs included. */
+  const notRun =
+    deps.budget && (ledger.getExperiment(run.id, exp.n)?.trials.length ?? 0) === 0 ? spent() : undefined;
+  // The proxy ladder: one trial per cheaper rung; a candidate not promoted is decided there.
+  const climbed = notRun
+    ? "top"
+    : await climbLadder(deps, exp, emit, (rung) => runTrial(deps, exp.n, 0, emit, signal, rung));
+  if (climbed === "interrupted") return;
+  let decision: Decision | undefined = notRun
+    ? { action: "discard", reason: `not run: ${notRun} before its first trial`, mechanismConfirmed: null }
+    : climbed === "top"
+      ? undefined
+      : climbed;
+  let remeasure = true;
+  while (!decision) {
+    const trials = finished();
+    if (trials.length === 0) {
+      if (!(await another())) return;
+      continue;
+    }
+    const verdict = judge.decide({ ...judgeInput(), trials });
+    const out = verdict.action === "more" ? spent() : undefined;
+    if (verdict.action !== "more") decision = verdict;
+    else if (out) {
+      // Undecided when the budget ran out: discarded with what its trials showed.
+      const values = trials.map((t) => t.metrics[metric]).filter((v): v is number => Number.isFinite(v));
+      decision = {
+        action: "discard",
+        reason: `${verdict.reason}; ${out} before it was decided`,
+        ...(values.length ? { metric: values.reduce((a, b) => a + b, 0) / values.length } : {}),
+        mechanismConfirmed: false,
+      };
+    } else if (verdict.incumbent && remeasure) {
+      // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
+      const r = await runTrial(deps, parent.n, "next", emit, signal, undefined, exp.n);
+      if (r.status === "interrupted") return;
+      if (r.status !== "ok") {
+        remeasure = false; // not again for this challenger: its other trials decide
+        ledger.addNote(
+          run.id,
+          parent.id,
+          `the incumbent #${parent.n} failed when re-measured on seed ${r.seed} (${r.status}${r.reason ? `: ${r.reason}` : ""}); it is judged on its other trials`,
+        );
+      }
+    } else if (trials.length >= judge.maxTrials) {
+      decision = {
+        action: "discard",
+        reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,
+        mechanismConfirmed: false,
+      };
+    } else if (!(await another())) return;
+  }
+  const decided = decision;
+  await coordinationOf(deps).lock(() => recordDecision(deps, exp, decided, emit));
+}
+
+/** "± sd" of a few values, for reasons people read. */
+function spread(values: number[]): string {
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, values.length - 1));
+  return `${formatMetric(mean)} ± ${formatMetric(sd)}`;
+}

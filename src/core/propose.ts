@@ -1,0 +1,176 @@
+/**
+ * The propose phase: one experiment on the current best — the researcher edits a worktree, the
+ * change is scope-checked, committed (candidate ref), recorded; a failed or out-of-scope
+ * proposal is decided at once, anything else is evaluated here (serial, MCP) or queued for a
+ * slot (the scheduler: StepOptions.deferEvaluation).
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type AgentFailure, isAgentFailure } from "./agent-failure.ts";
+import { commitMessage, DEFAULT_MAX_DIFF_LINES, NO_CHANGE, scopeViolation, tooLarge } from "./candidate.ts";
+import { crashPoint } from "./crash-points.ts";
+import { AutolabError } from "./errors.ts";
+import { evaluateExperiment } from "./evaluate.ts";
+import type { LoopEvent } from "./events.ts";
+import type { ExperimentRecord } from "./ledger.ts";
+import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
+import { setupFilesOf } from "./setup.ts";
+import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
+import { bestOf, buildContext, objectiveOf, toView } from "./views.ts";
+import type { Snapshot } from "./workspace.ts";
+
+export interface StepOptions {
+  emit?: (e: LoopEvent) => void;
+  signal?: AbortSignal;
+  /**
+   * The researcher has already edited the worktree (an interactive agent through MCP): do not
+   * reset it before proposing; untracked files absent from this snapshot count as new.
+   */
+  prepared?: Snapshot;
+  /** Replaces deps.agent.propose for this step (MCP: the proposal is what the agent said it did). */
+  propose?: (ctx: ProposalContext) => Promise<Proposal>;
+  maxDiffLines?: number;
+  /** Parallel runs: stop after recording the candidate; a slot evaluates StepResult.experiment. */
+  deferEvaluation?: boolean;
+}
+
+export interface StepResult {
+  n: number;
+  /** "queued": recorded with deferEvaluation, waiting for a slot. */
+  action: DecisionAction | "interrupted" | "queued";
+  reason: string;
+  metric?: number;
+  best: { n: number; metric: number };
+  /** The researcher, not the idea, failed: crash, timeout, garbage, no change, out of scope. */
+  researcherFailed: boolean;
+  /** With deferEvaluation: the recorded candidate, waiting for a slot. */
+  experiment?: ExperimentRecord;
+}
+
+/**
+ * One experiment on the current best: propose → scope check → commit + ref → row → trial →
+ * decision → ratchet. Returns undefined when stopped by the signal before anything was
+ * recorded. Requires a run whose baseline has been measured (runLoop does that first).
+ */
+export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<StepResult | undefined> {
+  const { program, ledger, run, workspace: ws, agent } = deps;
+  const metric = program.objective.metric;
+  const emit = opts.emit ?? (() => {});
+  const exps = ledger.listExperiments(run.id);
+  let best = bestOf(exps);
+  let bestMetric = best ? objectiveOf(best, metric) : undefined;
+  if (!best && deps.parallel?.baselineDecided) {
+    // A parallel run proposes while the baseline is still measured: candidates build on it.
+    best = exps.find((e) => e.n === 0);
+    bestMetric = Number.NaN;
+  }
+  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
+  const bestCommit = best.commit;
+  let before = opts.prepared;
+  if (!before) {
+    await ws.resetTo(bestCommit);
+    before = await ws.snapshot();
+  }
+  // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
+  const n = coordinationOf(deps).allocate();
+  emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
+
+  const agentLogDir = join(deps.logDir, String(n), "agent");
+  await mkdir(agentLogDir, { recursive: true });
+  let proposal: Proposal;
+  let failure: AgentFailure | undefined;
+  try {
+    const ctx: ProposalContext = {
+      worktree: ws.projectDir,
+      program,
+      best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
+      history: exps.map((e) => toView(e, program)),
+      contextText: buildContext(
+        program,
+        run,
+        exps,
+        deps.instructions
+          ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
+          : {},
+      ),
+      logDir: agentLogDir,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    const sandbox = deps.confinement?.researcher(ws, setupFilesOf(deps), [agentLogDir]);
+    if (sandbox) ctx.sandbox = sandbox;
+    proposal = await (opts.propose ?? ((c) => agent.propose(c)))(ctx);
+  } catch (err) {
+    if (!isAgentFailure(err)) throw err;
+    // A failed proposal is an ordinary outcome: recorded like any experiment, then the loop goes on.
+    failure = err;
+    proposal = {
+      hypothesis: `(no proposal: the agent ${err.kind === "timeout" ? "timed out" : err.kind.replace("_", " ")})`,
+      ...(err.usage ? { usage: err.usage } : {}),
+    };
+  }
+  if (opts.signal?.aborted) {
+    await ws.resetTo(bestCommit);
+    return undefined;
+  }
+  const changed = await ws.changes(before);
+  const violation = await scopeViolation(ws, program, changed);
+  const message = commitMessage(run.tag, n, agent.name, proposal, deps.role ? { role: deps.role } : {});
+  const ref = await ws.commitCandidate(n, changed, message);
+  crashPoint("after-commit");
+  const exp = ledger.addExperiment({
+    runId: run.id,
+    n,
+    agent: agent.name,
+    parentCommit: bestCommit,
+    commit: ref.commit,
+    ref: ref.ref,
+    hypothesis: proposal.hypothesis,
+    ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
+    ...(proposal.expected ? { expected: proposal.expected } : {}),
+    ...(proposal.params ? { params: proposal.params } : {}),
+    ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
+    ...(deps.role ? { role: deps.role } : {}),
+    diff: ref.diff,
+  });
+  crashPoint("after-row");
+  emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
+
+  const maxDiff = opts.maxDiffLines ?? DEFAULT_MAX_DIFF_LINES;
+  const reject = failure
+    ? `agent ${failure.kind}: ${failure.message}`
+    : changed.length === 0
+      ? NO_CHANGE
+      : (violation ??
+        (ref.diff.insertions + ref.diff.deletions > maxDiff ? tooLarge(ref.diff, maxDiff) : undefined));
+  if (reject) {
+    const action = failure ? "crash" : "reject";
+    ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
+    const bestNow = { n: best.n, metric: bestMetric };
+    emit({ type: "decision", n, action, reason: reject, best: bestNow });
+    await ws.resetTo(bestCommit, changed);
+    return { n, action, reason: reject, best: bestNow, researcherFailed: true };
+  }
+  if (opts.deferEvaluation) {
+    return {
+      n,
+      action: "queued",
+      reason: "recorded; a slot evaluates it",
+      best: { n: best.n, metric: bestMetric },
+      researcherFailed: false,
+      experiment: exp,
+    };
+  }
+  await evaluateExperiment(deps, exp, emit, opts.signal, bestCommit);
+  const decided = ledger.getExperiment(run.id, n);
+  const after = bestOf(ledger.listExperiments(run.id));
+  const afterMetric = after ? objectiveOf(after, metric) : undefined;
+  return {
+    n,
+    action: decided?.decision?.action ?? "interrupted",
+    reason: decided?.decision?.reason ?? "interrupted; `autolab run` runs it again",
+    ...(decided?.decision?.metric !== undefined ? { metric: decided.decision.metric } : {}),
+    best: { n: after?.n ?? best.n, metric: afterMetric ?? bestMetric },
+    researcherFailed: false,
+  };
+}

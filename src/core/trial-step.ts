@@ -1,0 +1,224 @@
+/**
+ * The trial phase: one trial of an experiment in a clean tree (start row, process, result row),
+ * and closing the trials a killed harness left open.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { crashPoint } from "./crash-points.ts";
+import { AutolabError } from "./errors.ts";
+import type { LoopEvent } from "./events.ts";
+import type { Rung } from "./ladder.ts";
+import type { ExperimentRecord } from "./ledger.ts";
+import type { LoopDeps } from "./loop-deps.ts";
+import { setupFilesOf } from "./setup.ts";
+import { isFullBudget } from "./trial-values.ts";
+import type { Program, TrialPruner, TrialResult } from "./types.ts";
+import { bestOf } from "./views.ts";
+
+/** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
+const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";
+
+/**
+ * Runs one trial of experiment n. `seedIndex` is the number of trials already finished: trial
+ * k of every experiment gets seed run.seed + k, so candidates and baseline share their seeds.
+ * `rung`: a cheaper budget of the proxy ladder (default run.budget); such trials are not pruned.
+ */
+export async function runTrial(
+  deps: LoopDeps,
+  n: number,
+  /**
+   * Which seed (run.seed + index). "next": the first index no full-budget trial of the
+   * experiment holds or is running — counted right before the start is recorded, so slots that
+   * re-measure the same incumbent at once take different seeds.
+   */
+  seedIndex: number | "next",
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
+  rung?: Rung,
+  /** The incumbent is re-measured for this challenger (said in the trial_started event). */
+  against?: number,
+): Promise<TrialResult> {
+  const { program, ledger, run, workspace: ws, executor } = deps;
+  const budgetMs = rung?.budgetMs ?? program.run.budgetMs;
+  const exp0 = ledger.getExperiment(run.id, n);
+  if (!exp0) throw new AutolabError("NO_EXPERIMENT", `experiment #${n} is not in the notebook.`);
+  // Whatever an earlier trial or researcher left behind is gone: the committed tree, setup's
+  // files and declared caches, nothing else (docs/security.md).
+  const setupFiles = setupFilesOf(deps);
+  const caches = deps.confinement?.projectCaches ?? [];
+  await ws.cleanTree(exp0.commit, [...setupFiles, ...caches]);
+  // A previous trial may have scribbled over a protected file: restore the pristine copy.
+  // Untracked files that may lie in a protected directory without being a tamper: setup's, the
+  // caches', and the declared outputs (present between command and evaluate).
+  const allowed = [...setupFiles, ...caches, ...program.outputs];
+  let stillBad = await ws.verifyProtected(allowed);
+  if (stillBad) {
+    await ws.restoreProtected(allowed);
+    stillBad = await ws.verifyProtected(allowed);
+  }
+  if (stillBad) {
+    throw new AutolabError(
+      "PROTECTED_CHANGED",
+      `${stillBad} in the run's base commit cannot be restored.`,
+      "The repository may be corrupt; start a new run.",
+    );
+  }
+  const exp = ledger.getExperiment(run.id, n) ?? exp0;
+  const attempt = exp.trials.length + 1;
+  const seed = run.seed + (seedIndex === "next" ? nextSeedIndex(program, run.seed, exp) : seedIndex);
+  const logDir = join(deps.logDir, String(exp.n), String(attempt));
+  // No await between counting the attempts and recording the start: parallel trials of one
+  // experiment (the baseline's) must not take the same attempt number.
+  const env = {
+    ...(deps.slot?.env ?? {}),
+    AUTOLAB_SEED: String(seed),
+    AUTOLAB_BUDGET_S: String(budgetMs / 1000),
+    [TRIAL_TOKEN]: randomBytes(12).toString("hex"),
+  };
+  const trialId = ledger.startTrial({
+    experimentId: exp.id,
+    attempt,
+    seed,
+    command: program.run.command,
+    commit: exp.commit,
+    budgetMs,
+    env,
+    ...(deps.slot ? { slot: deps.slot.index } : {}),
+  });
+  await mkdir(logDir, { recursive: true });
+  crashPoint("after-trial-start");
+  emit({
+    type: "trial_started",
+    n: exp.n,
+    attempt,
+    seed,
+    budgetMs,
+    startedAt: Date.now(),
+    hypothesis: exp.hypothesis,
+    ...(deps.slot ? { slot: deps.slot.index } : {}),
+    ...(against !== undefined ? { against } : {}),
+  });
+  // Learning-curve pruning: compare this trial's progress with the best's at the same point.
+  const progressName = program.metrics.progress;
+  const curve: Array<[number, number]> = [];
+  const startedAt = Date.now();
+  const bestExp = bestOf(ledger.listExperiments(run.id));
+  const bestCurve = bestExp?.trials.find(
+    (t) => isFullBudget(program, t) && t.result?.status === "ok" && t.result.progress?.length,
+  )?.result?.progress;
+  const pruner: TrialPruner | undefined =
+    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n && !rung
+      ? deps.makePruner(bestCurve)
+      : undefined;
+  const prune = new AbortController();
+  const sandbox = deps.confinement?.trial(ws, setupFiles, deps.slot?.env ?? {});
+  const result = await executor.runTrial({
+    cwd: ws.projectDir,
+    command: program.run.command,
+    ...(program.run.evaluate ? { evaluate: program.run.evaluate } : {}),
+    budgetMs,
+    graceMs: rung?.graceMs ?? program.run.graceMs,
+    evaluateTimeoutMs: program.run.evaluateTimeoutMs,
+    seed,
+    logDir,
+    env,
+    objective: program.objective.metric,
+    beforeEvaluate: async () => {
+      const tampered = await ws.verifyProtected(allowed);
+      if (tampered) return { status: "tampered", reason: tampered };
+      // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs.
+      await ws.cleanTree(exp.commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
+      const missing = program.outputs.filter((o) => !existsSync(join(ws.projectDir, o)));
+      if (missing.length === 0) return undefined;
+      return {
+        status: "crash",
+        reason: `the command did not write its declared output${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (outputs: in program.md; a symlink does not count)`,
+      };
+    },
+    ...(sandbox ? { sandbox } : {}),
+    onMetric: (name, value) => {
+      if (name !== progressName) return;
+      const x = (Date.now() - startedAt) / budgetMs;
+      curve.push([x, value]);
+      emit({ type: "progress", n: exp.n, name, value });
+      if (pruner && !prune.signal.aborted) {
+        const verdict = pruner.observe(x, value);
+        if (verdict.prune) prune.abort(verdict.reason);
+      }
+    },
+    ...(pruner ? { prune: prune.signal } : {}),
+    ...(signal ? { signal } : {}),
+  });
+  if (curve.length) result.progress = curve;
+  if (
+    result.status === "crash" &&
+    result.reason?.startsWith("evaluate step failed") &&
+    !program.outputs.length
+  ) {
+    result.reason += `; evaluate runs on a pristine tree (the committed files and setup's): if it reads a file the command wrote, declare it under \`outputs:\` in program.md`;
+  }
+  ledger.finishTrial(trialId, result, logDir);
+  crashPoint("after-trial-result");
+  if (result.status === "tampered") await ws.restoreProtected(allowed);
+  const value = result.metrics[program.objective.metric];
+  emit({
+    type: "trial_finished",
+    n: exp.n,
+    attempt,
+    status: result.status,
+    ...(value !== undefined ? { metric: value } : {}),
+    wallS: result.wallS,
+    ...(result.reason ? { reason: result.reason } : {}),
+  });
+  return result;
+}
+
+/**
+ * Trials started but never finished (the harness was killed): kill whatever is left of their
+ * processes — nobody owns their clock any more — and record them as interrupted.
+ */
+export async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Promise<void> {
+  const { ledger, executor } = deps;
+  for (const t of exp.trials) {
+    if (t.result) continue;
+    const token = t.env[TRIAL_TOKEN];
+    if (token && executor.reap) await executor.reap(token);
+    ledger.finishTrial(
+      t.id,
+      {
+        status: "interrupted",
+        reason: "the harness stopped while this trial ran; it is run again",
+        exitCode: null,
+        signal: null,
+        wallS: 0,
+        cpuS: 0,
+        peakRssMb: 0,
+        metrics: {},
+        selfReported: false,
+        seed: t.seed,
+        command: t.command,
+        stdoutPath: "",
+        stderrPath: "",
+        logTail: "",
+      },
+      "",
+    );
+  }
+}
+
+/**
+ * The first seed index that no full-budget trial of `exp` holds, finished (ok or failed: a failed
+ * one is not re-run) or running; an interrupted trial's seed is free again.
+ */
+function nextSeedIndex(program: Program, runSeed: number, exp: ExperimentRecord): number {
+  const taken = new Set(
+    exp.trials
+      .filter((t) => isFullBudget(program, t) && t.result?.status !== "interrupted")
+      .map((t) => t.seed - runSeed),
+  );
+  let k = 0;
+  while (taken.has(k)) k++;
+  return k;
+}
