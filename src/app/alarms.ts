@@ -1,8 +1,8 @@
+import { bestOf, objectiveOf } from "../core/experiments.ts";
 import { budgetName, valueAt } from "../core/ladder.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
 import { isFullBudget } from "../core/trial-values.ts";
 import type { Alarm, Program } from "../core/types.ts";
-import { bestOf, objectiveOf } from "../core/views.ts";
 import { checkHoldout, pooledNoise } from "../trust/holdout-alarm.ts";
 import { describeNoise, type NoiseReport } from "../trust/noise-judge.ts";
 import { checkProxy, type Pair, type ProxyCheck } from "../trust/proxy-ladder.ts";

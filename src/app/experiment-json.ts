@@ -1,6 +1,6 @@
+import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { Params } from "../core/types.ts";
-import { objectiveOf } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { visibleMetrics } from "./status.ts";
 

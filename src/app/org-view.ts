@@ -1,7 +1,7 @@
 import { showValue } from "../agents/builtin/literals.ts";
+import { bestOf, objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord, TrialRecord } from "../core/ledger.ts";
 import type { ParamValue } from "../core/types.ts";
-import { bestOf, objectiveOf } from "../core/views.ts";
 
 /**
  * The organization as viewers show it (`autolab status`, `/api/org`, the dashboard): credit

@@ -1,7 +1,7 @@
 import type { ChartPoint, ChartSeries } from "../chart/progress-chart.ts";
+import { lastResult, objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { TrialResult } from "../core/types.ts";
-import { lastResult, objectiveOf } from "../core/views.ts";
 
 /**
  * The progress chart's data for a run: one point per experiment, at its objective value, or,

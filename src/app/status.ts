@@ -1,3 +1,4 @@
+import { bestOf, lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatMetric } from "../core/format.ts";
 import {
   countDecisions,
@@ -7,7 +8,6 @@ import {
   type SessionRecord,
 } from "../core/ledger.ts";
 import type { Alarm, Program } from "../core/types.ts";
-import { bestOf, lastResult, objectiveOf } from "../core/views.ts";
 import { type PredictedBest, predictedBest } from "../trust/posterior.ts";
 import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
 import { orgView, type RoleCredit, type SlotUse } from "./org-view.ts";

@@ -5,12 +5,12 @@
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { mergeOnto } from "./merge.ts";
 import { verifyRatchet } from "./ratchet.ts";
 import type { Decision } from "./types.ts";
-import { bestOf, objectiveOf } from "./views.ts";
 
 /** Writes the decision and moves the ratchet; in a parallel run a winner on an old best is merged. */
 export async function recordDecision(

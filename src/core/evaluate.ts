@@ -6,6 +6,7 @@
 import { recordDecision } from "./decide.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
@@ -14,7 +15,6 @@ import { budgetLeft, trialsSpent } from "./run-budget.ts";
 import { runTrial } from "./trial-step.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Decision, TrialResult } from "./types.ts";
-import { bestOf, objectiveOf } from "./views.ts";
 
 /**
  * Runs the trials of `exp` and, unless interrupted, decides it and moves the ratchet. Four

@@ -11,12 +11,12 @@
  * promotion), so candidates have something to rank against; a kept candidate climbed them all.
  */
 import type { LoopEvent } from "./events.ts";
+import { bestOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { isFullBudget, valuesAt } from "./trial-values.ts";
 import type { Alarm, Decision, Program, TrialResult } from "./types.ts";
-import { bestOf } from "./views.ts";
 
 export interface Rung {
   budgetMs: number;

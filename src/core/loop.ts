@@ -1,12 +1,12 @@
 import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf } from "./experiments.ts";
 import { type LoopDeps, type LoopOptions, type LoopSummary, STOPPED_BY_SIGNAL } from "./loop-deps.ts";
 import { runStep } from "./propose.ts";
 import { experimentsSpent } from "./run-budget.ts";
 import { assertBaselineOk, finishRun, startUp, withBudget } from "./startup.ts";
 import { trialsFailing } from "./trial-streak.ts";
-import { bestOf } from "./views.ts";
 
 /**
  * One run of the research loop, serially: start up (startup.ts: reconcile after a crash, setup,

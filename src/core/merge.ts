@@ -5,10 +5,10 @@
 import { commitMessage } from "./candidate.ts";
 import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";
+import { firstLine, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps, ParallelHooks } from "./loop-deps.ts";
 import type { Decision, Params, Proposal } from "./types.ts";
-import { firstLine, objectiveOf } from "./views.ts";
 
 /**
  * A candidate that beat the best it was built on, while the best moved on (parallel runs): its

@@ -12,11 +12,12 @@ import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
-import { bestOf, buildContext, objectiveOf, toView } from "./views.ts";
+import { buildContext, toView } from "./views.ts";
 import type { Snapshot } from "./workspace.ts";
 
 export interface StepOptions {

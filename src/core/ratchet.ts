@@ -3,9 +3,9 @@
  * experiment. Reconciled at start-up, verified at every decision.
  */
 import type { LoopEvent } from "./events.ts";
+import { bestOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
-import { bestOf } from "./views.ts";
 
 /**
  * Makes the branch match the ledger: the last kept experiment's commit, or the base. A branch

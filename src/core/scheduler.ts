@@ -1,6 +1,7 @@
 import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import {
   type LoopDeps,
@@ -16,7 +17,6 @@ import { runTrial } from "./trial-step.ts";
 import { trialsFailing } from "./trial-streak.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Agent, Program } from "./types.ts";
-import { bestOf, objectiveOf } from "./views.ts";
 import type { Workspace } from "./workspace.ts";
 
 /**

@@ -7,6 +7,7 @@
 import { adoptCandidate } from "./candidate.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps, LoopOptions, LoopSummary } from "./loop-deps.ts";
 import { reconcileBranch } from "./ratchet.ts";
@@ -15,7 +16,6 @@ import { runSetup } from "./setup.ts";
 import { closest } from "./suggest.ts";
 import { closeOpenTrials } from "./trial-step.ts";
 import type { Program, TrialResult } from "./types.ts";
-import { bestOf, lastResult, objectiveOf } from "./views.ts";
 
 /**
  * The deps with the run's budget from the options (the time window starts now). A trial budget

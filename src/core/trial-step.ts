@@ -9,13 +9,13 @@ import { join } from "node:path";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
+import { bestOf } from "./experiments.ts";
 import type { Rung } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Program, TrialPruner, TrialResult } from "./types.ts";
-import { bestOf } from "./views.ts";
 
 /** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
 const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";

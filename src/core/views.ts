@@ -1,36 +1,14 @@
+import { bestOf, firstLine, lastResult, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import type { ExperimentRecord, RunRecord } from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
-import type { Alarm, ExperimentView, Program, TrialResult } from "./types.ts";
+import type { Alarm, ExperimentView, Program } from "./types.ts";
 
 /**
  * What agents may see of the notebook. Holdout metrics never leave this module: every view
  * an agent (or `autolab context`) reads is built here, from the objective metric only, and
  * every text in it that a trial, a judge or an alarm wrote passes through redactHoldouts.
  */
-
-/** The last finished trial of an experiment. */
-export function lastResult(e: ExperimentRecord): TrialResult | undefined {
-  for (let i = e.trials.length - 1; i >= 0; i--) {
-    const r = e.trials[i]?.result;
-    if (r && r.status !== "interrupted") return r;
-  }
-  return undefined;
-}
-
-/** The experiment's objective value: the decision's when decided, else the last trial's. */
-export function objectiveOf(e: ExperimentRecord, metric: string): number | undefined {
-  if (e.decision?.metric !== undefined) return e.decision.metric;
-  const v = lastResult(e)?.metrics[metric];
-  return v !== undefined && Number.isFinite(v) ? v : undefined;
-}
-
-/** The current best: the last kept experiment (the baseline is kept first). */
-export function bestOf(exps: ExperimentRecord[]): ExperimentRecord | undefined {
-  let best: ExperimentRecord | undefined;
-  for (const e of exps) if (e.decision?.action === "keep") best = e;
-  return best;
-}
 
 export function toView(e: ExperimentRecord, program: Program): ExperimentView {
   const names = holdoutNames(program);
@@ -134,11 +112,6 @@ export function buildContext(
   return text;
 }
 
-/** The first line of a text, at most 160 characters. */
-export function firstLine(s: string): string {
-  const line = s.split("\n")[0] ?? "";
-  return line.length > 160 ? `${line.slice(0, 157)}…` : line;
-}
 const firstLineOf = firstLine;
 
 /** What a holdout value is replaced with in agent views. */

@@ -14,10 +14,11 @@ import { progressSeries } from "../app/progress-series.ts";
 import { statusOf } from "../app/status.ts";
 import { ERROR_CODES } from "../core/error-codes.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
+import { lastResult } from "../core/experiments.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
-import { lastResult, redactHoldouts } from "../core/views.ts";
+import { redactHoldouts } from "../core/views.ts";
 import { openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
 import type {

@@ -1,6 +1,6 @@
 import { AutolabError } from "../core/errors.ts";
+import { lastResult, objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
-import { lastResult, objectiveOf } from "../core/views.ts";
 
 export const DECISIONS = ["keep", "discard", "crash", "reject", "pending"] as const;
 export const SORT_KEYS = ["n", "metric", "wall", "decision", "created"] as const;
