@@ -1,6 +1,7 @@
 import { bestOf, objectiveOf } from "../core/experiments.ts";
 import { budgetName, valueAt } from "../core/ladder.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
+import { mean as meanOf } from "../core/stats.ts";
 import { isFullBudget } from "../core/trial-values.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { checkHoldout, pooledNoise } from "../trust/holdout-alarm.ts";
@@ -15,7 +16,7 @@ const okValues = (e: ExperimentRecord | undefined, name: string, program?: Progr
     .filter((r) => r?.status === "ok" && r.metrics[name] !== undefined)
     .map((r) => r?.metrics[name] as number);
 
-const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined);
+const mean = (xs: number[]) => (xs.length ? meanOf(xs) : undefined);
 
 /**
  * Alarms over a run's notebook: the holdout canary both ways (`overfitting:<holdout>`: the

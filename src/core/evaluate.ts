@@ -3,6 +3,7 @@
  * until the judge decides or the budget runs out) and its decision (decide.ts). The baseline's
  * repeated trials are the run's noise sample.
  */
+
 import { recordDecision } from "./decide.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
@@ -12,6 +13,7 @@ import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps, type ParallelHooks } from "./loop-deps.ts";
 import { budgetLeft, trialsSpent } from "./run-budget.ts";
+import { mean as meanOf, sampleSd } from "./stats.ts";
 import { runTrial } from "./trial-step.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Decision, TrialResult } from "./types.ts";
@@ -146,7 +148,7 @@ async function decideBaseline(
   const bad =
     rungs === "top" ? results.find((r) => r.status !== "ok") : { reason: rungs.reason, status: "crash" };
   const values = results.map((r) => r.metrics[metric] as number);
-  const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const mean = values.length ? meanOf(values) : 0;
   const decision = bad
     ? { action: "crash" as const, reason: bad.reason ?? bad.status, mechanismConfirmed: null }
     : {
@@ -243,7 +245,7 @@ async function judgeCandidate(
       decision = {
         action: "discard",
         reason: `${verdict.reason}; ${out} before it was decided`,
-        ...(values.length ? { metric: values.reduce((a, b) => a + b, 0) / values.length } : {}),
+        ...(values.length ? { metric: meanOf(values) } : {}),
         mechanismConfirmed: false,
       };
     } else if (verdict.incumbent && remeasure) {
@@ -272,7 +274,6 @@ async function judgeCandidate(
 
 /** "± sd" of a few values, for reasons people read. */
 function spread(values: number[]): string {
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, values.length - 1));
-  return `${formatMetric(mean)} ± ${formatMetric(sd)}`;
+  const sd = values.length > 1 ? sampleSd(values) : 0;
+  return `${formatMetric(meanOf(values))} ± ${formatMetric(sd)}`;
 }

@@ -10,11 +10,13 @@
  * stopped and trials that finished before a crash count. The baseline measures every rung (no
  * promotion), so candidates have something to rank against; a kept candidate climbed them all.
  */
+
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
+import { mean } from "./stats.ts";
 import { isFullBudget, valuesAt } from "./trial-values.ts";
 import type { Alarm, Decision, Program, TrialResult } from "./types.ts";
 
@@ -33,7 +35,7 @@ export function valueAt(
   budgetMs: number | "full",
 ): number | undefined {
   const v = valuesAt(program, e, budgetMs);
-  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
+  return v.length ? mean(v) : undefined;
 }
 
 /** "30s", "2m", "1m30s", "500ms": a rung's name in reasons and alarms. */

@@ -3,24 +3,10 @@
  * dependency-free: means and pooled variances, the normal and Student-t distributions, ranks.
  */
 
-export function mean(xs: readonly number[]): number {
-  let s = 0;
-  for (const x of xs) s += x;
-  return xs.length ? s / xs.length : Number.NaN;
-}
+// Means and spreads live in core (the loop needs them and core imports nothing outside it).
+export { mean, sampleSd, sumSquares } from "../core/stats.ts";
 
-/** Sum of squared deviations from the mean. */
-export function sumSquares(xs: readonly number[]): number {
-  const m = mean(xs);
-  let s = 0;
-  for (const x of xs) s += (x - m) ** 2;
-  return s;
-}
-
-/** Sample standard deviation (n − 1); NaN for fewer than two values. */
-export function sampleSd(xs: readonly number[]): number {
-  return xs.length < 2 ? Number.NaN : Math.sqrt(sumSquares(xs) / (xs.length - 1));
-}
+import { mean, sampleSd, sumSquares } from "../core/stats.ts";
 
 /**
  * Pooled standard deviation of several groups that share one noise level but may have
