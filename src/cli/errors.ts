@@ -1,6 +1,6 @@
 import { ERROR_CODES, exitCodeOf } from "../core/error-codes.ts";
 import { isAutolabError } from "../core/errors.ts";
-import { damagedNotebook, isDamaged } from "../ledger/sqlite-ledger.ts";
+import { damagedNotebook, isDamaged } from "../ledger/open-notebook.ts";
 import { safeText } from "./safe-text.ts";
 
 /**

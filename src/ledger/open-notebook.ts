@@ -1,5 +1,5 @@
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
-import { SqliteLedger } from "./sqlite-ledger.ts";
+import { damagedNotebook, isDamaged, SqliteLedger } from "./sqlite-ledger.ts";
 
 /**
  * Opens the notebook at `path` (created, with its directory, if missing; migrated to the
@@ -10,3 +10,9 @@ import { SqliteLedger } from "./sqlite-ledger.ts";
 export function openNotebook(path: string): ReadableNotebook {
   return new SqliteLedger(path);
 }
+
+/**
+ * Whether an error thrown by a notebook says its file is damaged, and the error to show for it
+ * (the store's own errors stay inside ledger/: the CLI asks here).
+ */
+export { damagedNotebook, isDamaged };
