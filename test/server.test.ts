@@ -127,6 +127,17 @@ describe("API on a lab with every outcome", () => {
     expect(body.points[3]?.metric).toBeNull();
   });
 
+  it("chart from=n: the points of experiments n, n+1, … (what the dashboard fetches on events)", async () => {
+    const app = appFor(ledgerPath);
+    const all = (await get<{ points: { n: number }[] }>(app, "/api/chart")).body.points;
+    const tail = await get<{ metric: string; points: { n: number }[] }>(app, "/api/chart?from=3");
+    expect(tail.body.metric).toBe("val_bpb");
+    expect(tail.body.points).toEqual(all.filter((p) => p.n >= 3));
+    const bad = await get<{ error: { code: string } }>(app, "/api/chart?from=x");
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("BAD_QUERY");
+  });
+
   it("experiments: filter by decision, search, sort, page", async () => {
     const app = appFor(ledgerPath);
     type List = {

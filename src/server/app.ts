@@ -215,7 +215,17 @@ export function createApp(deps: AppDeps): LabApp {
 
   app.get("/api/chart", (c) => {
     const run = lab.run(c.req.query("run"));
-    return c.json(progressSeries(run, lab.experiments(run)));
+    // `from=n`: only experiments n, n+1, … — what the dashboard fetches when events arrive, so
+    // the points are always derived here (progressSeries), never again in the browser.
+    const from = c.req.query("from");
+    if (from !== undefined && !/^\d+$/.test(from))
+      throw new AutolabError(
+        "BAD_QUERY",
+        `from=${from} is not an experiment number.`,
+        "Pass from=<n>, e.g. from=12.",
+      );
+    const exps = lab.experiments(run);
+    return c.json(progressSeries(run, from === undefined ? exps : exps.filter((e) => e.n >= Number(from))));
   });
 
   app.get("/api/experiments", (c) => {

@@ -48,6 +48,8 @@ const state = {
   series: null,
   /** @type {Map<number, ChartPoint>} */
   byN: new Map(),
+  /** The lowest experiment an event changed since the chart's points were last fetched. @type {number | null} */
+  chartFrom: null,
   table: { decisions: /** @type {Set<string>} */ (new Set()), q: "", sort: "-n", offset: 0 },
   connected: false,
   loaded: false,
@@ -255,6 +257,24 @@ async function loadChart() {
   const series = await api("/api/chart", { run: state.run });
   state.series = series;
   state.byN = new Map(series.points.map((p) => [p.n, p]));
+  drawChart();
+}
+
+/** The chart's points from experiment `state.chartFrom` on, merged into the series drawn. */
+async function loadPoints() {
+  const series = state.series;
+  const from = state.chartFrom;
+  if (!series || from === null) return;
+  state.chartFrom = null;
+  /** @type {ChartResponse} */
+  const fresh = await api("/api/chart", { run: state.run, from: String(from) });
+  if (state.series !== series) return; // the run changed meanwhile: its chart was reloaded
+  for (const p of fresh.points) {
+    if (!state.byN.has(p.n)) series.points.push(p);
+    else series.points[series.points.findIndex((q) => q.n === p.n)] = p;
+    state.byN.set(p.n, p);
+  }
+  series.points.sort((a, b) => a.n - b.n);
   drawChart();
 }
 
@@ -660,7 +680,7 @@ async function route() {
 // ---------------------------------------------------------------------------------------------
 // live updates
 
-const chartSoon = debounce(() => loadChart().catch(() => {}), 250);
+const pointsSoon = debounce(() => loadPoints().catch(() => {}), 100);
 
 const refreshSoon = debounce(() => {
   loadStatus().catch(() => {});
@@ -677,29 +697,14 @@ function onEvent(e) {
     return;
   }
   if (state.run && e.run !== state.run) return;
-  const series = state.series;
-  if (series && (e.type === "experiment_created" || e.type === "trial_finished" || e.type === "decision")) {
-    let p = state.byN.get(e.n);
-    if (!p) {
-      p = {
-        n: e.n,
-        metric: null,
-        action: "pending",
-        label: e.n === 0 ? "baseline" : firstLine("hypothesis" in e ? e.hypothesis : ""),
-      };
-      state.byN.set(e.n, p);
-      series.points.push(p);
-      series.points.sort((a, b) => a.n - b.n);
-    }
-    if (e.type === "trial_finished" && p.action === "pending" && e.metric !== undefined) p.metric = e.metric;
-    if (e.type === "decision") {
-      p.action = e.action;
-      p.metric = e.metric ?? (e.action === "crash" ? null : p.metric);
-      // Discarded without an objective value (pruned early, or the budget ran out): where it is
-      // drawn comes from its learning curve, which only the notebook has.
-      if (e.action === "discard" && e.metric === undefined) chartSoon();
-    }
-    drawChart();
+  if (
+    state.series &&
+    (e.type === "experiment_created" || e.type === "trial_finished" || e.type === "decision")
+  ) {
+    // The points of the experiments this event touches come from the server, which derives
+    // every point of the chart (src/app/progress-series.ts): fetched from the lowest one changed.
+    state.chartFrom = Math.min(state.chartFrom ?? e.n, e.n);
+    pointsSoon();
   }
   refreshSoon();
 }
