@@ -504,9 +504,14 @@ withBwrap("the sandbox", () => {
     const exited = new Promise((resolve) => harness.once("exit", resolve));
     const sleeping = await eventually(
       () =>
-        processesWith(`.${m}`).filter((pid) =>
-          readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep"),
-        ),
+        processesWith(`.${m}`).filter((pid) => {
+          // A process seen a moment ago may be gone now (the shell that started the sleeps).
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep");
+          } catch {
+            return false;
+          }
+        }),
       (p) => p.length === 2,
       30_000,
     );
