@@ -380,6 +380,8 @@ export function knobRegions(exps: ExperimentRecord[]): KnobRegion[] {
   const out: KnobRegion[] = [];
   for (const [knob, at] of Object.entries(best)) {
     const groups = new Map<string, KnobRegion>();
+    // The distinct values per region (a Set: a long run has thousands of them).
+    const values = new Map<KnobRegion, Set<ParamValue>>();
     for (const e of tried) {
       const v = e.params?.[knob];
       if (v === undefined || v === at) continue;
@@ -390,23 +392,27 @@ export function knobRegions(exps: ExperimentRecord[]): KnobRegion[] {
       if (!g) {
         g = { knob, side, value: numeric ? at : v, tried: [], notBetter: 0, of: 0, failed: 0, ns: [] };
         groups.set(key, g);
+        values.set(g, new Set());
       }
       g.of++;
       g.ns.push(e.n);
-      if (numeric && !g.tried.includes(v)) g.tried.push(v);
+      if (numeric) values.get(g)?.add(v);
       const action = e.decision?.action;
       if (action !== "keep") g.notBetter++;
       if (action === "crash" || action === "reject") g.failed++;
     }
     for (const g of groups.values()) {
       if (g.notBetter < 3 || g.notBetter * 4 < g.of * 3) continue;
-      if (g.side === "is") g.tried = [g.value];
-      else g.tried.sort((a, b) => (a as number) - (b as number));
+      g.tried =
+        g.side === "is"
+          ? [g.value]
+          : [...(values.get(g) ?? [])].sort((a, b) => (a as number) - (b as number));
       out.push(g);
     }
   }
   return out.sort(
-    (a, b) => b.notBetter - a.notBetter || b.of - a.of || Math.max(...b.ns) - Math.max(...a.ns),
+    // ns ascend (experiments come in order of n): the last is the newest.
+    (a, b) => b.notBetter - a.notBetter || b.of - a.of || (b.ns.at(-1) ?? 0) - (a.ns.at(-1) ?? 0),
   );
 }
 

@@ -204,8 +204,8 @@ export function matchedPaths(root: string, patterns: readonly string[]): string[
     }
   }
   if (found.has(".")) return ["."];
-  const within = (p: string, dir: string) => p.startsWith(`${dir}/`);
-  return [...found].filter((p) => ![...found].some((o) => within(p, o))).sort();
+  const all = [...found];
+  return all.filter((p) => !all.some((o) => p.startsWith(`${o}/`))).sort();
 }
 
 /** Whether entries under `dir` can match the pattern (its leading segments fit dir's, or it has a ** in time). */
