@@ -53,7 +53,8 @@ export function openLab(programArg: string | undefined): Lab {
   return { program, dir: dirname(file), stateDir, ledger };
 }
 
-// What SQLite itself keeps beside the notebook; anything else in .autolab/ comes from a run.
+// What SQLite keeps beside the notebook, and the .gitignore every opening writes (prepareStateDir):
+// anything else in .autolab/ comes from a run.
 const NOTEBOOK_FILES = new Set(["lab.db", "lab.db-wal", "lab.db-shm", "lab.db-journal", ".gitignore"]);
 
 /**
