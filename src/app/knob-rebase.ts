@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { literalIn, writeKnob } from "../agents/builtin/knobs.ts";
-import type { ParallelHooks } from "../core/loop-deps.ts";
+import type { ParallelHooks } from "../core/parallel-coordination.ts";
 import type { Program } from "../core/types.ts";
 
 type RebaseKnobs = NonNullable<ParallelHooks["rebaseKnobs"]>;

@@ -7,8 +7,7 @@ import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { LoopDeps } from "./loop-deps.ts";
-import { mergeOnto } from "./merge.ts";
+import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { verifyRatchet } from "./ratchet.ts";
 import type { Decision } from "./types.ts";
 
@@ -28,8 +27,9 @@ export async function recordDecision(
   const bestCommit = best.commit;
   await verifyRatchet(deps, bestCommit, exp, emit);
   // Only a parallel run judges a candidate on a best that has moved (Coordination.judgedOn).
-  if (decision.action === "keep" && exp.parentCommit !== bestCommit && deps.parallel) {
-    await mergeOnto(deps, deps.parallel, exp, decision, best, exps, emit);
+  const { keepOnMovedBest } = coordinationOf(deps);
+  if (decision.action === "keep" && exp.parentCommit !== bestCommit && keepOnMovedBest) {
+    await keepOnMovedBest(deps, exp, decision, best, exps, emit);
     return;
   }
   // What the rule found about the run (a deterministic objective) is said once in the notebook.

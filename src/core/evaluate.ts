@@ -11,7 +11,7 @@ import { bestOf, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import { coordinationOf, type LoopDeps, type ParallelHooks } from "./loop-deps.ts";
+import { coordinationOf, type LoopDeps, type Trials } from "./loop-deps.ts";
 import { budgetLeft, trialsSpent } from "./run-budget.ts";
 import { mean as meanOf, sampleSd } from "./stats.ts";
 import { runTrial } from "./trial-step.ts";
@@ -21,7 +21,7 @@ import type { Decision, TrialResult } from "./types.ts";
 /**
  * Runs the trials of `exp` and, unless interrupted, decides it and moves the ratchet. Four
  * cases: a candidate on a best that is no longer the one it is judged on is rejected as stale;
- * one built while the baseline is still measured (parallel runs) gets its first trial and waits;
+ * one built while the baseline is still measured (parallel runs) goes to Coordination.beforeBaseline;
  * the baseline measures the noise; any other candidate climbs the ladder and meets the judge.
  */
 export async function evaluateExperiment(
@@ -37,24 +37,17 @@ export async function evaluateExperiment(
   // other slots may move it meanwhile; the decision checks again, under the lock).
   const exps = ledger.listExperiments(run.id);
   const best = bestOf(exps);
-  const bestCommit = freshOn ?? (await coordinationOf(deps).judgedOn(exp));
+  const coordination = coordinationOf(deps);
+  const bestCommit = freshOn ?? (await coordination.judgedOn(exp));
   if (exp.n !== 0 && exp.parentCommit !== bestCommit) return rejectStale(deps, exp, bestCommit, best, emit);
 
   if (!freshOn) await ws.resetTo(exp.commit);
   const trials = trialsOf(deps, exp, emit, signal);
-  if (exp.n !== 0 && !best && deps.parallel?.baselineDecided) {
-    return trialBeforeBaseline(deps, exp, deps.parallel, trials, emit, signal);
+  if (exp.n !== 0 && !best && coordination.beforeBaseline) {
+    return coordination.beforeBaseline(deps, exp, trials, emit, signal);
   }
   if (exp.n === 0) return decideBaseline(deps, exp, trials, emit, signal);
   return judgeCandidate(deps, exp, exps, trials, emit, signal);
-}
-
-/** The full-budget trials of one experiment: those that count, and running the next one. */
-interface Trials {
-  /** Finished trials (a crash's included) at run.budget; an interrupted one does not count. */
-  finished(): TrialResult[];
-  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
-  another(): Promise<boolean>;
 }
 
 function trialsOf(
@@ -95,30 +88,6 @@ function rejectStale(
     reason,
     best: { n: best?.n ?? 0, metric: bestMetric ?? Number.NaN },
   });
-}
-
-/**
- * Built while the baseline is measured (parallel runs): its first trial runs now, on a slot the
- * baseline does not use (not with a ladder: its rungs rank against the baseline's). Judging it
- * waits for the baseline, without holding the slot: it goes back to the queue once the
- * baseline is kept.
- */
-async function trialBeforeBaseline(
-  deps: LoopDeps,
-  exp: ExperimentRecord,
-  hooks: ParallelHooks,
-  { finished, another }: Trials,
-  emit: (e: LoopEvent) => void,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const { program, ledger, run } = deps;
-  if (!program.ladder && finished().length === 0 && !(await another())) return;
-  if (!bestOf(ledger.listExperiments(run.id))) {
-    hooks.afterBaseline?.(exp);
-    return;
-  }
-  const now = ledger.getExperiment(run.id, exp.n);
-  if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
 }
 
 /**

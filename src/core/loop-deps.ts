@@ -4,11 +4,12 @@
  * decide.ts, merge.ts), and the stop reasons and defaults they share.
  */
 import type { Confinement } from "./confinement.ts";
-import type { LoopEventListener } from "./events.ts";
+import type { LoopEvent, LoopEventListener } from "./events.ts";
+import { bestOf, objectiveOf } from "./experiments.ts";
 import type { Judge } from "./judge.ts";
-import type { DiffStats, ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
+import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import type { RunBudget } from "./run-budget.ts";
-import type { Agent, Alarm, Executor, Program, TrialPruner } from "./types.ts";
+import type { Agent, Alarm, Decision, Executor, Program, TrialPruner, TrialResult } from "./types.ts";
 import type { Workspace } from "./workspace.ts";
 
 export interface LoopDeps {
@@ -33,8 +34,11 @@ export interface LoopDeps {
   role?: string;
   /** The role's instructions (its file's body), appended to the context its agent reads. */
   instructions?: string;
-  /** Parallel runs (src/core/scheduler.ts); absent in the serial loop. */
-  parallel?: ParallelHooks;
+  /**
+   * How this worker meets the others (parallel-coordination.ts, set by the scheduler); absent in
+   * the serial loop, which is then coordinated by serialCoordination.
+   */
+  coordination?: Coordination;
   /** How setup, trials and researchers are confined (src/app/confinement.ts); absent: unsandboxed. */
   confinement?: Confinement;
   /**
@@ -44,43 +48,20 @@ export interface LoopDeps {
   budget?: RunBudget;
 }
 
-/**
- * What a parallel run adds to the serial rules. A candidate is judged against its parent (the
- * best it was built on); when the best moved meanwhile, a winner is rebased onto the new best
- * as a new experiment that is evaluated again (a conflict rejects it as stale).
- */
-export interface ParallelHooks {
-  /** Serializes decide → advance across workers (the ratchet moves one decision at a time). */
-  lock<T>(fn: () => Promise<T>): Promise<T>;
-  /** The next experiment number (also reserved by proposals at their start). */
-  allocate(): number;
-  /** A merge candidate was recorded: queue it for evaluation. */
-  onMerged(exp: ExperimentRecord): void;
-  /**
-   * Set while the baseline is being measured: resolves true once it is kept (false if it failed
-   * or the run stopped). Meanwhile proposals build on the baseline and their first trials run.
-   */
-  baselineDecided?: Promise<boolean>;
-  /** Queues `exp` again once the baseline is kept (set with baselineDecided). */
-  afterBaseline?(exp: ExperimentRecord): void;
-  /**
-   * When a rebase conflicts and the candidate changed only knob values (search: knobs), writes
-   * those values into the new best's files in `workspace` and commits them as candidate n;
-   * undefined when the change is more than knob values. (src/app/knob-rebase.ts)
-   */
-  rebaseKnobs?(args: {
-    workspace: Workspace;
-    exp: ExperimentRecord;
-    onto: string;
-    n: number;
-    message: string;
-  }): Promise<{ commit: string; ref: string; diff: DiffStats } | undefined>;
+/** The full-budget trials of one experiment: those that count, and running the next one. */
+export interface Trials {
+  /** Finished trials (a crash's included) at run.budget; an interrupted one does not count. */
+  finished(): TrialResult[];
+  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
+  another(): Promise<boolean>;
 }
 
 /**
- * Where the phases meet other workers: experiment numbers, the decision lock, and which best a
- * candidate is judged on. `coordinationOf` gives the serial loop's (one worker) or a parallel
- * run's (its ParallelHooks), so the phases themselves do not branch on the kind of run.
+ * Where the phases meet other workers: experiment numbers, the decision lock, which best a
+ * candidate builds on and is judged on, and the two cases only a parallel run has (a candidate
+ * before the baseline is kept, a winner on a best that moved). `coordinationOf` gives the serial
+ * loop's (one worker, below) or a parallel run's (parallel-coordination.ts), so the phases
+ * themselves never branch on the kind of run.
  */
 export interface Coordination {
   /** Serializes decide → advance (serially: runs `fn`, nobody else decides). */
@@ -88,27 +69,65 @@ export interface Coordination {
   /** The next experiment number, reserved together with reading the best (kept ones come in order of n). */
   allocate(): number;
   /**
+   * What a new candidate builds on, and the value shown for it: the best. A parallel run whose
+   * baseline is still measured builds on the baseline (value NaN). Undefined: nothing yet.
+   */
+  buildsOn(deps: LoopDeps, exps: ExperimentRecord[]): { exp: ExperimentRecord; metric: number } | undefined;
+  /**
    * The commit a candidate is judged on. Serially the branch's best: a candidate built on
    * another is stale. In a parallel run its parent: the best may have moved since, and a winner
-   * is merged at decision time (merge.ts).
+   * is merged at decision time (keepOnMovedBest).
    */
   judgedOn(exp: ExperimentRecord): Promise<string>;
+  /**
+   * A candidate evaluated while the run has no best yet (built while the baseline is measured):
+   * its first trial runs, its judging waits for the baseline. Serially a candidate never comes
+   * before the baseline's decision, so this is absent and such a candidate is judged as usual.
+   */
+  beforeBaseline?(
+    deps: LoopDeps,
+    exp: ExperimentRecord,
+    trials: Trials,
+    emit: (e: LoopEvent) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<void>;
+  /**
+   * A keep on a best other than `best` (the current one): rebased onto it as a new experiment
+   * (merge.ts). Serially every candidate is judged on the current best, so this is absent.
+   */
+  keepOnMovedBest?(
+    deps: LoopDeps,
+    exp: ExperimentRecord,
+    decision: Decision,
+    best: ExperimentRecord,
+    exps: ExperimentRecord[],
+    emit: (e: LoopEvent) => void,
+  ): Promise<void>;
 }
 
+/** The coordination of `deps`: a parallel run's (set by the scheduler), else the serial loop's. */
 export function coordinationOf(deps: LoopDeps): Coordination {
-  const hooks = deps.parallel;
-  if (hooks) {
-    return {
-      lock: (fn) => hooks.lock(fn),
-      allocate: () => hooks.allocate(),
-      judgedOn: async (exp) => exp.parentCommit,
-    };
-  }
+  return deps.coordination ?? serialCoordination(deps);
+}
+
+/** One worker: numbers follow the notebook, nobody else decides, the branch holds the best. */
+export function serialCoordination(deps: LoopDeps): Coordination {
   return {
     lock: (fn) => fn(),
     allocate: () => Math.max(...deps.ledger.listExperiments(deps.run.id).map((e) => e.n)) + 1,
+    buildsOn: (d, exps) => measuredBest(d.program, exps),
     judgedOn: () => deps.workspace.bestCommit(),
   };
+}
+
+/** The best of `exps` with its objective value, if it has one. */
+export function measuredBest(
+  program: Program,
+  exps: ExperimentRecord[],
+): { exp: ExperimentRecord; metric: number } | undefined {
+  const best = bestOf(exps);
+  const metric = best ? objectiveOf(best, program.objective.metric) : undefined;
+  return best && metric !== undefined ? { exp: best, metric } : undefined;
 }
 
 export interface LoopOptions {

@@ -1,5 +1,5 @@
 /**
- * A parallel run's merge: only the scheduler's runs reach it (ParallelHooks), never the serial
+ * A parallel run's merge: only the scheduler's runs reach it (parallel-coordination.ts), never the serial
  * loop, where every candidate is built on the current best.
  */
 import { commitMessage } from "./candidate.ts";
@@ -7,7 +7,8 @@ import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";
 import { firstLine, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import type { LoopDeps, ParallelHooks } from "./loop-deps.ts";
+import type { LoopDeps } from "./loop-deps.ts";
+import type { ParallelHooks } from "./parallel-coordination.ts";
 import type { Decision, Params, Proposal } from "./types.ts";
 
 /**

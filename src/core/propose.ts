@@ -58,14 +58,10 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const metric = program.objective.metric;
   const emit = opts.emit ?? (() => {});
   const exps = ledger.listExperiments(run.id);
-  let best = bestOf(exps);
-  let bestMetric = best ? objectiveOf(best, metric) : undefined;
-  if (!best && deps.parallel?.baselineDecided) {
-    // A parallel run proposes while the baseline is still measured: candidates build on it.
-    best = exps.find((e) => e.n === 0);
-    bestMetric = Number.NaN;
-  }
-  if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  const coordination = coordinationOf(deps);
+  const base = coordination.buildsOn(deps, exps);
+  if (!base) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  const { exp: best, metric: bestMetric } = base;
   // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
   const bestCommit = best.commit;
   let before = opts.prepared;
@@ -74,7 +70,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     before = await ws.snapshot();
   }
   // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
-  const n = coordinationOf(deps).allocate();
+  const n = coordination.allocate();
   emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
 
   const agentLogDir = join(deps.logDir, String(n), "agent");

@@ -3,13 +3,8 @@ import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import {
-  type LoopDeps,
-  type LoopOptions,
-  type LoopSummary,
-  type ParallelHooks,
-  STOPPED_BY_SIGNAL,
-} from "./loop-deps.ts";
+import { type LoopDeps, type LoopOptions, type LoopSummary, STOPPED_BY_SIGNAL } from "./loop-deps.ts";
+import { type ParallelHooks, parallelCoordination } from "./parallel-coordination.ts";
 import { runStep } from "./propose.ts";
 import { experimentsSpent } from "./run-budget.ts";
 import { assertBaselineOk, finishRun, startUp, withBudget } from "./startup.ts";
@@ -124,6 +119,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     },
     ...(deps.rebaseKnobs ? { rebaseKnobs: deps.rebaseKnobs } : {}),
   };
+  const coordination = parallelCoordination(hooks);
   // One budget (one time window) for every slot.
   const budget = withBudget(deps, opts).budget;
   const slotDeps = deps.slots.map(
@@ -132,7 +128,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
       workspace: s.workspace,
       setupStamp: s.setupStamp,
       slot: { index, env: { ...s.env, AUTOLAB_SLOT: String(index) } },
-      parallel: hooks,
+      coordination,
       ...(budget ? { budget } : {}),
     }),
   );
@@ -208,7 +204,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
             agent,
             ...(researcher.role ? { role: researcher.role } : {}),
             ...(researcher.instructions ? { instructions: researcher.instructions } : {}),
-            parallel: hooks,
+            coordination,
           },
           {
             emit,
