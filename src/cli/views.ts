@@ -6,7 +6,7 @@ import { lockHolder } from "../app/lock.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
-import { formatChange, formatMetric } from "../core/format.ts";
+import { formatChange, formatClock, formatMetric, formatMetricTo } from "../core/format.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, redactHoldouts } from "../core/views.ts";
@@ -128,8 +128,8 @@ export function orgLines(s: StatusJson): string[] {
         String(r.proposals),
         String(r.kept),
         formatMetric(r.improvement),
-        clock(r.computeS),
-        formatMetric(Number((r.value * 3600).toPrecision(4))),
+        formatClock(r.computeS),
+        formatMetricTo(r.value * 3600, 4),
         `${(r.share * 100).toFixed(0)}%`,
       ]);
     }
@@ -143,7 +143,7 @@ export function orgLines(s: StatusJson): string[] {
   if (sl.count > 0 && sl.utilization !== null) {
     const when = sl.live ? "this session" : "last session";
     lines.push(
-      `slots: ${sl.count} · utilization ${(sl.utilization * 100).toFixed(1)}% (busy ${clock(sl.busyS)} of ${sl.count} × ${clock(sl.windowS)} ${when})`,
+      `slots: ${sl.count} · utilization ${(sl.utilization * 100).toFixed(1)}% (busy ${formatClock(sl.busyS)} of ${sl.count} × ${formatClock(sl.windowS)} ${when})`,
     );
     if (sl.count > 1 || sl.perSlot.some((p) => p.running)) {
       for (const p of sl.perSlot) {
@@ -158,14 +158,6 @@ export function orgLines(s: StatusJson): string[] {
     }
   }
   return lines;
-}
-
-/** Seconds as `45s`, `16m05s`, `1h02m`. */
-export function clock(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
 export function logCommand(flags: ViewFlags): void {

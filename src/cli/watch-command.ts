@@ -3,7 +3,7 @@ import { LabReader, type OpenTrial } from "../app/lab-reader.ts";
 import { statusOf } from "../app/status.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
-import { formatChange, formatMetric } from "../core/format.ts";
+import { firstLine, formatChange, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
 import { onOutputClosed } from "./closed-output.ts";
@@ -217,10 +217,6 @@ function eventText(e: NotebookEvent): string | undefined {
     default:
       return undefined;
   }
-}
-
-function firstLine(s: string): string {
-  return s.split("\n")[0] ?? "";
 }
 
 function ago(iso: string | null, now: number): string {

@@ -44,7 +44,7 @@
  * "margin 2.5σ" in reasons is z. The defaults are the ones bench/noise.ts measured; the
  * trade-off behind them is in docs/trust.md.
  */
-import { formatMetric } from "../core/format.ts";
+import { formatMetric, formatMetricTo } from "../core/format.ts";
 import type { Judge, JudgeInput, MoreTrials } from "../core/judge.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
 import { decideConstraints, decideFailure } from "./greedy-judge.ts";
@@ -381,7 +381,7 @@ export function describeNoise(
   const accept =
     model?.source === "unknown"
       ? "candidates get a second trial to measure it"
-      : `the smallest improvement the rule can accept is ${formatMetric(Number(minDetectable.toPrecision(3)))} (${pct(rel)} of ${formatMetric(reference)})${model?.source === "deterministic" ? "" : ` with ${o.testTrials} trials`}`;
+      : `the smallest improvement the rule can accept is ${formatMetricTo(minDetectable, 3)} (${pct(rel)} of ${formatMetric(reference)})${model?.source === "deterministic" ? "" : ` with ${o.testTrials} trials`}`;
   const reason = tooNoisy
     ? `too noisy: ${name} — ${source}; ${accept} — practically nothing can be kept. Reduce the noise (a longer budget, a larger evaluation set, a fixed data order) or allow more trials per candidate`
     : `noise: ${name} — ${source}; ${accept}`;
