@@ -26,7 +26,7 @@ import {
 } from "../workspace/git-workspace.ts";
 import { alarmsOf } from "./alarms.ts";
 import { createConfinement } from "./confinement.ts";
-import { type Lab, openLab, prepareStateDir, programPath, stateDirOf } from "./lab.ts";
+import { type Lab, locateNotebook, openLab, prepareStateDir, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 import { isParallel, parallelDeps } from "./parallel.ts";
 
@@ -125,7 +125,7 @@ export async function openRunSession(
     );
   }
   // Without a notebook this is a new run: its checks come before the notebook is made.
-  let start = existsSync(join(stateDirOf(file), "lab.db"))
+  let start = existsSync(locateNotebook(file).db)
     ? undefined
     : await checkNewRun(repo, file, loaded, opts.allowDirty ?? false);
   const lab = openLab(file);
