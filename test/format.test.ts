@@ -1,24 +1,26 @@
 /**
  * src/core/format.ts: the one module that shows numbers, durations and lines. Each way of
  * showing a duration is its own function because callers' outputs differ on purpose; these
- * cases pin the differences so merging two of them by accident fails here.
+ * cases pin the differences so merging two of them by accident fails here (formatDuration's
+ * round trip: test/program.test.ts).
  */
 import { describe, expect, it } from "vitest";
 import {
   firstLine,
-  formatClock,
   formatComputeTime,
   formatDuration,
   formatLimitSeconds,
   formatMetric,
   formatMetricTo,
   formatRungBudget,
+  formatSeconds,
+  formatShare,
   formatSpokenSeconds,
   formatSpokenTimeout,
+  formatWholePercent,
   formatWholeSeconds,
   shortLine,
 } from "../src/core/format.ts";
-import { parseDuration } from "../src/program/duration.ts";
 
 describe("durations: one function per way of showing them", () => {
   it("the same milliseconds, shown each way", () => {
@@ -39,11 +41,6 @@ describe("durations: one function per way of showing them", () => {
     }
   });
 
-  it("formatDuration is what parseDuration reads back", () => {
-    for (const ms of [250, 1500, 30_000, 90_000, 3_900_000])
-      expect(parseDuration(formatDuration(ms))).toBe(ms);
-  });
-
   it("spoken to researchers: a space before the unit, minutes for a whole-minute timeout", () => {
     expect(formatSpokenSeconds(300_000)).toBe("300 s");
     expect(formatSpokenSeconds(1500)).toBe("1.5 s");
@@ -51,13 +48,15 @@ describe("durations: one function per way of showing them", () => {
     expect(formatSpokenTimeout(90_000)).toBe("90 s");
   });
 
-  it("compute time in the report and clocks in tables", () => {
+  it("measured seconds to a tenth", () => {
+    expect(formatSeconds(12.345)).toBe("12.3s");
+    expect(formatSeconds(0)).toBe("0.0s");
+  });
+
+  it("compute time in the report (clocks in tables: test/org-view.test.ts)", () => {
     expect(formatComputeTime(12.34)).toBe("12.3 s");
     expect(formatComputeTime(270)).toBe("4.5 min");
     expect(formatComputeTime(8100)).toBe("2.25 h");
-    expect(formatClock(45.4)).toBe("45s");
-    expect(formatClock(965)).toBe("16m05s");
-    expect(formatClock(3720)).toBe("1h02m");
   });
 });
 
@@ -67,6 +66,17 @@ describe("metrics", () => {
     expect(formatMetricTo(0.123456789, 3)).toBe("0.123");
     expect(formatMetricTo(1234.5678, 4)).toBe("1235");
     expect(formatMetricTo(0.0000123456, 3)).toBe("1.2300e-5");
+  });
+});
+
+describe("shares", () => {
+  it("a judge's share has the digits its size needs; the pruner's is whole percent", () => {
+    expect(formatShare(0.123)).toBe("12%");
+    expect(formatShare(0.035)).toBe("3.5%");
+    expect(formatShare(0.0025)).toBe("0.25%");
+    expect(formatShare(Number.POSITIVE_INFINITY)).toBe("∞");
+    expect(formatWholePercent(0.0025)).toBe("0%");
+    expect(formatWholePercent(0.255)).toBe("26%");
   });
 });
 

@@ -6,7 +6,7 @@ import { lockHolder } from "../app/lock.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
-import { formatChange, formatClock, formatMetric, formatMetricTo } from "../core/format.ts";
+import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, redactHoldouts } from "../core/views.ts";
@@ -107,7 +107,7 @@ export function statusCommand(flags: ViewFlags): void {
       );
       lines.push(`Ladder: ${steps.join("; ")}`);
     }
-    lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
+    lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
     lines.push(...orgLines(s));
     print(lines.join("\n"));
   });
@@ -178,7 +178,7 @@ export function logCommand(flags: ViewFlags): void {
         String(e.n),
         e.decision?.action ?? "pending",
         formatMetric(objectiveOf(e, run.metric)),
-        r ? `${r.wallS.toFixed(1)}s` : "—",
+        r ? formatSeconds(r.wallS) : "—",
         e.commit.slice(0, 8),
         e.hypothesis.split("\n")[0] ?? "",
       ]);
@@ -257,7 +257,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
       u.inputTokens !== undefined ? `${u.inputTokens} input tokens` : "",
       u.outputTokens !== undefined ? `${u.outputTokens} output tokens` : "",
       u.costUsd !== undefined ? `$${u.costUsd.toFixed(4)}` : "",
-      u.wallS !== undefined ? `${u.wallS.toFixed(1)}s thinking` : "",
+      u.wallS !== undefined ? `${formatSeconds(u.wallS)} thinking` : "",
     ].filter(Boolean);
     if (parts.length) lines.push(`Researcher: ${parts.join(", ")}`);
   }

@@ -29,6 +29,18 @@ export function formatChange(from: number, to: number): string {
   return `${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%`;
 }
 
+/** A share in a judge's reason, with the digits its size needs: "12%", "3.5%", "0.25%"; ∞ as "∞". */
+export function formatShare(x: number): string {
+  if (!Number.isFinite(x)) return "∞";
+  const p = x * 100;
+  return `${p >= 10 ? p.toFixed(0) : p >= 1 ? p.toFixed(1) : p.toPrecision(2)}%`;
+}
+
+/** A share of the budget in the pruner's reasons, in whole percent: "25%". */
+export function formatWholePercent(x: number): string {
+  return `${Math.round(x * 100)}%`;
+}
+
 // ── Durations ────────────────────────────────────────────────────────────────────────────
 
 /**
@@ -90,6 +102,11 @@ export function formatSpokenSeconds(ms: number): string {
 /** A researcher's timeout in its failure reason: "10 min" for whole minutes, else "90 s". */
 export function formatSpokenTimeout(ms: number): string {
   return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`;
+}
+
+/** Seconds measured by the harness (trial wall time, setup), to a tenth: "12.3s". */
+export function formatSeconds(seconds: number): string {
+  return `${seconds.toFixed(1)}s`;
 }
 
 /** Compute time in the markdown report, by its size: "12.3 s", "4.5 min", "2.25 h". */
