@@ -1,9 +1,17 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
+import { suggestGp } from "../src/agents/builtin/gp.ts";
+import { createRng } from "../src/agents/builtin/rng.ts";
+import { suggestTpe } from "../src/agents/builtin/tpe.ts";
 import { handleError } from "../src/cli/errors.ts";
+import { recordDecision } from "../src/core/decide.ts";
 import { ERROR_CODES, type ErrorCode, exitCodeOf } from "../src/core/error-codes.ts";
 import { AutolabError } from "../src/core/errors.ts";
+import type { ExperimentRecord } from "../src/core/ledger.ts";
+import type { LoopDeps } from "../src/core/loop-deps.ts";
+import { runStep } from "../src/core/propose.ts";
+import { runTrial } from "../src/core/trial-step.ts";
 import { REPO_ROOT } from "./helpers/toy-project.ts";
 
 /** Every .ts file under src/. */
@@ -48,5 +56,37 @@ describe("error codes: one table (src/core/error-codes.ts)", () => {
     } finally {
       write.mockRestore();
     }
+  });
+});
+
+/** Just what the phases read before their invariant checks: a notebook without the rows they need. */
+const emptyNotebook = {
+  program: { objective: { metric: "loss" }, run: { budgetMs: 1000 } },
+  ledger: { listExperiments: () => [], getExperiment: () => undefined },
+  run: { id: 1 },
+} as unknown as LoopDeps;
+
+describe("a broken invariant is a bug (exit 70, HTTP 500), never the user's error", () => {
+  const sites: [string, () => unknown][] = [
+    ["propose: no measured best", () => runStep(emptyNotebook)],
+    [
+      "decide: no measured best",
+      () =>
+        recordDecision(emptyNotebook, { n: 1 } as ExperimentRecord, { action: "discard" } as never, () => {}),
+    ],
+    ["trial: the experiment row is missing", () => runTrial(emptyNotebook, 3, 0, () => {}, undefined)],
+    [
+      "GP: an empty search space",
+      () => suggestGp({}, [], createRng(1), { direction: "minimize", startup: 1 }),
+    ],
+    ["TPE: an empty search space", () => suggestTpe({}, [], createRng(1), { direction: "minimize" })],
+  ];
+  it.each(sites)("%s", async (_, site) => {
+    const err = await (async () => site())().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AutolabError);
+    const code = (err as AutolabError).code;
+    expect(ERROR_CODES[code].kind).toBe("bug");
+    expect(ERROR_CODES[code].http).toBe(500);
+    expect(exitCodeOf(code)).toBe(70);
   });
 });

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { findingsOf, orgView, roleCredit } from "../src/app/org-view.ts";
 import { statusOf } from "../src/app/status.ts";
-import { clock, orgLines } from "../src/cli/views.ts";
+import { orgLines } from "../src/cli/views.ts";
+import { formatClock } from "../src/core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord, TrialRecord } from "../src/core/ledger.ts";
 import type { DecisionAction } from "../src/core/types.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
@@ -504,9 +505,9 @@ describe("in autolab status", () => {
     expect(orgLines(s)).toEqual(["slots: 1 · utilization 50.0% (busy 50s of 1 × 1m40s last session)"]);
   });
 
-  it("clock() reads like a wall clock", () => {
-    expect(clock(45.4)).toBe("45s");
-    expect(clock(965)).toBe("16m05s");
-    expect(clock(3720)).toBe("1h02m");
+  it("formatClock() reads like a wall clock", () => {
+    expect(formatClock(45.4)).toBe("45s");
+    expect(formatClock(965)).toBe("16m05s");
+    expect(formatClock(3720)).toBe("1h02m");
   });
 });

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { AutolabError } from "../src/core/errors.ts";
-import { formatDuration, parseDuration } from "../src/program/duration.ts";
+import { formatDuration } from "../src/core/format.ts";
+import { parseDuration } from "../src/program/duration.ts";
 import { defaultGraceMs, loadProgram, parseProgram } from "../src/program/parse.ts";
 
 const TINY_LM = `---

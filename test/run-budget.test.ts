@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { createRun } from "../src/app/create-run.ts";
+import { formatWholeSeconds } from "../src/core/format.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
-import { budgetLeft, experimentsSpent, formatDuration, trialsUsed } from "../src/core/run-budget.ts";
+import { budgetLeft, experimentsSpent, trialsUsed } from "../src/core/run-budget.ts";
 import { knobProject } from "./helpers/knob-project.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
@@ -50,8 +51,8 @@ describe("the run's budget", () => {
     expect(experimentsSpent({ time: { start: 0, end: 5_400_000 } }, exps, 1, 5_400_000)).toBe(
       "reached --max-time 1h30m",
     );
-    expect(formatDuration(8 * 3600_000)).toBe("8h");
-    expect(formatDuration(400)).toBe("0s");
+    expect(formatWholeSeconds(8 * 3600_000)).toBe("8h");
+    expect(formatWholeSeconds(400)).toBe("0s");
   });
 
   it("stops a serial run at --max-trials with every experiment decided", async () => {

@@ -1,5 +1,6 @@
 import { bestOf, objectiveOf } from "../core/experiments.ts";
-import { budgetName, valueAt } from "../core/ladder.ts";
+import { formatRungBudget } from "../core/format.ts";
+import { valueAt } from "../core/ladder.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
 import { mean as meanOf } from "../core/stats.ts";
 import { isFullBudget } from "../core/trial-values.ts";
@@ -90,7 +91,7 @@ export function ladderOf(program: Program, exps: ExperimentRecord[]): LadderStep
   const ladder = program.ladder;
   if (!ladder) return undefined;
   const levels: Array<number | "full"> = [...ladder.rungs.map((r) => r.budgetMs), "full"];
-  const name = (l: number | "full") => budgetName(l === "full" ? program.run.budgetMs : l);
+  const name = (l: number | "full") => formatRungBudget(l === "full" ? program.run.budgetMs : l);
   const sorted = [...exps].sort((a, b) => a.n - b.n);
   const steps: LadderStep[] = [];
   for (let i = 0; i + 1 < levels.length; i++) {

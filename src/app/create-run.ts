@@ -3,13 +3,13 @@ import { dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
+import { formatDuration } from "../core/format.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
 import type { Agent, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
-import { formatDuration } from "../program/duration.ts";
 import { defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { createJudge } from "../trust/acceptance.ts";
@@ -26,7 +26,7 @@ import {
 } from "../workspace/git-workspace.ts";
 import { alarmsOf } from "./alarms.ts";
 import { createConfinement } from "./confinement.ts";
-import { type Lab, openLab, prepareStateDir, programPath, stateDirOf } from "./lab.ts";
+import { type Lab, locateNotebook, openLab, prepareStateDir, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 import { isParallel, parallelDeps } from "./parallel.ts";
 
@@ -125,7 +125,7 @@ export async function openRunSession(
     );
   }
   // Without a notebook this is a new run: its checks come before the notebook is made.
-  let start = existsSync(join(stateDirOf(file), "lab.db"))
+  let start = existsSync(locateNotebook(file).db)
     ? undefined
     : await checkNewRun(repo, file, loaded, opts.allowDirty ?? false);
   const lab = openLab(file);

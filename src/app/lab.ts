@@ -29,6 +29,25 @@ export function stateDirOf(programFile: string): string {
   return join(dirname(programFile), ".autolab");
 }
 
+/** The notebook file in a lab's `.autolab/`. */
+export function notebookFile(stateDir: string): string {
+  return join(stateDir, "lab.db");
+}
+
+/**
+ * Where `--program`'s lab keeps its notebook: program.md, its `.autolab/` and the notebook file.
+ * Every command that opens a notebook (run, views, serve, mcp) finds it here; none checks it.
+ */
+export function locateNotebook(programArg: string | undefined): {
+  file: string;
+  stateDir: string;
+  db: string;
+} {
+  const file = programPath(programArg);
+  const stateDir = stateDirOf(file);
+  return { file, stateDir, db: notebookFile(stateDir) };
+}
+
 /**
  * Makes `.autolab/` with a `.gitignore` of `*` in it before anything else: whatever creates the
  * notebook (run, serve, mcp) and whenever the project becomes a git repository, `git add -A`
@@ -44,12 +63,11 @@ export function prepareStateDir(stateDir: string): void {
 const STATE_GITIGNORE = "# Written by autolab: the notebook, logs and worktrees stay out of git.\n*\n";
 
 export function openLab(programArg: string | undefined): Lab {
-  const file = programPath(programArg);
+  const { file, stateDir, db } = locateNotebook(programArg);
   const program = loadProgram(file);
-  const stateDir = stateDirOf(file);
   assertNotEmptied(stateDir);
   prepareStateDir(stateDir);
-  const ledger = openNotebook(join(stateDir, "lab.db"));
+  const ledger = openNotebook(db);
   return { program, dir: dirname(file), stateDir, ledger };
 }
 
@@ -64,7 +82,7 @@ const NOTEBOOK_FILES = new Set(["lab.db", "lab.db-wal", "lab.db-shm", "lab.db-jo
  * refs of its experiments in git — so an empty file beside them is a lost notebook, not a new one.
  */
 export function assertNotEmptied(stateDir: string): void {
-  const db = join(stateDir, "lab.db");
+  const db = notebookFile(stateDir);
   if (!existsSync(db) || statSync(db).size > 0) return;
   const traces = readdirSync(stateDir).filter((f) => !NOTEBOOK_FILES.has(f));
   const refs = traces.length ? [] : autolabRefs(dirname(stateDir));
@@ -102,9 +120,7 @@ function autolabRefs(dir: string): string[] {
 
 /** Opens only the notebook (for read-only views that must work even if program.md is now broken). */
 export function openLedger(programArg: string | undefined): { ledger: ReadableNotebook; stateDir: string } {
-  const file = programPath(programArg);
-  const stateDir = stateDirOf(file);
-  const db = join(stateDir, "lab.db");
+  const { stateDir, db } = locateNotebook(programArg);
   if (!existsSync(db)) {
     throw new AutolabError(
       "NO_NOTEBOOK",

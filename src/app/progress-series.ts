@@ -1,5 +1,6 @@
 import type { ChartPoint, ChartSeries } from "../chart/progress-chart.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
+import { firstLine } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { TrialResult } from "../core/types.ts";
 
@@ -45,9 +46,4 @@ function lastProgress(r: TrialResult): { value: number; step: number; at: number
     if (Number.isFinite(x) && Number.isFinite(v)) return { value: v, step: i + 1, at: x };
   }
   return undefined;
-}
-
-export function firstLine(s: string, max: number): string {
-  const line = s.split("\n")[0] ?? "";
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }

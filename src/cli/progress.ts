@@ -1,5 +1,5 @@
 import type { LoopEvent } from "../core/events.ts";
-import { formatMetric } from "../core/format.ts";
+import { formatMetric, formatSeconds } from "../core/format.ts";
 import { safeText } from "./safe-text.ts";
 
 export interface ProgressOptions {
@@ -56,7 +56,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
     if (all.length === 1) {
       const r = all[0] as Running;
       const elapsed = (Date.now() - r.startedAt) / 1000;
-      line = `#${r.n} ${bar(r, 20)} ${elapsed.toFixed(1)}s/${r.budgetMs / 1000}s  ${bestText}  ${r.progress ?? ""} ${r.hypothesis}`;
+      line = `#${r.n} ${bar(r, 20)} ${formatSeconds(elapsed)}/${r.budgetMs / 1000}s  ${bestText}  ${r.progress ?? ""} ${r.hypothesis}`;
     } else {
       line = `${all.map((r) => `#${r.n}${bar(r, 6)}`).join(" ")}  ${bestText}`;
     }
@@ -89,7 +89,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         print(`setup: ${e.command}`);
         break;
       case "setup_finished":
-        print(e.ok ? `setup done in ${e.wallS.toFixed(1)}s` : `setup failed: ${e.reason ?? ""}`);
+        print(e.ok ? `setup done in ${formatSeconds(e.wallS)}` : `setup failed: ${e.reason ?? ""}`);
         break;
       case "experiment_created":
         hypotheses.set(e.n, e.hypothesis);

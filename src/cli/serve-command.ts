@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { assertNotEmptied, prepareStateDir, programPath, stateDirOf } from "../app/lab.ts";
+import { assertNotEmptied, locateNotebook, prepareStateDir } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
 import { openNotebook } from "../ledger/open-notebook.ts";
 import { startServer } from "../server/serve.ts";
@@ -15,9 +14,7 @@ export interface ServeFlags {
 
 /** The notebook of `--program`; an empty one is made for a project that has not run yet. */
 export function notebookPath(program: string | undefined): { ledgerPath: string; stateDir: string } {
-  const file = programPath(program);
-  const stateDir = stateDirOf(file);
-  const ledgerPath = join(stateDir, "lab.db");
+  const { file, stateDir, db: ledgerPath } = locateNotebook(program);
   if (!existsSync(ledgerPath)) {
     if (!existsSync(file)) {
       throw new AutolabError(

@@ -6,7 +6,7 @@ import { lockHolder } from "../app/lock.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
-import { formatChange, formatMetric } from "../core/format.ts";
+import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, redactHoldouts } from "../core/views.ts";
@@ -107,7 +107,7 @@ export function statusCommand(flags: ViewFlags): void {
       );
       lines.push(`Ladder: ${steps.join("; ")}`);
     }
-    lines.push(`Trial time: ${s.trialSeconds.toFixed(1)}s. Last activity: ${s.lastActivity ?? "—"}`);
+    lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
     lines.push(...orgLines(s));
     print(lines.join("\n"));
   });
@@ -128,8 +128,8 @@ export function orgLines(s: StatusJson): string[] {
         String(r.proposals),
         String(r.kept),
         formatMetric(r.improvement),
-        clock(r.computeS),
-        formatMetric(Number((r.value * 3600).toPrecision(4))),
+        formatClock(r.computeS),
+        formatMetricTo(r.value * 3600, 4),
         `${(r.share * 100).toFixed(0)}%`,
       ]);
     }
@@ -143,7 +143,7 @@ export function orgLines(s: StatusJson): string[] {
   if (sl.count > 0 && sl.utilization !== null) {
     const when = sl.live ? "this session" : "last session";
     lines.push(
-      `slots: ${sl.count} · utilization ${(sl.utilization * 100).toFixed(1)}% (busy ${clock(sl.busyS)} of ${sl.count} × ${clock(sl.windowS)} ${when})`,
+      `slots: ${sl.count} · utilization ${(sl.utilization * 100).toFixed(1)}% (busy ${formatClock(sl.busyS)} of ${sl.count} × ${formatClock(sl.windowS)} ${when})`,
     );
     if (sl.count > 1 || sl.perSlot.some((p) => p.running)) {
       for (const p of sl.perSlot) {
@@ -158,14 +158,6 @@ export function orgLines(s: StatusJson): string[] {
     }
   }
   return lines;
-}
-
-/** Seconds as `45s`, `16m05s`, `1h02m`. */
-export function clock(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
 export function logCommand(flags: ViewFlags): void {
@@ -186,7 +178,7 @@ export function logCommand(flags: ViewFlags): void {
         String(e.n),
         e.decision?.action ?? "pending",
         formatMetric(objectiveOf(e, run.metric)),
-        r ? `${r.wallS.toFixed(1)}s` : "—",
+        r ? formatSeconds(r.wallS) : "—",
         e.commit.slice(0, 8),
         e.hypothesis.split("\n")[0] ?? "",
       ]);
@@ -265,7 +257,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
       u.inputTokens !== undefined ? `${u.inputTokens} input tokens` : "",
       u.outputTokens !== undefined ? `${u.outputTokens} output tokens` : "",
       u.costUsd !== undefined ? `$${u.costUsd.toFixed(4)}` : "",
-      u.wallS !== undefined ? `${u.wallS.toFixed(1)}s thinking` : "",
+      u.wallS !== undefined ? `${formatSeconds(u.wallS)} thinking` : "",
     ].filter(Boolean);
     if (parts.length) lines.push(`Researcher: ${parts.join(", ")}`);
   }

@@ -3,7 +3,7 @@ import { LabReader, type OpenTrial } from "../app/lab-reader.ts";
 import { statusOf } from "../app/status.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
-import { formatChange, formatMetric } from "../core/format.ts";
+import { firstLine, formatChange, formatMetric, formatSeconds } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
 import { onOutputClosed } from "./closed-output.ts";
@@ -140,7 +140,7 @@ function statusLines(
   lines.push(
     `${best} · baseline ${formatMetric(s.baseline?.metric ?? undefined)} · ${c.total} experiments: ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending` : ""}`,
   );
-  lines.push(`trial time ${s.trialSeconds.toFixed(1)}s · last activity ${ago(s.lastActivity, now)}`);
+  lines.push(`trial time ${formatSeconds(s.trialSeconds)} · last activity ${ago(s.lastActivity, now)}`);
   // Roles' credit and the slots line (the per-slot lines are the running trials below).
   if (sessions) lines.push(...orgLines(s).filter((l) => !l.startsWith("  slot ")));
   return lines;
@@ -172,7 +172,7 @@ export function watchScreen(
     const width = 20;
     const filled = Math.max(0, Math.min(width, Math.round((elapsed / budget) * width)));
     lines.push(
-      `▶ #${t.n} trial ${t.attempt} ▕${"█".repeat(filled)}${"░".repeat(width - filled)}▏ ${elapsed.toFixed(1)}s/${budget}s  ${firstLine(t.hypothesis)}`,
+      `▶ #${t.n} trial ${t.attempt} ▕${"█".repeat(filled)}${"░".repeat(width - filled)}▏ ${formatSeconds(elapsed)}/${budget}s  ${firstLine(t.hypothesis)}`,
     );
   }
   lines.push("");
@@ -184,7 +184,7 @@ export function watchScreen(
       String(e.n),
       e.decision?.action ?? "pending",
       formatMetric(objectiveOf(e, run.metric)),
-      r ? `${r.wallS.toFixed(1)}s` : "—",
+      r ? formatSeconds(r.wallS) : "—",
       e.n === 0 ? "baseline" : firstLine(e.hypothesis),
     ]);
   }
@@ -209,7 +209,7 @@ function eventText(e: NotebookEvent): string | undefined {
     case "trial_started":
       return `#${e.n} trial ${e.attempt} started (budget ${e.budgetMs / 1000}s, seed ${e.seed})`;
     case "trial_finished":
-      return `#${e.n} trial ${e.attempt}: ${e.status}${e.metric !== undefined ? ` ${formatMetric(e.metric)}` : ""} in ${e.wallS.toFixed(1)}s${e.reason ? ` — ${e.reason}` : ""}`;
+      return `#${e.n} trial ${e.attempt}: ${e.status}${e.metric !== undefined ? ` ${formatMetric(e.metric)}` : ""} in ${formatSeconds(e.wallS)}${e.reason ? ` — ${e.reason}` : ""}`;
     case "decision":
       return `#${e.n} ${e.action}${e.metric !== undefined ? ` ${formatMetric(e.metric)}` : ""} (${e.reason})${
         Number.isFinite(e.best.metric) ? ` · best ${formatMetric(e.best.metric)} (#${e.best.n})` : ""
@@ -217,10 +217,6 @@ function eventText(e: NotebookEvent): string | undefined {
     default:
       return undefined;
   }
-}
-
-function firstLine(s: string): string {
-  return s.split("\n")[0] ?? "";
 }
 
 function ago(iso: string | null, now: number): string {

@@ -88,6 +88,11 @@ export const ERROR_CODES = {
   GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },
   GPU_DEVICE_MISSING: { kind: "user", http: 500, meaning: "slots name GPUs but no GPU device is present" },
   INIT_CLASH: { kind: "user", http: 409, meaning: "`init` would overwrite existing files" },
+  INTERNAL: {
+    kind: "bug",
+    http: 500,
+    meaning: "an invariant of autolab was broken (a row it just wrote is missing, an impossible state)",
+  },
   INVALID_BUDGET: {
     kind: "user",
     http: 400,
@@ -126,7 +131,6 @@ export const ERROR_CODES = {
     meaning: "the run has no measured best where one must exist (an invariant of the loop)",
   },
   NO_COMMITS: { kind: "user", http: 400, meaning: "the repository has no commits" },
-  NO_EXPERIMENT: { kind: "user", http: 404, meaning: "the run has no experiment yet" },
   NO_NOTEBOOK: { kind: "user", http: 404, meaning: "there is no notebook here" },
   NO_SEARCH_SPACE: { kind: "user", http: 400, meaning: "the built-in optimizer has no knobs to search" },
   ORG_EMPTY: { kind: "user", http: 400, meaning: "`org:` names a directory without role files" },

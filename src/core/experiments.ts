@@ -28,9 +28,3 @@ export function bestOf(exps: ExperimentRecord[]): ExperimentRecord | undefined {
   for (const e of exps) if (e.decision?.action === "keep") best = e;
   return best;
 }
-
-/** The first line of a text, at most 160 characters. */
-export function firstLine(s: string): string {
-  const line = s.split("\n")[0] ?? "";
-  return line.length > 160 ? `${line.slice(0, 157)}…` : line;
-}

@@ -14,7 +14,7 @@
  * is never editable, even when an editable glob matches it too.
  */
 import { type Dirent, lstatSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 
 /** Directories no pattern ever matches: git's and the notebook's. */
 const OFF_LIMITS = new Set([".git", ".autolab"]);
@@ -24,9 +24,14 @@ export function isGlob(pattern: string): boolean {
   return /[*?[{]/.test(pattern);
 }
 
-/** "./work/" → "work": the spelling the schema gives entries, for callers that did not. */
-function clean(pattern: string): string {
-  return pattern.replace(/^(?:\.\/)+/, "").replace(/\/+$/, "") || ".";
+/**
+ * "./src/train.ts" → "src/train.ts", "data/" → "data", "./" → ".": one spelling per path, for
+ * comparisons. The schema gives every `files:` entry this spelling; the matchers apply it again
+ * for callers that built a Program themselves.
+ */
+export function normalizePath(p: string): string {
+  const n = posix.normalize(p.trim().replace(/\\/g, "/")).replace(/^(?:\.\/)+/, "");
+  return (n.length > 1 ? n.replace(/\/+$/, "") : n) || ".";
 }
 
 /** "a/{b,c}/d" → ["a/b/d", "a/c/d"] (one level of braces, as validated by patternProblem). */
@@ -128,7 +133,7 @@ export type PathMatcher = (path: string) => boolean;
 /** One matcher for a list of entries (paths, directories, globs). */
 export function fileMatcher(patterns: readonly string[]): PathMatcher {
   if (patterns.length === 0) return () => false;
-  const re = new RegExp(patterns.map(clean).flatMap(expandBraces).map(patternSource).join("|"), "s");
+  const re = new RegExp(patterns.map(normalizePath).flatMap(expandBraces).map(patternSource).join("|"), "s");
   return (path) => inProject(path) && re.test(path);
 }
 
@@ -169,7 +174,7 @@ export function literalBase(pattern: string): string {
 export function matchedPaths(root: string, patterns: readonly string[]): string[] {
   const matches = fileMatcher(patterns);
   const found = new Set<string>();
-  for (const pattern of patterns.map(clean).flatMap(expandBraces)) {
+  for (const pattern of patterns.map(normalizePath).flatMap(expandBraces)) {
     if (!isGlob(pattern)) {
       if (pattern === ".") found.add(pattern);
       else if (inProject(pattern)) found.add(pattern);

@@ -13,7 +13,7 @@
 
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
-import { formatMetric } from "./format.ts";
+import { formatMetric, formatRungBudget } from "./format.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { mean } from "./stats.ts";
@@ -38,20 +38,6 @@ export function valueAt(
   return v.length ? mean(v) : undefined;
 }
 
-/** "30s", "2m", "1m30s", "500ms": a rung's name in reasons and alarms. */
-export function budgetName(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  const s = ms / 1000;
-  if (s < 60 || !Number.isInteger(s)) return `${Number(s.toFixed(1))}s`;
-  const parts: string[] = [];
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  if (h) parts.push(`${h}h`);
-  if (m) parts.push(`${m}m`);
-  if (s % 60) parts.push(`${s % 60}s`);
-  return parts.join("");
-}
-
 /**
  * Climbs the ladder for `exp` (before the judge loop): "top" when it reached run.budget (or
  * there is no ladder), a Decision when it stops on a rung (not promoted: discard; failed trial:
@@ -72,7 +58,7 @@ export async function climbLadder(
   if (exp.n !== 0 && current().trials.length === 0) noteTopRungAlarms(deps, exp, emit);
 
   for (const [i, rung] of ladder.rungs.entries()) {
-    const name = budgetName(rung.budgetMs);
+    const name = formatRungBudget(rung.budgetMs);
     let result: TrialResult | undefined = current()
       .trials.filter((t) => t.budgetMs === rung.budgetMs && t.result && t.result.status !== "interrupted")
       .at(-1)?.result;

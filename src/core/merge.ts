@@ -5,7 +5,8 @@
 import { commitMessage } from "./candidate.ts";
 import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";
-import { firstLine, objectiveOf } from "./experiments.ts";
+import { objectiveOf } from "./experiments.ts";
+import { shortLine } from "./format.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import type { ParallelHooks } from "./parallel-coordination.ts";
@@ -34,7 +35,7 @@ export async function mergeOnto(
   if (!merged) {
     const m = parallel.allocate();
     const proposal: Proposal = {
-      hypothesis: `${firstLine(exp.hypothesis)} (#${exp.n} rebased onto #${best.n})`,
+      hypothesis: `${shortLine(exp.hypothesis)} (#${exp.n} rebased onto #${best.n})`,
       ...(exp.mechanism ? { mechanism: exp.mechanism } : {}),
       ...(exp.params ? { params: { ...(best.params ?? {}), ...changedParams(exp, exps) } } : {}),
     };

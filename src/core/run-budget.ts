@@ -4,6 +4,7 @@
  * and the judge is told the share left of the tightest one (JudgeInput.budget): it explores while
  * much is left and confirms at the end (docs/noise.md, "Budget-aware exploration").
  */
+import { formatWholeSeconds } from "./format.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 
 export interface RunBudget {
@@ -90,18 +91,7 @@ export function trialsSpent(
     return `reached --max-trials ${budget.trials}`;
   }
   if (budget.time && now >= budget.time.end) {
-    return `reached --max-time ${formatDuration(budget.time.end - budget.time.start)}`;
+    return `reached --max-time ${formatWholeSeconds(budget.time.end - budget.time.start)}`;
   }
   return undefined;
-}
-
-/** 90 000 ms → "1m30s"; 8 h → "8h". */
-export function formatDuration(ms: number): string {
-  let s = Math.round(ms / 1000);
-  const h = Math.floor(s / 3600);
-  s -= h * 3600;
-  const m = Math.floor(s / 60);
-  s -= m * 60;
-  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", s || (!h && !m) ? `${s}s` : ""];
-  return parts.join("");
 }

@@ -43,7 +43,8 @@ export async function runTrial(
   const { program, ledger, run, workspace: ws, executor } = deps;
   const budgetMs = rung?.budgetMs ?? program.run.budgetMs;
   const exp0 = ledger.getExperiment(run.id, n);
-  if (!exp0) throw new AutolabError("NO_EXPERIMENT", `experiment #${n} is not in the notebook.`);
+  // The loop wrote experiment n before asking for its trial: a missing row is autolab's bug.
+  if (!exp0) throw new AutolabError("INTERNAL", `experiment #${n} is not in the notebook.`);
   // Whatever an earlier trial or researcher left behind is gone: the committed tree, setup's
   // files and declared caches, nothing else (docs/security.md).
   const setupFiles = setupFilesOf(deps);

@@ -1,5 +1,5 @@
-import { bestOf, firstLine, lastResult, objectiveOf } from "./experiments.ts";
-import { formatMetric } from "./format.ts";
+import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
+import { formatMetric, shortLine } from "./format.ts";
 import type { ExperimentRecord, RunRecord } from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
 import type { Alarm, ExperimentView, Program } from "./types.ts";
@@ -51,7 +51,7 @@ export function buildContext(
   const metric = program.objective.metric;
   const names = holdoutNames(program, run);
   // Each text field before firstLine cuts it (a value must not survive without its name)…
-  const firstLine = (s: string) => firstLineOf(redactHoldouts(s, names));
+  const firstLine = (s: string) => shortLine(redactHoldouts(s, names));
   const lines: string[] = [];
   lines.push(`# Lab notebook: ${program.name}`);
   lines.push(
@@ -111,8 +111,6 @@ export function buildContext(
     text = `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
   return text;
 }
-
-const firstLineOf = firstLine;
 
 /** What a holdout value is replaced with in agent views. */
 export const HOLDOUT_REDACTED = "[holdout redacted]";
@@ -225,7 +223,7 @@ export function failuresText(exps: ExperimentRecord[], holdout: Holdouts): strin
   const lines: string[] = [];
   for (const e of failed) {
     lines.push(
-      `#${e.n} ${e.decision?.action}: ${firstLine(r(e.hypothesis))}`,
+      `#${e.n} ${e.decision?.action}: ${shortLine(r(e.hypothesis))}`,
       ...r(`  reason: ${e.decision?.reason}`).split("\n"),
     );
     const tail = r(lastResult(e)?.logTail ?? "")

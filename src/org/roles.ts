@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { AutolabError } from "../core/errors.ts";
-import { fileMatcher, isGlob, literalBase, patternProblem } from "../core/file-patterns.ts";
+import { fileMatcher, isGlob, literalBase, normalizePath, patternProblem } from "../core/file-patterns.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
 import type { ProgramIssue } from "../program/checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "../program/frontmatter.ts";
@@ -23,7 +23,6 @@ import {
   AGENT_BACKENDS,
   AGENT_KEYS,
   agentSchema,
-  normalizePath,
   EXAMPLES as PROGRAM_EXAMPLES,
   type Vocabulary,
 } from "../program/schema.ts";

@@ -2,10 +2,10 @@
  * Rules across fields of program.md. They read the raw YAML value defensively, so they can
  * be reported together with shape errors elsewhere in the file instead of one round later.
  */
-import { isGlob } from "../core/file-patterns.ts";
-import { formatDuration, parseDuration } from "./duration.ts";
+import { isGlob, normalizePath } from "../core/file-patterns.ts";
+import { formatDuration } from "../core/format.ts";
+import { parseDuration } from "./duration.ts";
 import type { FieldPath } from "./locate.ts";
-import { normalizePath } from "./schema.ts";
 import { searchIssues } from "./search-checks.ts";
 
 export interface ProgramIssue {

@@ -47,20 +47,3 @@ export function parseDuration(x: string | number): number {
   if (!Number.isFinite(ms)) throw invalid(x);
   return Math.round(ms);
 }
-
-/**
- * Formats milliseconds for people: "500ms", "1.5s", "30s", "2m30s", "1h5m". Below a minute
- * it keeps one decimal of seconds; from a minute up it rounds to whole seconds. The output
- * is accepted by parseDuration.
- */
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms)) return String(ms);
-  if (ms < 0) return `-${formatDuration(-ms)}`;
-  if (Math.round(ms) < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 59_950) return `${Number((ms / 1000).toFixed(1))}s`;
-  const total = Math.round(ms / 1000);
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  return [h ? `${h}h` : "", m ? `${m}m` : "", s ? `${s}s` : ""].join("");
-}

@@ -3,9 +3,8 @@
  * error reporter needs to explain it: the known keys of every section and a valid example of
  * every field. Field-level rules live here; rules across fields are in checks.ts.
  */
-import { posix } from "node:path";
 import { z } from "zod";
-import { isGlob, patternProblem } from "../core/file-patterns.ts";
+import { isGlob, normalizePath, patternProblem } from "../core/file-patterns.ts";
 import type { Knob, ParamValue } from "../core/types.ts";
 import { METRIC_NAME, parseConstraint } from "../trust/constraints.ts";
 import { parseDuration } from "./duration.ts";
@@ -28,12 +27,6 @@ function pathProblem(p: string): string | undefined {
   }
   if (p.split(/[\\/]/).includes("..")) return `${JSON.stringify(p)} leaves the project: ".." is not allowed`;
   return undefined;
-}
-
-/** "./src/train.ts" → "src/train.ts", "data/" → "data": one spelling per path, for comparisons. */
-export function normalizePath(p: string): string {
-  const n = posix.normalize(p.trim().replace(/\\/g, "/")).replace(/^(?:\.\/)+/, "");
-  return n.length > 1 ? n.replace(/\/+$/, "") : n;
 }
 
 const relPath = z

@@ -1,6 +1,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { join } from "node:path";
+import { formatLimitSeconds } from "../core/format.ts";
 import type { Executor, SandboxSpec, TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
 import { findByToken } from "./process-tree.ts";
 import { type ProcessOutcome, type RunProcessOptions, runProcess } from "./run-process.ts";
@@ -78,7 +79,7 @@ export class LocalExecutor implements Executor {
       return {
         ...fields,
         status: "timeout",
-        reason: `setup exceeded its time limit ${seconds(timeoutMs)}; killed`,
+        reason: `setup exceeded its time limit ${formatLimitSeconds(timeoutMs)}; killed`,
       };
     }
     const failed = failure(out);
@@ -156,9 +157,9 @@ export class LocalExecutor implements Executor {
     if (cmd.timedOut) {
       const how =
         cmd.kill && cmd.kill.killed > 0
-          ? ` (SIGKILL: SIGTERM was not obeyed within ${seconds(this.#opts.killGraceMs)})`
+          ? ` (SIGKILL: SIGTERM was not obeyed within ${formatLimitSeconds(this.#opts.killGraceMs)})`
           : " (SIGTERM)";
-      const reason = `exceeded budget ${seconds(spec.budgetMs)} + grace ${seconds(spec.graceMs)}; killed${how}`;
+      const reason = `exceeded budget ${formatLimitSeconds(spec.budgetMs)} + grace ${formatLimitSeconds(spec.graceMs)}; killed${how}`;
       return done("timeout", reason, fields());
     }
     const failed = failure(cmd);
@@ -191,7 +192,7 @@ export class LocalExecutor implements Executor {
       if (typeof ev === "string") return done("crash", `evaluate step failed: ${ev}`, fields());
       if (ev.interrupted) return done("interrupted", interruptReason(spec.signal), fields());
       if (ev.timedOut) {
-        const reason = `evaluate step failed: exceeded its time limit ${seconds(spec.evaluateTimeoutMs)}; killed`;
+        const reason = `evaluate step failed: exceeded its time limit ${formatLimitSeconds(spec.evaluateTimeoutMs)}; killed`;
         return done("crash", reason, fields());
       }
       const evFailed = failure(ev, false);
@@ -308,11 +309,6 @@ function interruptReason(signal: AbortSignal | undefined): string {
 function checkDuration(name: string, ms: number): void {
   if (!Number.isFinite(ms) || ms < 0)
     throw new TypeError(`${name} must be a finite number of ms >= 0, got ${ms}`);
-}
-
-/** "10s", "0.25s", "90s". */
-function seconds(ms: number): string {
-  return `${Number((ms / 1000).toFixed(3))}s`;
 }
 
 function clip(s: string, max = 300): string {

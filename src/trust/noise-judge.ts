@@ -44,7 +44,7 @@
  * "margin 2.5σ" in reasons is z. The defaults are the ones bench/noise.ts measured; the
  * trade-off behind them is in docs/trust.md.
  */
-import { formatMetric } from "../core/format.ts";
+import { formatMetric, formatMetricTo, formatShare } from "../core/format.ts";
 import type { Judge, JudgeInput, MoreTrials } from "../core/judge.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
 import { decideConstraints, decideFailure } from "./greedy-judge.ts";
@@ -381,7 +381,7 @@ export function describeNoise(
   const accept =
     model?.source === "unknown"
       ? "candidates get a second trial to measure it"
-      : `the smallest improvement the rule can accept is ${formatMetric(Number(minDetectable.toPrecision(3)))} (${pct(rel)} of ${formatMetric(reference)})${model?.source === "deterministic" ? "" : ` with ${o.testTrials} trials`}`;
+      : `the smallest improvement the rule can accept is ${formatMetricTo(minDetectable, 3)} (${formatShare(rel)} of ${formatMetric(reference)})${model?.source === "deterministic" ? "" : ` with ${o.testTrials} trials`}`;
   const reason = tooNoisy
     ? `too noisy: ${name} — ${source}; ${accept} — practically nothing can be kept. Reduce the noise (a longer budget, a larger evaluation set, a fixed data order) or allow more trials per candidate`
     : `noise: ${name} — ${source}; ${accept}`;
@@ -431,12 +431,6 @@ function fitRun(
  */
 const DETERMINISTIC_NOTICE =
   "noise: deterministic — repeats of two or more configurations were identical, so values are compared exactly; differences below 1e-6 of the best are ties";
-
-function pct(x: number): string {
-  if (!Number.isFinite(x)) return "∞";
-  const p = x * 100;
-  return `${p >= 10 ? p.toFixed(0) : p >= 1 ? p.toFixed(1) : p.toPrecision(2)}%`;
-}
 
 /** "2.81 ± 0.02 (3 trials)": a mean and its standard error (2 significant digits). */
 function meanText(m: number, se: number, n: number): string {
@@ -743,7 +737,7 @@ export function createNoiseJudge(
       }
       if (n === 1 && exploring && z < o.promoteZ && z > -o.lossZ) {
         return discard(
-          `not promising: ${cmp}; ${margin} < ${fmtT(o.promoteZ)}σ after one trial, while exploring (${pct(left)} of the budget left: only a promising first trial earns more)${sigmaNote}`,
+          `not promising: ${cmp}; ${margin} < ${fmtT(o.promoteZ)}σ after one trial, while exploring (${formatShare(left)} of the budget left: only a promising first trial earns more)${sigmaNote}`,
         );
       }
       if (n === 1 && z <= -o.lossZ) {

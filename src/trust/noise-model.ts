@@ -21,7 +21,7 @@
  * exact values. With one repeated configuration, or none, σ is unknown and the judge measures
  * before it decides. Values that are not finite are left out; they never make a σ of 0.
  */
-import { formatMetric } from "../core/format.ts";
+import { formatMetricTo } from "../core/format.ts";
 import { fCdf, sumSquares } from "./stats.ts";
 
 /** One configuration's finite objective values (trials of one experiment at the full budget). */
@@ -151,7 +151,9 @@ export function fitNoise(
   const measured = dfRepeats > 0 && ss > 0 ? Math.sqrt(ss / dfRepeats) : dfRepeats > 0 ? 0 : Number.NaN;
   const base = { measured, floor, configs, trials, noisier, exact };
   const from = `${configs} configuration${configs === 1 ? "" : "s"} and ${trials} trials`;
-  const priorText = prior ? ` and the prior σ ${fmt(prior.sigma)} (${prior.df} degrees of freedom)` : "";
+  const priorText = prior
+    ? ` and the prior σ ${formatMetricTo(prior.sigma, 3)} (${prior.df} degrees of freedom)`
+    : "";
 
   if (dfRepeats === 0 || (ss === 0 && !prior)) {
     if (dfRepeats === 0 && prior) {
@@ -160,7 +162,7 @@ export function fitNoise(
         sigma: Math.max(prior.sigma, floor),
         df: prior.df,
         source: "prior",
-        explain: `σ ${fmt(Math.max(prior.sigma, floor))} is the prior (nothing repeated yet)`,
+        explain: `σ ${formatMetricTo(Math.max(prior.sigma, floor), 3)} is the prior (nothing repeated yet)`,
       };
     }
     if (ss === 0 && configs >= 2 && noisier.length === 0) {
@@ -185,7 +187,7 @@ export function fitNoise(
   }
   const pooled = Math.sqrt((ss + priorSs) / (dfRepeats + priorDf));
   const noisierText = noisier.length
-    ? `; ${noisier.map((c) => `#${c.n}`).join(", ")} ${noisier.length === 1 ? "is" : "are"} clearly noisier (σ ${noisier.map((c) => fmt(c.sigma)).join(", ")}) and ${noisier.length === 1 ? "is" : "are"} judged with ${noisier.length === 1 ? "its" : "their"} own`
+    ? `; ${noisier.map((c) => `#${c.n}`).join(", ")} ${noisier.length === 1 ? "is" : "are"} clearly noisier (σ ${noisier.map((c) => formatMetricTo(c.sigma, 3)).join(", ")}) and ${noisier.length === 1 ? "is" : "are"} judged with ${noisier.length === 1 ? "its" : "their"} own`
     : "";
   const named = exact.filter((n) => n >= 0);
   const exactText = named.length
@@ -197,7 +199,7 @@ export function fitNoise(
       sigma: floor,
       df: dfRepeats + priorDf,
       source: "floor",
-      explain: `σ ${fmt(floor)} is the floor (1e-6 of the best, the digits metrics are shown with): the repeats of ${from} were ${ss === 0 ? "identical" : `nearly identical (σ ${fmt(Math.sqrt(ss / dfRepeats))})`}${noisierText}${exactText}`,
+      explain: `σ ${formatMetricTo(floor, 3)} is the floor (1e-6 of the best, the digits metrics are shown with): the repeats of ${from} were ${ss === 0 ? "identical" : `nearly identical (σ ${formatMetricTo(Math.sqrt(ss / dfRepeats), 3)})`}${noisierText}${exactText}`,
     };
   }
   return {
@@ -205,7 +207,7 @@ export function fitNoise(
     sigma: pooled,
     df: dfRepeats + priorDf,
     source: "pooled",
-    explain: `σ ${fmt(pooled)} pooled from ${from}${priorText}${noisierText}${exactText}`,
+    explain: `σ ${formatMetricTo(pooled, 3)} pooled from ${from}${priorText}${noisierText}${exactText}`,
   };
 }
 
@@ -227,8 +229,4 @@ export function sigmaOf(
 export function constantMetric(groups: readonly ConfigValues[]): boolean {
   const all = clean(groups).flatMap((g) => g.values);
   return all.length >= 2 && all.every((v) => v === all[0]);
-}
-
-function fmt(x: number): string {
-  return formatMetric(Number(x.toPrecision(3)));
 }

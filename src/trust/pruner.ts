@@ -14,7 +14,7 @@
  * budget (total 1) or a step count (total = steps in the budget).
  */
 
-import { formatMetric } from "../core/format.ts";
+import { formatMetric, formatWholePercent } from "../core/format.ts";
 import type { Direction } from "../core/types.ts";
 
 /** [x, value] points, x ascending: elapsed fraction of the budget or step. */
@@ -108,7 +108,8 @@ export function shouldPrune(best: Curve, current: Curve, options: PrunerOptions)
   });
   if (!last) return keep("no progress values yet");
   if (b.length < 2) return keep("no curve of the best to compare with");
-  if (at < o.warmup) return keep(`warm-up: ${pct(at)} of the budget < ${pct(o.warmup)}`);
+  if (at < o.warmup)
+    return keep(`warm-up: ${formatWholePercent(at)} of the budget < ${formatWholePercent(o.warmup)}`);
   if (at >= 1) return keep("the budget is spent");
 
   const sign = o.direction === "minimize" ? 1 : -1;
@@ -126,11 +127,11 @@ export function shouldPrune(best: Curve, current: Curve, options: PrunerOptions)
   const se = sigma * Math.sqrt(2 / recent.length);
   const need = o.z * se + o.relativeMargin * Math.abs(ref);
   const margin = se > 0 ? diff / se : diff > 0 ? Number.POSITIVE_INFINITY : 0;
-  const compared = `${formatMetric(ref + sign * diff)} vs best ${formatMetric(ref)} at ${pct(at)} of the budget`;
+  const compared = `${formatMetric(ref + sign * diff)} vs best ${formatMetric(ref)} at ${formatWholePercent(at)} of the budget`;
   if (diff > need) {
     return {
       prune: true,
-      reason: `pruned: progress ${compared} (worse by ${margin.toFixed(1)} standard errors, σ ${formatMetric(sigma)}); saved ${pct(1 - at)} of the budget`,
+      reason: `pruned: progress ${compared} (worse by ${margin.toFixed(1)} standard errors, σ ${formatMetric(sigma)}); saved ${formatWholePercent(1 - at)} of the budget`,
       at,
       saved: 1 - at,
       margin,
@@ -143,10 +144,6 @@ export function shouldPrune(best: Curve, current: Curve, options: PrunerOptions)
 function estimateSigma(best: Curve, current: Curve): number {
   const s = [curveNoise(best), curveNoise(current)].filter(Number.isFinite);
   return s.length ? Math.max(...s) : 0;
-}
-
-function pct(x: number): string {
-  return `${Math.round(x * 100)}%`;
 }
 
 export interface Pruner {

@@ -10,7 +10,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
 import { fileRules, matchedFiles } from "../../core/file-patterns.ts";
-import { formatMetric } from "../../core/format.ts";
+import { formatMetricTo } from "../../core/format.ts";
 import type {
   Agent,
   ExperimentView,
@@ -183,14 +183,13 @@ function literalFor(knob: Knob, value: ParamValue, at: KnobLocation): string {
 }
 
 /** A model's number in the metric's units, as status shows metrics (significant digits only). */
-const sig = (x: number, digits: number) => formatMetric(Number(x.toPrecision(digits)));
 
 /** How the configurations other slots are evaluating right now entered the model. */
 function pendingMechanism(pending: number, s: GpSuggestion | TpeSuggestion): string {
   const what = `${pending} pending configuration${pending === 1 ? "" : "s"}`;
   if ("good" in s) return `${what} counted with the worse group (constant liar)`;
   if (s.model)
-    return `${what} fantasized at the best predicted value ${sig(s.model.bestPredicted, 6)} (constant liar)`;
+    return `${what} fantasized at the best predicted value ${formatMetricTo(s.model.bestPredicted, 6)} (constant liar)`;
   return `${what} not repeated`;
 }
 
@@ -199,7 +198,7 @@ function gpMechanism(g: GpSuggestion): string {
   if (!g.model)
     return `GP: every configuration it preferred was tried; a random one of ${g.observed} observed`;
   const m = g.model;
-  return `GP: expected improvement ${sig(m.expectedImprovement, 3)} over the best predicted value ${sig(m.bestPredicted, 6)}; this one is predicted ${sig(m.predicted, 6)} (model of ${g.observed} configurations, trial noise σ ≈ ${sig(m.noiseSigma, 2)})`;
+  return `GP: expected improvement ${formatMetricTo(m.expectedImprovement, 3)} over the best predicted value ${formatMetricTo(m.bestPredicted, 6)}; this one is predicted ${formatMetricTo(m.predicted, 6)} (model of ${g.observed} configurations, trial noise σ ≈ ${formatMetricTo(m.noiseSigma, 2)})`;
 }
 
 /**

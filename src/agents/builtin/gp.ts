@@ -127,7 +127,9 @@ export function suggestGp(
   options: GpOptions,
 ): GpSuggestion {
   const dims = makeDims(space);
-  if (dims.length === 0) throw new AutolabError("NO_SEARCH_SPACE", "the search space has no knobs");
+  // The builtin agent refuses an empty search space (NO_SEARCH_SPACE, with a fix) before it asks:
+  // reaching this is a caller's bug.
+  if (dims.length === 0) throw new AutolabError("INTERNAL", "the search space has no knobs");
   const layout = unitLayout(dims);
   const pool = proposalPool(dims, observations, options.current);
   const n = observations.length;

@@ -326,7 +326,9 @@ export function suggestTpe(
   options: TpeOptions,
 ): TpeSuggestion {
   const dims = makeDims(space);
-  if (dims.length === 0) throw new AutolabError("NO_SEARCH_SPACE", "the search space has no knobs");
+  // The builtin agent refuses an empty search space (NO_SEARCH_SPACE, with a fix) before it asks:
+  // reaching this is a caller's bug.
+  if (dims.length === 0) throw new AutolabError("INTERNAL", "the search space has no knobs");
   const startup = options.startup ?? defaultStartup(dims.length);
   const gamma = options.gamma ?? defaultGamma;
   const n = observations.length;

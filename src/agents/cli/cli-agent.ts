@@ -11,6 +11,7 @@ import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentFailure } from "../../core/agent-failure.ts";
 import { AutolabError } from "../../core/errors.ts";
+import { firstLine, formatDuration } from "../../core/format.ts";
 import type {
   Agent,
   AgentConfig,
@@ -19,7 +20,6 @@ import type {
   ProposalContext,
   SandboxSpec,
 } from "../../core/types.ts";
-import { formatDuration } from "../../program/index.ts";
 import { runProcess } from "../../runner/run-process.ts";
 import { agentEnv, resolveApiKey } from "./env.ts";
 import type { CliPreset, ParsedOutput } from "./preset.ts";
@@ -167,7 +167,7 @@ export function createCliAgent(
         const why = out.signal ? `was killed by ${out.signal}` : `exited with code ${out.exitCode}`;
         throw new AgentFailure(
           "crashed",
-          `${who} ${why}${parsed?.error ? `: ${firstLine(parsed.error)}` : ""}`,
+          `${who} ${why}${parsed?.error ? `: ${firstLine(parsed.error.trim(), 300, 297)}` : ""}`,
           errorDetail,
           usage,
         );
@@ -181,7 +181,7 @@ export function createCliAgent(
       if (parsed.error) {
         throw new AgentFailure(
           "crashed",
-          `${who} reported an error: ${firstLine(parsed.error)}`,
+          `${who} reported an error: ${firstLine(parsed.error.trim(), 300, 297)}`,
           errorDetail,
           usage,
         );
@@ -296,9 +296,4 @@ function readText(path: string): string {
 function lastLines(text: string, lines = 20, chars = 4000): string {
   const t = text.trimEnd().split("\n").slice(-lines).join("\n");
   return t.length > chars ? t.slice(-chars) : t;
-}
-
-function firstLine(s: string): string {
-  const l = s.trim().split("\n")[0] ?? "";
-  return l.length > 300 ? `${l.slice(0, 297)}…` : l;
 }

@@ -12,6 +12,7 @@ import {
   type ToolSet,
 } from "ai";
 import { AgentFailure, type AgentFailureKind } from "../../core/agent-failure.ts";
+import { formatSpokenTimeout } from "../../core/format.ts";
 import type { Agent, AgentConfig, Program, Proposal, ProposalContext } from "../../core/types.ts";
 import { createFileTools, type ToolState } from "./file-tools.ts";
 import { NUDGE_PROMPT, PROPOSE_PROMPT, researcherInstructions } from "./instructions.ts";
@@ -150,7 +151,8 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
           await generateText({ ...common, messages, stopWhen: [finished, stepCountIs(maxTurns - steps)] });
         }
       } catch (err) {
-        if (timeout.aborted) fail("timeout", `no proposal within ${formatMs(timeoutMs)} (agent.timeout)`);
+        if (timeout.aborted)
+          fail("timeout", `no proposal within ${formatSpokenTimeout(timeoutMs)} (agent.timeout)`);
         // Ctrl-C: the loop sees its signal and records nothing for this proposal.
         if (ctx.signal?.aborted) fail("crashed", "stopped by a signal");
         const { message, detail } = describeError(err, resolved.baseUrl);
@@ -251,8 +253,4 @@ export function describeError(
 function causeCode(e: Error | undefined): string | undefined {
   const inner = e?.cause as NodeJS.ErrnoException | undefined;
   return inner?.code;
-}
-
-function formatMs(ms: number): string {
-  return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`;
 }
