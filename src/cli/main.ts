@@ -54,9 +54,13 @@ const tagOpt = ["-t, --tag <tag>", "the run (default: the newest)"] as const;
 
 cli
   .command("init")
-  .description("create program.md (or copy an example) in a git repository")
+  .description("create program.md (or copy an example, or migrate from autoresearch) in a git repository")
   .argument("[dir]", "project directory", ".")
   .option("-e, --example <name>", "copy an example project (tiny-lm)")
+  .option(
+    "--from <tool>",
+    "migrate a checkout of autoresearch or pi-autoresearch: program.md from its files, its results as prior history",
+  )
   .action(initCommand);
 
 cli
