@@ -35,7 +35,7 @@ async function initFromCommand(dir: string, from: string): Promise<void> {
   const p = res.plan;
   const s = p.settings;
   const lines = [
-    `Imported a ${p.source} project in ${res.dir}:`,
+    `Imported ${p.source === "autoresearch" ? "an" : "a"} ${p.source} project in ${res.dir}:`,
     `  program.md  ${p.directionsFrom === "program.md" ? "frontmatter added above its text (kept verbatim as the research directions)" : `new, with ${p.directionsFrom}'s text as the research directions`}`,
     `  objective   ${s.direction} ${s.metric}`,
     `  command     ${s.command}`,

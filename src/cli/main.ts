@@ -158,10 +158,12 @@ cli
 
 cli
   .command("export")
-  .description("export the run: results-tsv (autoresearch's results.tsv) or jsonl")
+  .description(
+    "export the run: results-tsv (autoresearch's results.tsv), log-jsonl (pi-autoresearch's .auto/log.jsonl) or jsonl",
+  )
   .option(...programOpt)
   .option(...tagOpt)
-  .option("-f, --format <format>", "results-tsv | jsonl", "results-tsv")
+  .option("-f, --format <format>", "results-tsv | log-jsonl | jsonl", "results-tsv")
   .option("-o, --out <file>", "write to a file instead of stdout")
   .action(exportCommand);
 

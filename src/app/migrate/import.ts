@@ -193,7 +193,7 @@ async function commit(dir: string, p: MigrationPlan): Promise<{ committed: strin
     email.code === 0 && email.stdout.trim()
       ? []
       : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
-  const message = `autolab init --from ${p.source}: program.md from ${p.directionsFrom}`;
+  const message = `autolab init --from ${p.source}: program.md (directions from ${p.directionsFrom}), history imported into the notebook`;
   const paths = ["program.md", ...p.commitFiles];
   if (!inRepo) {
     await git(dir, ["init", "-q", "-b", "main"]);

@@ -1,5 +1,6 @@
 import { AutolabError } from "../../core/errors.ts";
-import type { NewImportedResult } from "../../core/ledger.ts";
+import { lastResult, objectiveOf } from "../../core/experiments.ts";
+import type { ExperimentRecord, NewImportedResult, RunRecord } from "../../core/ledger.ts";
 import type { Direction } from "../../core/types.ts";
 import type { Checkout, MigrationPlan } from "./plan.ts";
 
@@ -326,4 +327,52 @@ export function planPiAutoresearch(c: Checkout): MigrationPlan {
     commitFiles: scripts,
     ...(maxExperiments !== undefined ? { maxExperiments } : {}),
   };
+}
+
+/**
+ * A run as pi-autoresearch's log.jsonl (`autolab export --format log-jsonl`): a config line,
+ * then one run line per decided experiment — keep, discard and crash as they are, a rejection
+ * (a constraint, the scope, tampering) as checks_failed: it was measured and blocked from
+ * keep. Crashes carry metric 0, as pi-autoresearch writes them. Holdout metrics stay out: the
+ * file is meant for another tool's agent to read.
+ */
+export function piLogJsonl(
+  run: Pick<RunRecord, "programName" | "metric" | "direction">,
+  exps: readonly ExperimentRecord[],
+  holdout: readonly string[] = [],
+): string {
+  const lines = [
+    JSON.stringify({
+      type: "config",
+      name: run.programName,
+      metricName: run.metric,
+      metricUnit: "",
+      bestDirection: run.direction === "maximize" ? "higher" : "lower",
+    }),
+  ];
+  let i = 0;
+  for (const e of exps) {
+    if (!e.decision) continue;
+    const action = e.decision.action;
+    const status = action === "reject" ? "checks_failed" : action;
+    const m = objectiveOf(e, run.metric);
+    const metrics: Record<string, number> = {};
+    for (const [k, v] of Object.entries(lastResult(e)?.metrics ?? {})) {
+      if (k !== run.metric && Number.isFinite(v) && !holdout.includes(k)) metrics[k] = v;
+    }
+    lines.push(
+      JSON.stringify({
+        run: i++,
+        commit: e.commit.slice(0, 7),
+        metric: status === "crash" || m === undefined ? 0 : m,
+        metrics,
+        status,
+        description: e.n === 0 ? "baseline" : e.hypothesis,
+        timestamp: Date.parse(e.decision.decidedAt),
+        segment: 0,
+        confidence: null,
+      }),
+    );
+  }
+  return `${lines.join("\n")}\n`;
 }
