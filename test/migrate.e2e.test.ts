@@ -196,6 +196,22 @@ describe("autolab init --from: faults", () => {
     expect(r.stdout).toMatch(/objective {3}minimize val_loss/);
   });
 
+  it("an init cut short after importing (program.md not yet written) completes without importing twice", async () => {
+    const dir = checkout("autoresearch-upstream");
+    expect((await runCli(["init", "--from", "autoresearch"], { cwd: dir })).code).toBe(0);
+    // As if it had stopped before writing program.md: autoresearch's program.md is back.
+    gitSync(dir, "reset", "-q", "--hard", "HEAD~1");
+    const again = await runCli(["init", "--from", "autoresearch"], { cwd: dir });
+    expect(again.stderr).toBe("");
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/4 results from results\.tsv .*; already in the notebook/);
+    expect(again.stdout).toMatch(
+      /imported into the notebook by an earlier init: its history is not imported again/,
+    );
+    const s = await runCli(["status"], { cwd: dir });
+    expect(s.stdout).toMatch(/Prior history: 4 results imported/);
+  });
+
   it("a directory that is neither: says what it expected and what it found, and writes nothing", async () => {
     const dir = tempDir("autolab-migrate-");
     writeFileSync(join(dir, "README.md"), "hello\n");

@@ -44,7 +44,7 @@ async function initFromCommand(dir: string, from: string): Promise<void> {
   ];
   if (p.historyFrom) {
     lines.push(
-      `  history     ${p.history.length} result${p.history.length === 1 ? "" : "s"} from ${p.historyFrom} (before autolab, not re-measured: shown as prior history, never a baseline or the best)`,
+      `  history     ${p.history.length} result${p.history.length === 1 ? "" : "s"} from ${p.historyFrom} (before autolab, not re-measured: shown as prior history, never a baseline or the best)${res.imported === 0 && p.history.length ? "; already in the notebook" : ""}`,
     );
   }
   if (p.problems.length) {

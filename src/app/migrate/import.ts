@@ -32,6 +32,8 @@ export interface ImportResult {
   committed: string[];
   /** True when init made the git repository. */
   newRepo: boolean;
+  /** Results written to the notebook now (0 when an earlier init had imported them). */
+  imported: number;
 }
 
 /** A checkout on disk: files by path relative to `dir`. */
@@ -108,20 +110,21 @@ export async function initFrom(
   prepareStateDir(stateDir);
   const ledger = openNotebook(join(stateDir, "lab.db"));
   try {
+    // History first, then program.md: a second init after one cut short between the two finds the
+    // history there and only writes program.md (a checkout is refused once program.md is written).
     const sources = new Set(ledger.listImportedResults().map((r) => r.source));
-    const again = plan.history.find((r) => sources.has(r.source));
-    if (again) {
-      throw new AutolabError(
-        "IMPORT_EXISTS",
-        `the lab notebook ${join(stateDir, "lab.db")} already holds results imported from ${again.source}.`,
-        "Imported history is recorded once; `autolab status` shows it.",
+    const before = plan.history.filter((r) => sources.has(r.source));
+    if (before.length) {
+      plan.notes.push(
+        `${before[0]?.source} was imported into the notebook by an earlier init: its history is not imported again.`,
       );
+    } else {
+      ledger.addImportedResults(plan.history);
     }
     writeFileSync(programFile, text);
     const { committed, newRepo } = await commit(dir, plan);
-    ledger.addImportedResults(plan.history);
     await untrackedNotes(dir, plan);
-    return { dir, plan, committed, newRepo };
+    return { dir, plan, committed, newRepo, imported: before.length ? 0 : plan.history.length };
   } finally {
     ledger.close();
   }
