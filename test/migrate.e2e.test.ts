@@ -7,6 +7,7 @@
 import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { createRun } from "../src/app/create-run.ts";
 import { onPath } from "../src/app/migrate/import.ts";
 import { cleanupTemp, gitSync, tempDir } from "./helpers/git-project.ts";
 import { REPO_ROOT, runCli, stackLines } from "./helpers/toy-project.ts";
@@ -181,6 +182,42 @@ describe("autolab init --from autoresearch, then autolab run", () => {
       expectCleanError(twice, 1, /already has frontmatter: it is an autolab program/);
     },
     180_000,
+  );
+});
+
+describe("the researcher's context after init --from", () => {
+  it.skipIf(onPath("uv") || !onPath("python3"))(
+    "every proposal's context carries the prior history, labelled; the best it names is autolab's",
+    async () => {
+      const dir = checkout("autoresearch-upstream", (d) => {
+        writeFileSync(join(d, "train.py"), TINY_TRAIN);
+      });
+      expect((await runCli(["init", "--from", "autoresearch"], { cwd: dir })).code).toBe(0);
+      const contexts: string[] = [];
+      const outcome = await createRun({
+        program: dir,
+        tag: "peek",
+        maxExperiments: 1,
+        agent: {
+          name: "peek",
+          async propose(ctx) {
+            contexts.push(ctx.contextText);
+            writeFileSync(join(ctx.worktree, "train.py"), TINY_TRAIN.replace("DEPTH = 4", "DEPTH = 3"));
+            return { hypothesis: "shallower", mechanism: "fewer layers" };
+          },
+        },
+      });
+      outcome.lab.ledger.close();
+      expect(contexts).toHaveLength(1);
+      const ctx = contexts[0] as string;
+      expect(ctx).toMatch(
+        /## Prior history \(before autolab, not re-measured: 4 results from autoresearch:results\.tsv\)/,
+      );
+      expect(ctx).toMatch(/- switch to GeLU activation → discard val_bpb=1\.005 \(commit c3d4e5f\)/);
+      expect(ctx).toMatch(/Best: #0 val_bpb = 1\.01/);
+      expect(outcome.experiments.map((e) => e.n)).toEqual([0, 1]);
+    },
+    120_000,
   );
 });
 
