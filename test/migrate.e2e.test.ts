@@ -249,6 +249,21 @@ describe("autolab init --from: faults", () => {
     expect(s.stdout).toMatch(/Prior history: 4 results imported/);
   });
 
+  it("pi-autoresearch: descriptions are untrusted text, escaped in the terminal", async () => {
+    const dir = tempDir("autolab-pi-");
+    cpSync(join(FIXTURES, "pi-current"), dir, { recursive: true });
+    const r = await runCli(["init", "--from", "pi-autoresearch"], { cwd: dir });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/history {5}5 results from \.auto\/log\.jsonl/);
+    expect(r.stdout).toMatch(/left out segment 0 \(bundle_kb\)/);
+    expect(r.stdout).toMatch(/Next: cd .* && autolab run -n 30/);
+    const ctx = await runCli(["context"], { cwd: dir });
+    expect(ctx.code).toBe(0);
+    expect(ctx.stdout).toMatch(/## Prior history \(before autolab, not re-measured: 5 results/);
+    expect(ctx.stdout).toMatch(/recursion .*blew.* the stack → crash/);
+    expect(ctx.stdout).not.toContain("\u001b");
+  });
+
   it("a directory that is neither: says what it expected and what it found, and writes nothing", async () => {
     const dir = tempDir("autolab-migrate-");
     writeFileSync(join(dir, "README.md"), "hello\n");
