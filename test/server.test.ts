@@ -68,6 +68,51 @@ const MIXED: FixtureExperiment[] = [
   { action: "discard", metric: 2.9, hypothesis: "dropout 0.1" },
 ];
 
+describe("API on a notebook with imported history (init --from)", () => {
+  it("chart: the imported results as their own `prior` series; status: `imported`, never the baseline or best", async () => {
+    const ledgerPath = buildNotebook(tempDir(), [{ experiments: MIXED.slice(0, 3) }]);
+    const plain = appFor(ledgerPath);
+    expect((await get<Json>(plain, "/api/chart")).body.prior).toBeUndefined();
+    expect((await get<Json>(plain, "/api/status")).body.imported).toBeNull();
+    const l = new SqliteLedger(ledgerPath);
+    l.addImportedResults([
+      {
+        source: "autoresearch:results.tsv",
+        seq: 1,
+        commit: "a1b2c3d",
+        metrics: { val_bpb: 2.1 },
+        status: "keep",
+        description: "baseline there",
+      },
+      {
+        source: "autoresearch:results.tsv",
+        seq: 2,
+        commit: "b2c3d4e",
+        metrics: {},
+        status: "crash",
+        description: "OOM",
+      },
+    ]);
+    l.close();
+    const app = appFor(ledgerPath);
+    const chart = (await get<Json>(app, "/api/chart")).body;
+    expect(chart.points.map((p: { n: number }) => p.n)).toEqual([0, 1, 2]);
+    expect(chart.prior).toEqual([
+      { seq: 1, metric: 2.1, status: "keep", label: "baseline there" },
+      { seq: 2, metric: null, status: "crash", label: "OOM" },
+    ]);
+    const status = (await get<Json>(app, "/api/status")).body;
+    expect(status.best.id).toBe(2);
+    expect(status.best.metric).toBe(2.8);
+    expect(status.baseline).toEqual({ id: 0, metric: 3 });
+    expect(status.imported).toMatchObject({
+      note: "before autolab, not re-measured",
+      count: 2,
+      lastKept: { metric: 2.1 },
+    });
+  });
+});
+
 describe("API on a lab with every outcome", () => {
   const dir = tempDir();
   const repo = createGitProject({ "train.ts": "const LEARNING_RATE = 3e-4;\n", "program.md": "" });

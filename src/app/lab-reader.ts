@@ -1,5 +1,5 @@
 import { dirname, join } from "node:path";
-import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, ImportedResultRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { gitRaw } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -49,6 +49,7 @@ export class LabReader {
   private readonly holdouts = new Map<number, string[]>();
   private readonly sessionCache = new Map<number, { version: string; sessions: SessionRecord[] }>();
   private readonly diffs = new Map<string, string>();
+  private importedCache: { version: string; rows: readonly ImportedResultRecord[] } | undefined;
 
   constructor(ledger: ReadableNotebook, opts: { stateDir?: string } = {}) {
     this.ledger = ledger;
@@ -85,6 +86,15 @@ export class LabReader {
     const exps = this.ledger.listExperiments(run.id);
     this.cache.set(run.id, { version, exps });
     return exps;
+  }
+
+  /** Results imported by `autolab init --from` (claims from before autolab), re-read only when the notebook changed. */
+  imported(): readonly ImportedResultRecord[] {
+    const version = this.version();
+    if (this.importedCache?.version === version) return this.importedCache.rows;
+    const rows = this.ledger.listImportedResults();
+    this.importedCache = { version, rows };
+    return rows;
   }
 
   /** The run's harness sessions, oldest first (re-read only when the notebook changed). */

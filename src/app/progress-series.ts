@@ -1,16 +1,39 @@
-import type { ChartPoint, ChartSeries } from "../chart/progress-chart.ts";
+import type { ChartPoint, ChartSeries, PriorPoint } from "../chart/progress-chart.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine } from "../core/format.ts";
-import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, ImportedResultRecord, RunRecord } from "../core/ledger.ts";
 import type { TrialResult } from "../core/types.ts";
 
 /**
  * The progress chart's data for a run: one point per experiment, at its objective value, or,
- * for one pruned before it had any, at the last value of its learning curve. The dashboard
- * (`/api/chart`) and the report draw this same series.
+ * for one pruned before it had any, at the last value of its learning curve; and the notebook's
+ * imported results (`autolab init --from`) as a series of their own, `prior`, drawn before
+ * experiment 0 and never part of the running best. The dashboard (`/api/chart`) and the report
+ * draw this same series.
  */
-export function progressSeries(run: RunRecord, exps: ExperimentRecord[]): ChartSeries {
-  return { metric: run.metric, direction: run.direction, points: exps.map((e) => chartPoint(e, run.metric)) };
+export function progressSeries(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  imported: readonly ImportedResultRecord[] = [],
+): ChartSeries {
+  const series: ChartSeries = {
+    metric: run.metric,
+    direction: run.direction,
+    points: exps.map((e) => chartPoint(e, run.metric)),
+  };
+  if (imported.length) series.prior = priorPoints(imported, run.metric);
+  return series;
+}
+
+/** Imported results on the run's metric, numbered 1… in import order (several sources: one after another). */
+export function priorPoints(imported: readonly ImportedResultRecord[], metric: string): PriorPoint[] {
+  return imported.map((r, i) => ({
+    seq: i + 1,
+    metric: r.metrics[metric] ?? null,
+    status: r.status,
+    // Control characters have no place in an SVG (nor a terminal): an imported description is untrusted.
+    label: firstLine(r.description.replace(/[\p{Cc}]/gu, " "), 100),
+  }));
 }
 
 export function chartPoint(e: ExperimentRecord, metric: string): ChartPoint {

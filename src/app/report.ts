@@ -4,7 +4,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { renderProgressChart } from "../chart/progress-chart.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatComputeTime, formatMetric, formatMetricTo } from "../core/format.ts";
-import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, ImportedResultRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import { holdoutOf } from "./experiment-json.ts";
 import { mdCode, mdText } from "./markdown.ts";
 import { progressSeries } from "./progress-series.ts";
@@ -18,6 +18,8 @@ export interface ReportOptions {
   height?: number;
   /** Harness sessions of the run (slot utilization of the latest one). */
   sessions?: SessionRecord[];
+  /** The notebook's imported results (`autolab init --from`): drawn and listed as prior history. */
+  imported?: readonly ImportedResultRecord[];
 }
 
 export interface ReportFiles {
@@ -37,7 +39,7 @@ export function writeReport(
   opts: ReportOptions = {},
 ): ReportFiles {
   mkdirSync(outDir, { recursive: true });
-  const svg = renderProgressChart(progressSeries(run, exps), {
+  const svg = renderProgressChart(progressSeries(run, exps, opts.imported ?? []), {
     width: opts.width ?? 960,
     height: opts.height ?? 460,
     titles: true,
@@ -65,7 +67,10 @@ export function svgToPng(svg: string, scale = 1): Buffer {
 }
 
 export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: ReportOptions = {}): string {
-  const s = statusOf(run, exps, undefined, opts.sessions ? { sessions: opts.sessions, live: false } : {});
+  const s = statusOf(run, exps, undefined, {
+    ...(opts.sessions ? { sessions: opts.sessions, live: false } : {}),
+    ...(opts.imported ? { imported: opts.imported } : {}),
+  });
   const c = s.counts;
   const holdout = opts.holdout ? holdoutOf(run) : [];
   const lines: string[] = [];
@@ -135,6 +140,27 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
       );
       if (m !== undefined) prev = m;
     }
+  }
+
+  if (s.imported && opts.imported) {
+    const h = s.imported;
+    lines.push(
+      "",
+      "## Prior history (before autolab, not re-measured)",
+      "",
+      `${h.count} result${h.count === 1 ? "" : "s"} imported from ${h.sources.map(mdCode).join(", ")}: claims another tool recorded on other runs of the code, drawn left of experiment 0 on the chart. None of them is a baseline or the best above, and none counted toward any decision.`,
+      "",
+      `| # | ${mdText(run.metric)} (claimed) | status there | commit | description |`,
+      "|---:|---:|---|---|---|",
+    );
+    const shown = opts.imported.slice(-30);
+    const skip = opts.imported.length - shown.length;
+    if (skip) lines.push(`| … | | | | ${skip} earlier not listed |`);
+    shown.forEach((r, i) => {
+      lines.push(
+        `| ${skip + i + 1} | ${formatMetric(r.metrics[run.metric])} | ${mdText(r.status)} | ${r.commit ? mdCode(r.commit.slice(0, 8)) : ""} | ${mdText(firstLine(r.description, 160))} |`,
+      );
+    });
   }
 
   if (s.roles.length) {

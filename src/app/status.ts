@@ -3,6 +3,7 @@ import { formatMetric } from "../core/format.ts";
 import {
   countDecisions,
   type ExperimentRecord,
+  type ImportedResultRecord,
   type NoteRecord,
   type RunRecord,
   type SessionRecord,
@@ -11,6 +12,7 @@ import type { Alarm, Program } from "../core/types.ts";
 import { type PredictedBest, predictedBest } from "../trust/posterior.ts";
 import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
 import { orgView, type RoleCredit, type SlotUse } from "./org-view.ts";
+import { type PriorHistory, priorHistoryOf } from "./prior-history.ts";
 
 /** `autolab status --json`. Field by field in docs/cli.md; add fields, never rename them. */
 export interface StatusJson {
@@ -61,6 +63,11 @@ export interface StatusJson {
   sandbox: string | null;
   /** True when any session of the run ran unsandboxed: its results had no sandbox's guarantees. */
   unsandboxed: boolean;
+  /**
+   * Results imported by `autolab init --from` (claims from before autolab, not re-measured:
+   * never the baseline or the best); null when the notebook has none.
+   */
+  imported: PriorHistory | null;
 }
 
 /** One step of the proxy ladder: candidates measured on `low`, promoted to `high`, and the rungs' rank correlation. */
@@ -97,6 +104,8 @@ export interface StatusOrgInput {
   live?: boolean;
   /** The run's notes: tampering alarms (`ALARM tamper:…`) are shown with the other alarms. */
   notes?: NoteRecord[];
+  /** The notebook's imported results (Ledger.listImportedResults). */
+  imported?: readonly ImportedResultRecord[];
 }
 
 export function statusOf(
@@ -154,6 +163,7 @@ export function statusOf(
     ...orgStatus(run, exps, org),
     sandbox: [...(org.sessions ?? [])].reverse().find((s) => s.sandbox !== undefined)?.sandbox ?? null,
     unsandboxed: (org.sessions ?? []).some((s) => s.sandbox?.startsWith("unsandboxed") === true),
+    imported: priorHistoryOf(org.imported ?? [], run.metric),
   };
 }
 

@@ -36,7 +36,31 @@ export interface ChartSeries {
   direction: "minimize" | "maximize";
   /** Oldest first (ascending n). */
   points: ChartPoint[];
+  /**
+   * Results imported from another tool (`autolab init --from`): claims from before autolab, not
+   * re-measured. Drawn left of experiment 0 as their own series, never in the running best.
+   */
+  prior?: PriorPoint[];
 }
+
+/** One imported result: its place in the source (from 1), its claimed value, its status there. */
+export interface PriorPoint {
+  seq: number;
+  /** The claimed objective value; null when the source has none (a crash). */
+  metric: number | null;
+  /** As the source wrote it: keep, discard, crash, checks_failed, … */
+  status: string;
+  /** First line of its description, shortened. */
+  label: string;
+}
+
+/** Where an imported result goes on the x axis: -count … -1, before the baseline at 0. */
+export function priorX(series: ChartSeries, p: PriorPoint): number {
+  const prior = series.prior ?? [];
+  return p.seq - (prior.at(-1)?.seq ?? prior.length) - 1;
+}
+
+const PRIOR_LABEL = "imported (not re-measured)";
 
 export interface ChartOptions {
   width?: number;
@@ -51,7 +75,7 @@ export interface ChartOptions {
   crowd?: number;
 }
 
-export const CHART_COLORS: Record<ChartAction | "best" | "axis" | "grid" | "text", string> = {
+export const CHART_COLORS: Record<ChartAction | "best" | "prior" | "axis" | "grid" | "text", string> = {
   keep: "#1a9641",
   discard: "#a8a8a8",
   crash: "#d7301f",
@@ -59,6 +83,7 @@ export const CHART_COLORS: Record<ChartAction | "best" | "axis" | "grid" | "text
   pending: "#2b6cb0",
   pruned: "#7b68b5",
   best: "#1a9641",
+  prior: "#8c6d31",
   axis: "#555555",
   grid: "#e6e6e6",
   text: "#222222",
@@ -102,7 +127,8 @@ export function chartLayout(series: ChartSeries, options: ChartOptions = {}): Ch
     options.title ??
     `${series.metric} (${better}) · ${pts.length} experiment${pts.length === 1 ? "" : "s"}, ${counts.keep} kept`;
   // The legend sits right of the heading, or on a line of its own when both do not fit.
-  const legendW = legendItems(counts).reduce((a, [, t]) => a + legendItemWidth(t), 0);
+  const prior = series.prior ?? [];
+  const legendW = legendItems(counts, prior.length > 0).reduce((a, [, t]) => a + legendItemWidth(t), 0);
   const m = { left: 72, right: 24, top: 58, bottom: 54 };
   const twoRows = m.left + heading.length * 8.7 + 24 > width - m.right - legendW;
   if (twoRows) m.top = 78;
@@ -111,8 +137,16 @@ export function chartLayout(series: ChartSeries, options: ChartOptions = {}): Ch
   const plotH = height - m.top - m.bottom - laneH;
   const plotBottom = m.top + plotH;
   const kept = pts.filter((p) => p.action === "keep" && p.metric !== null);
-  const [x0, x1] = xDomain(pts);
-  const [y0, y1] = yDomain(pts, kept);
+  // Imported results sit left of 0 and count for the y range (they are what the user compares
+  // against), but never for the running best.
+  const priorPts: ChartPoint[] = prior.map((p) => ({
+    n: priorX(series, p),
+    metric: p.metric,
+    action: p.status === "crash" || p.status === "checks_failed" ? "crash" : "discard",
+    label: p.label,
+  }));
+  const [x0, x1] = xDomain([...priorPts, ...pts]);
+  const [y0, y1] = yDomain([...priorPts, ...pts], kept);
   return {
     width,
     height,
@@ -131,7 +165,7 @@ export function chartLayout(series: ChartSeries, options: ChartOptions = {}): Ch
     y1,
     counts,
     kept,
-    measured: pts.some((p) => p.metric !== null && p.action !== "crash"),
+    measured: [...priorPts, ...pts].some((p) => p.metric !== null && p.action !== "crash"),
     crowded: counts.discard > (options.crowd ?? 1500),
   };
 }
@@ -185,7 +219,8 @@ export function renderProgressChart(series: ChartSeries, options: ChartOptions =
   out.push(
     `<text x="${m.left}" y="22" font-size="15" font-weight="bold" fill="${CHART_COLORS.text}">${esc(heading)}</text>`,
   );
-  const items = legendItems(l.counts);
+  const prior = series.prior ?? [];
+  const items = legendItems(l.counts, prior.length > 0);
   out.push(twoRows ? legend(items, m.left, 46) : legend(items, width - m.right - legendW, 22));
 
   // Grid, ticks and axes (no y ticks before anything is measured: the scale would be made up).
@@ -197,7 +232,10 @@ export function renderProgressChart(series: ChartSeries, options: ChartOptions =
       `<text x="${m.left - 8}" y="${y + 4}" text-anchor="end" fill="${CHART_COLORS.axis}">${esc(fmt(t))}</text>`,
     );
   }
-  const xTicks = niceTicks(x0, x1, Math.max(2, Math.round(plotW / 90))).filter((t) => Number.isInteger(t));
+  // Experiment numbers only: left of 0 are the imported results, which have none.
+  const xTicks = niceTicks(x0, x1, Math.max(2, Math.round(plotW / 90))).filter(
+    (t) => Number.isInteger(t) && (t >= 0 || !prior.length),
+  );
   const axisY = plotBottom + laneH;
   for (const t of xTicks) {
     const x = r(sx(t));
@@ -215,9 +253,33 @@ export function renderProgressChart(series: ChartSeries, options: ChartOptions =
     `<text transform="translate(16 ${m.top + plotH / 2}) rotate(-90)" text-anchor="middle" fill="${CHART_COLORS.axis}">${esc(series.metric)}</text>`,
   );
 
+  if (prior.length) {
+    // The imported results: their own group, left of a dashed line before experiment 0.
+    const xs = r(sx(-0.5));
+    out.push(
+      `<g class="prior" fill="none" stroke="${CHART_COLORS.prior}" stroke-width="1.5">`,
+      `<line class="prior-divider" x1="${xs}" x2="${xs}" y1="${m.top}" y2="${plotBottom + laneH}" stroke-dasharray="4 3"/>`,
+      `<text x="${r(xs - 4)}" y="${m.top + 12}" text-anchor="end" font-size="10" stroke="none" fill="${CHART_COLORS.prior}">before autolab, not re-measured</text>`,
+    );
+    for (const p of prior) {
+      const cx = r(sx(priorX(series, p)));
+      const failed = p.metric === null;
+      const cy = r(failed ? laneY : sy(Math.min(y1, Math.max(y0, p.metric as number))));
+      const s = 4.5;
+      const title = options.titles
+        ? `<title>imported ${p.seq}: ${esc(p.status)}${failed ? "" : ` ${esc(fmt(p.metric as number))}`} — ${esc(p.label)} (before autolab, not re-measured)</title>`
+        : "";
+      const d = `M${cx},${r(cy - s)}L${r(cx + s)},${cy}L${cx},${r(cy + s)}L${r(cx - s)},${cy}Z`;
+      out.push(
+        `<path class="prior-pt ${p.status === "keep" ? "prior-keep" : "prior-other"}" data-seq="${p.seq}" d="${d}"${p.status === "keep" ? ` fill="${CHART_COLORS.prior}" fill-opacity="0.35"` : ""}${title ? `>${title}</path>` : "/>"}`,
+      );
+    }
+    out.push("</g>");
+  }
+
   if (pts.length === 0) {
     out.push(
-      `<text x="${m.left + plotW / 2}" y="${m.top + plotH / 2}" text-anchor="middle" font-size="14" fill="${CHART_COLORS.axis}">no experiments yet</text>`,
+      `<text x="${m.left + plotW / 2}" y="${m.top + plotH / 2}" text-anchor="middle" font-size="14" fill="${CHART_COLORS.axis}">${prior.length ? "no autolab experiments yet" : "no experiments yet"}</text>`,
     );
   } else if (kept.length === 0 && pts.every((p) => p.metric === null)) {
     out.push(
@@ -381,7 +443,7 @@ const GROUP_ATTRS: Record<ChartAction, string> = {
   keep: `fill="${CHART_COLORS.keep}" stroke="#ffffff" stroke-width="1"`,
 };
 
-const LEGEND: [ChartAction | "best", string][] = [
+const LEGEND: [ChartAction | "best" | "prior", string][] = [
   ["keep", "kept"],
   ["discard", "discarded"],
   ["pruned", "pruned"],
@@ -389,11 +451,15 @@ const LEGEND: [ChartAction | "best", string][] = [
   ["reject", "rejected"],
   ["pending", "running"],
   ["best", "best so far"],
+  ["prior", PRIOR_LABEL],
 ];
 
 /** The legend's entries: "pruned" only in runs that pruned something (most have no learning curve). */
-function legendItems(counts: Record<ChartAction, number>): [ChartAction | "best", string][] {
-  return LEGEND.filter(([k]) => k !== "pruned" || counts.pruned > 0);
+function legendItems(
+  counts: Record<ChartAction, number>,
+  prior: boolean,
+): [ChartAction | "best" | "prior", string][] {
+  return LEGEND.filter(([k]) => (k !== "pruned" || counts.pruned > 0) && (k !== "prior" || prior));
 }
 
 /**
@@ -415,7 +481,7 @@ function legendItemWidth(text: string): number {
   return 22 + text.length * 6.6;
 }
 
-function legend(items: [ChartAction | "best", string][], left: number, y: number): string {
+function legend(items: [ChartAction | "best" | "prior", string][], left: number, y: number): string {
   const widths = items.map(([, t]) => legendItemWidth(t));
   let x = left;
   const out = [`<g class="legend" font-size="11" fill="${CHART_COLORS.text}">`];
@@ -439,6 +505,10 @@ function legend(items: [ChartAction | "best", string][], left: number, y: number
       );
     else if (k === "pruned")
       out.push(`<rect x="${r(x + 3.5)}" y="${cy - 3.5}" width="7" height="7" ${GROUP_ATTRS.pruned}/>`);
+    else if (k === "prior")
+      out.push(
+        `<path d="M${r(x + 7)},${cy - 5}L${r(x + 12)},${cy}L${r(x + 7)},${cy + 5}L${r(x + 2)},${cy}Z" fill="${CHART_COLORS.prior}" fill-opacity="0.35" stroke="${CHART_COLORS.prior}" stroke-width="1.5"/>`,
+      );
     else out.push(`<circle cx="${r(x + 7)}" cy="${cy}" r="4.5" fill="${CHART_COLORS[k]}"/>`);
     out.push(`<text x="${r(x + 18)}" y="${y}">${t}</text>`);
     x += widths[i] ?? 0;

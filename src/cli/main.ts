@@ -54,9 +54,13 @@ const tagOpt = ["-t, --tag <tag>", "the run (default: the newest)"] as const;
 
 cli
   .command("init")
-  .description("create program.md (or copy an example) in a git repository")
+  .description("create program.md (or copy an example, or migrate from autoresearch) in a git repository")
   .argument("[dir]", "project directory", ".")
   .option("-e, --example <name>", "copy an example project (tiny-lm)")
+  .option(
+    "--from <tool>",
+    "migrate a checkout of autoresearch or pi-autoresearch: program.md from its files, its results as prior history",
+  )
   .action(initCommand);
 
 cli
@@ -154,10 +158,12 @@ cli
 
 cli
   .command("export")
-  .description("export the run: results-tsv (autoresearch's results.tsv) or jsonl")
+  .description(
+    "export the run: results-tsv (autoresearch's results.tsv), log-jsonl (pi-autoresearch's .auto/log.jsonl) or jsonl",
+  )
   .option(...programOpt)
   .option(...tagOpt)
-  .option("-f, --format <format>", "results-tsv | jsonl", "results-tsv")
+  .option("-f, --format <format>", "results-tsv | log-jsonl | jsonl", "results-tsv")
   .option("-o, --out <file>", "write to a file instead of stdout")
   .action(exportCommand);
 

@@ -19,6 +19,7 @@ export function reportCommand(flags: ReportFlags): void {
     const files = writeReport(run, ledger.listExperiments(run.id), out, {
       holdout: flags.holdout ?? false,
       sessions: ledger.listSessions(run.id),
+      imported: ledger.listImportedResults(),
     });
     const show = (p: string) => {
       const r = relative(process.cwd(), p);

@@ -1,8 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf } from "../app/experiment-json.ts";
-import { openLedger, selectRun } from "../app/lab.ts";
+import { openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
+import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
+import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
@@ -63,11 +65,13 @@ function programOf(run: RunRecord): Program | undefined {
 }
 
 export function statusCommand(flags: ViewFlags): void {
+  if (!flags.json && !flags.tag && priorHistoryOnly(flags)) return;
   withRun(flags, (run, exps, _holdout, lab) => {
     const s = statusOf(run, exps, programOf(run), {
       sessions: lab.ledger.listSessions(run.id),
       notes: lab.ledger.listNotes(run.id),
       live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
+      imported: lab.ledger.listImportedResults(),
     });
     if (flags.json) return printJson(JSON.stringify(s, null, 2));
     const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
@@ -108,9 +112,50 @@ export function statusCommand(flags: ViewFlags): void {
       lines.push(`Ladder: ${steps.join("; ")}`);
     }
     lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
+    if (s.imported) lines.push(priorHistoryLine(s.imported, s.metric));
     lines.push(...orgLines(s));
     print(lines.join("\n"));
   });
+}
+
+/**
+ * `autolab status` after `init --from` and before the first run: the imported history alone.
+ * False (nothing printed) when the notebook has a run, or no imported results either.
+ */
+function priorHistoryOnly(flags: ViewFlags): boolean {
+  const { ledger } = openLedger(flags.program);
+  try {
+    if (ledger.latestRun()) return false;
+    const imported = ledger.listImportedResults();
+    if (!imported.length) return false;
+    let metric = "metric";
+    try {
+      metric = loadProgram(programPath(flags.program)).objective.metric;
+    } catch {
+      metric = Object.keys(imported[0]?.metrics ?? {})[0] ?? metric;
+    }
+    const h = priorHistoryOf(imported, metric) as PriorHistory;
+    print(
+      [
+        "No run yet: `autolab run` starts one, and its first experiment measures autolab's own baseline.",
+        priorHistoryLine(h, metric),
+      ].join("\n"),
+    );
+    return true;
+  } finally {
+    ledger.close();
+  }
+}
+
+/** The imported results in one line, always saying what they are. */
+export function priorHistoryLine(h: PriorHistory, metric: string): string {
+  const counts = Object.entries(h.statuses)
+    .map(([k, v]) => `${v} ${k}`)
+    .join(", ");
+  const last = h.lastKept
+    ? `; last kept there: ${metric} ${formatMetric(h.lastKept.metric)}${h.lastKept.commit ? ` (${h.lastKept.commit.slice(0, 8)})` : ""} ${h.lastKept.description.split("\n")[0] ?? ""}`
+    : "";
+  return `Prior history: ${h.count} result${h.count === 1 ? "" : "s"} imported from ${h.sources.join(", ")} — ${h.note} (${counts})${last}`;
 }
 
 /**
@@ -294,9 +339,17 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
 export function contextCommand(flags: ViewFlags): void {
   const { ledger } = openLedger(flags.program);
   try {
+    // Before the first run (after `init --from`), the context is program.md and the prior history.
+    if (!flags.tag && !ledger.latestRun()) {
+      const program = loadProgram(programPath(flags.program));
+      print(buildContext(program, undefined, [], { imported: ledger.listImportedResults() }));
+      return;
+    }
     const run = selectRun(ledger, flags.tag);
     const program = loadProgram(run.programPath);
-    print(buildContext(program, run, ledger.listExperiments(run.id)));
+    print(
+      buildContext(program, run, ledger.listExperiments(run.id), { imported: ledger.listImportedResults() }),
+    );
   } finally {
     ledger.close();
   }
@@ -326,19 +379,21 @@ export function failuresCommand(flags: ViewFlags): void {
 
 export function exportCommand(flags: ViewFlags & { format?: string; out?: string }): void {
   const format = flags.format ?? "results-tsv";
-  if (format !== "results-tsv" && format !== "jsonl") {
+  if (format !== "results-tsv" && format !== "jsonl" && format !== "log-jsonl") {
     throw new AutolabError(
       "BAD_FORMAT",
       `unknown export format "${format}".`,
-      "Use --format results-tsv or --format jsonl.",
+      "Use --format results-tsv, --format jsonl or --format log-jsonl.",
     );
   }
   const text = withRun(flags, (run, exps, holdout) =>
     format === "results-tsv"
       ? resultsTsv(run, exps)
-      : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
+      : format === "log-jsonl"
+        ? piLogJsonl(run, exps, holdout)
+        : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
   );
-  const safe = format === "jsonl" ? safeJson(text) : safeText(text);
+  const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
   if (flags.out) writeFileSync(flags.out, safe);
   else write(safe);
 }

@@ -87,6 +87,17 @@ export const ERROR_CODES = {
   GIT_FAILED: { kind: "user", http: 500, meaning: "a git command failed" },
   GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },
   GPU_DEVICE_MISSING: { kind: "user", http: 500, meaning: "slots name GPUs but no GPU device is present" },
+  IMPORT_EXISTS: {
+    kind: "user",
+    http: 409,
+    meaning: "the notebook already holds history imported from that source",
+  },
+  IMPORT_UNRECOGNIZED: {
+    kind: "user",
+    http: 400,
+    meaning:
+      "`init --from` found no autoresearch or pi-autoresearch checkout to import (what it expected and found given)",
+  },
   INIT_CLASH: { kind: "user", http: 409, meaning: "`init` would overwrite existing files" },
   INTERNAL: {
     kind: "bug",

@@ -108,6 +108,34 @@ export interface SessionRecord {
   sandbox?: string;
 }
 
+/**
+ * A result another tool recorded before autolab (autoresearch's results.tsv, pi-autoresearch's
+ * log.jsonl), imported by `autolab init --from`: a claim, not a measurement. It belongs to the
+ * notebook, not to a run; it is never a baseline, never the best, never counted toward
+ * acceptance — views show it as "before autolab, not re-measured" (docs/migrate.md).
+ */
+export interface NewImportedResult {
+  /** The tool and file it came from, e.g. `autoresearch:results.tsv`, `pi-autoresearch:.auto/log.jsonl`. */
+  source: string;
+  /** Its place in the source, from 1 (row or run order). */
+  seq: number;
+  /** The commit the source names (often 7 characters; may be empty). */
+  commit: string;
+  /** The values the source claims (only finite numbers; a crash row's placeholder 0 is left out). */
+  metrics: Record<string, number>;
+  /** As the source wrote it: keep, discard, crash, checks_failed, … */
+  status: string;
+  /** Untrusted text from the source: escape wherever it is shown. */
+  description: string;
+  /** pi-autoresearch's segment (a new config header starts one); absent for other sources. */
+  segment?: number;
+}
+
+export interface ImportedResultRecord extends NewImportedResult {
+  id: number;
+  importedAt: string;
+}
+
 export interface Ledger {
   createRun(run: Omit<RunRecord, "id" | "startedAt">): RunRecord;
   getRun(tag: string): RunRecord | undefined;
@@ -125,6 +153,13 @@ export interface Ledger {
   startSession(runId: number, slots: number, sandbox?: string): SessionRecord;
   /** Sessions of a run, oldest first. */
   listSessions(runId: number): SessionRecord[];
+  /**
+   * Records imported results (`autolab init --from`), all or none: a failure writes nothing.
+   * A source already imported is refused (IMPORT_EXISTS): importing twice would double history.
+   */
+  addImportedResults(rows: NewImportedResult[]): void;
+  /** Every imported result, by source in import order, then by seq. */
+  listImportedResults(): ImportedResultRecord[];
   close(): void;
 }
 

@@ -83,14 +83,12 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       program,
       best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
       history: exps.map((e) => toView(e, program)),
-      contextText: buildContext(
-        program,
-        run,
-        exps,
-        deps.instructions
+      contextText: buildContext(program, run, exps, {
+        ...(deps.instructions
           ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
-          : {},
-      ),
+          : {}),
+        imported: ledger.listImportedResults(),
+      }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };

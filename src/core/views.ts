@@ -1,6 +1,6 @@
 import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import { formatMetric, shortLine } from "./format.ts";
-import type { ExperimentRecord, RunRecord } from "./ledger.ts";
+import type { ExperimentRecord, ImportedResultRecord, RunRecord } from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
 import type { Alarm, ExperimentView, Program } from "./types.ts";
 
@@ -34,6 +34,13 @@ export interface ContextOptions {
   maxChars?: number;
   /** The org role the reader proposes for: its name and instructions (kept whole, before the history). */
   role?: { name: string; instructions: string };
+  /**
+   * Results another tool recorded before autolab (Ledger.listImportedResults): listed as prior
+   * history, claims that were not re-measured, never the best or the baseline.
+   */
+  imported?: readonly ImportedResultRecord[];
+  /** Most recent imported results listed (default 15). */
+  importedRecent?: number;
 }
 
 /**
@@ -104,12 +111,41 @@ export function buildContext(
       );
     }
   }
+  if (opts.imported?.length)
+    lines.push("", ...priorHistory(opts.imported, metric, opts.importedRecent ?? 15, firstLine));
   if (program.directions.trim()) lines.push("", "## Research directions", program.directions.trim());
   // … and the whole text again (role instructions, directions).
   let text = redactHoldouts(lines.join("\n"), names);
   if (text.length > maxChars)
     text = `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
   return text;
+}
+
+/**
+ * Imported results as a researcher reads them: what was tried before autolab and how it was
+ * judged then, explicitly not measurements of this run (other hardware, code, noise).
+ */
+function priorHistory(
+  imported: readonly ImportedResultRecord[],
+  metric: string,
+  recent: number,
+  line: (s: string) => string,
+): string[] {
+  const sources = [...new Set(imported.map((r) => r.source))].join(", ");
+  const out = [
+    `## Prior history (before autolab, not re-measured: ${imported.length} results from ${sources})`,
+    "Claims another tool recorded; never the baseline or the best of this run. Use them for ideas already tried.",
+  ];
+  const shown = imported.slice(-recent);
+  if (shown.length < imported.length) out.push(`(the last ${shown.length} of ${imported.length})`);
+  for (const r of shown) {
+    const m = r.metrics[metric];
+    const commit = r.commit ? ` (commit ${r.commit.slice(0, 8)})` : "";
+    out.push(
+      `- ${line(r.description) || "(no description)"} → ${line(r.status)}${m !== undefined ? ` ${metric}=${formatMetric(m)}` : ""}${commit}`,
+    );
+  }
+  return out;
 }
 
 /** What a holdout value is replaced with in agent views. */

@@ -116,4 +116,20 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE runs ADD COLUMN program_blob TEXT;
   `,
+  // 7: results another tool recorded before autolab (autoresearch's results.tsv, pi-autoresearch's
+  // log.jsonl): claims shown as prior history, never measurements of a run (docs/migrate.md)
+  `
+  CREATE TABLE imported_results (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    commit_sha TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    status TEXT NOT NULL,
+    description TEXT NOT NULL,
+    segment INTEGER,
+    imported_at TEXT NOT NULL,
+    UNIQUE (source, seq)
+  );
+  `,
 ];

@@ -1,4 +1,11 @@
-import type { ExperimentRecord, NoteRecord, RunRecord, SessionRecord, TrialRecord } from "../core/ledger.ts";
+import type {
+  ExperimentRecord,
+  ImportedResultRecord,
+  NoteRecord,
+  RunRecord,
+  SessionRecord,
+  TrialRecord,
+} from "../core/ledger.ts";
 import type { DecisionAction, Direction, TrialStatus } from "../core/types.ts";
 
 /**
@@ -224,4 +231,30 @@ export function parseMetrics(text: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(raw)) out[k] = typeof v === "number" ? v : Number(v);
   return out;
+}
+
+export interface ImportedResultRow {
+  id: number;
+  source: string;
+  seq: number;
+  commit_sha: string;
+  metrics: string;
+  status: string;
+  description: string;
+  segment: number | null;
+  imported_at: string;
+}
+
+export function toImportedResult(r: ImportedResultRow): ImportedResultRecord {
+  return {
+    id: r.id,
+    source: r.source,
+    seq: r.seq,
+    commit: r.commit_sha,
+    metrics: JSON.parse(r.metrics) as Record<string, number>,
+    status: r.status,
+    description: r.description,
+    ...(r.segment !== null ? { segment: r.segment } : {}),
+    importedAt: r.imported_at,
+  };
 }

@@ -4,8 +4,10 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlit
 import { AutolabError } from "../core/errors.ts";
 import type {
   ExperimentRecord,
+  ImportedResultRecord,
   Ledger,
   NewExperiment,
+  NewImportedResult,
   NewTrial,
   NoteRecord,
   RunRecord,
@@ -17,12 +19,14 @@ import type { Decision, TrialResult } from "../core/types.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
   type ExperimentRow,
+  type ImportedResultRow,
   type MaxRow,
   type NoteRow,
   type RunRow,
   type SessionRow,
   type TrialRow,
   toExperiment,
+  toImportedResult,
   toNote,
   toRun,
   toSession,
@@ -298,6 +302,54 @@ export class SqliteLedger implements Ledger, NotebookReader {
   listSessions(runId: number): SessionRecord[] {
     const rows = this.stmt("SELECT * FROM sessions WHERE run_id = ? ORDER BY id").all(runId);
     return (rows as unknown as SessionRow[]).map(toSession);
+  }
+
+  addImportedResults(rows: NewImportedResult[]): void {
+    if (rows.length === 0) return;
+    const importedAt = now();
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      const sources = [...new Set(rows.map((r) => r.source))];
+      for (const source of sources) {
+        if (this.stmt("SELECT 1 FROM imported_results WHERE source = ? LIMIT 1").get(source)) {
+          throw new AutolabError(
+            "IMPORT_EXISTS",
+            `the lab notebook already holds results imported from ${source}.`,
+            "Imported history is recorded once; `autolab status` shows it.",
+          );
+        }
+      }
+      const insert = this.stmt(
+        `INSERT INTO imported_results (source, seq, commit_sha, metrics, status, description, segment, imported_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const r of rows) {
+        insert.run(
+          r.source,
+          r.seq,
+          r.commit,
+          JSON.stringify(r.metrics, finiteOrString),
+          r.status,
+          r.description,
+          r.segment ?? null,
+          importedAt,
+        );
+      }
+      this.db.exec("COMMIT");
+    } catch (err) {
+      this.db.exec("ROLLBACK");
+      throw err;
+    }
+  }
+
+  listImportedResults(): ImportedResultRecord[] {
+    // Sources in the order they were imported (the lowest id of each), rows by seq within one.
+    const rows = this.stmt(
+      `SELECT i.* FROM imported_results i
+         JOIN (SELECT source, MIN(id) AS first FROM imported_results GROUP BY source) s ON s.source = i.source
+       ORDER BY s.first, i.seq`,
+    ).all();
+    return (rows as unknown as ImportedResultRow[]).map((r) => deepFreeze(toImportedResult(r)));
   }
 
   /** Another connection's commit moves PRAGMA data_version; this connection's own writes move total_changes. */

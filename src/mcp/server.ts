@@ -107,7 +107,8 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           "Make one focused change that tests one hypothesis, then call run_experiment with the hypothesis and the mechanism (why it should work).",
           "The harness runs it under the budget, scores it with the protected evaluator, and keeps it only if it beats the best; otherwise the worktree is reset to the best.",
         ];
-        return `${buildContext(s.lab.program, s.run, exps)}\n${where.join("\n")}`;
+        const imported = s.lab.ledger.listImportedResults();
+        return `${buildContext(s.lab.program, s.run, exps, { imported })}\n${where.join("\n")}`;
       }),
   );
 

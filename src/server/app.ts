@@ -206,7 +206,7 @@ export function createApp(deps: AppDeps): LabApp {
   app.get("/api/status", (c) => {
     const run = lab.run(c.req.query("run"));
     const exps = lab.experiments(run);
-    const org = { sessions: lab.sessions(run), live: lab.harnessAlive(run) };
+    const org = { sessions: lab.sessions(run), live: lab.harnessAlive(run), imported: lab.imported() };
     return c.json({
       ...statusOf(run, exps, programFor(run), org),
       running: lab.openTrials(run, exps),
@@ -225,7 +225,13 @@ export function createApp(deps: AppDeps): LabApp {
         "Pass from=<n>, e.g. from=12.",
       );
     const exps = lab.experiments(run);
-    return c.json(progressSeries(run, from === undefined ? exps : exps.filter((e) => e.n >= Number(from))));
+    return c.json(
+      progressSeries(
+        run,
+        from === undefined ? exps : exps.filter((e) => e.n >= Number(from)),
+        lab.imported(),
+      ),
+    );
   });
 
   app.get("/api/experiments", (c) => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Ledger, NewExperiment, NewTrial, RunRecord } from "../../src/core/ledger.ts";
+import type { Ledger, NewExperiment, NewImportedResult, NewTrial, RunRecord } from "../../src/core/ledger.ts";
 import type { TrialResult } from "../../src/core/types.ts";
 
 /**
@@ -450,6 +450,86 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
           ]);
         }
       });
+    });
+
+    describe("imported results", () => {
+      const rows = (source: string, n: number): NewImportedResult[] =>
+        Array.from({ length: n }, (_, i) => ({
+          source,
+          seq: i + 1,
+          commit: `abc${i}def`,
+          metrics: i === 2 ? ({} as Record<string, number>) : { val_bpb: 1 - i / 100, memory_gb: 44.5 },
+          status: ["keep", "discard", "crash"][i % 3] as string,
+          description: i === 1 ? "tab\there, \u001b[31mred\u001b[0m, <b>html</b>" : `change ${i}`,
+        }));
+
+      it("round-trips imported rows in order, belonging to no run and touching no run", () => {
+        const l = fresh();
+        expect(l.listImportedResults()).toEqual([]);
+        const run = l.createRun(newRun());
+        l.addImportedResults(rows("autoresearch:results.tsv", 3));
+        l.addImportedResults([
+          {
+            source: "pi-autoresearch:.auto/log.jsonl",
+            seq: 1,
+            commit: "",
+            metrics: { total_ms: 40.5 },
+            status: "checks_failed",
+            description: "",
+            segment: 2,
+          },
+        ]);
+        const got = l.listImportedResults();
+        expect(got.map((r) => [r.source, r.seq])).toEqual([
+          ["autoresearch:results.tsv", 1],
+          ["autoresearch:results.tsv", 2],
+          ["autoresearch:results.tsv", 3],
+          ["pi-autoresearch:.auto/log.jsonl", 1],
+        ]);
+        expect(got[0]).toMatchObject({
+          commit: "abc0def",
+          metrics: { val_bpb: 1, memory_gb: 44.5 },
+          status: "keep",
+        });
+        expect(got[1]?.description).toBe("tab\there, \u001b[31mred\u001b[0m, <b>html</b>");
+        expect(got[2]?.metrics).toEqual({});
+        expect(got[2]?.segment).toBeUndefined();
+        expect(got[3]).toMatchObject({ status: "checks_failed", segment: 2, commit: "" });
+        for (const r of got) {
+          expect(r.importedAt).toMatch(ISO);
+          expect(Object.isFrozen(r)).toBe(true);
+        }
+        // Prior history is no experiment of any run.
+        expect(l.listExperiments(run.id)).toEqual([]);
+        expect(l.listRuns()).toHaveLength(1);
+      });
+
+      it("refuses a source imported before, writing nothing of the second batch", () => {
+        const l = fresh();
+        l.addImportedResults(rows("autoresearch:results.tsv", 2));
+        expect(() =>
+          l.addImportedResults([
+            ...rows("pi-autoresearch:.auto/log.jsonl", 1),
+            ...rows("autoresearch:results.tsv", 1),
+          ]),
+        ).toThrow(expect.objectContaining({ code: "IMPORT_EXISTS" }));
+        expect(l.listImportedResults().map((r) => r.source)).toEqual([
+          "autoresearch:results.tsv",
+          "autoresearch:results.tsv",
+        ]);
+        l.addImportedResults([]);
+        expect(l.listImportedResults()).toHaveLength(2);
+      });
+
+      if (opts.openAnother) {
+        it("another connection reads what was imported", () => {
+          const l = fresh();
+          l.addImportedResults(rows("autoresearch:results.tsv", 3));
+          const other = opts.openAnother?.(l) as Ledger;
+          open.push(other);
+          expect(other.listImportedResults()).toEqual(l.listImportedResults());
+        });
+      }
     });
 
     describe("reads after writes", () => {

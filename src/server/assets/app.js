@@ -423,6 +423,15 @@ function renderStatus() {
     ],
     ["trial time", duration(s.trialSeconds), `last activity ${ago(s.lastActivity)}`],
   ];
+  // Results imported by `autolab init --from`: claims, shown apart from the run's own numbers.
+  if (s.imported) {
+    const last = s.imported.lastKept;
+    cards.push([
+      "prior history",
+      String(s.imported.count),
+      html`imported, ${s.imported.note}${last ? html` · last kept there ${fmt(last.metric)}` : ""}`,
+    ]);
+  }
   render(
     cards.map(
       ([label, value, sub]) =>
