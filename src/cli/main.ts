@@ -3,6 +3,7 @@ import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
 import { Command, CommanderError } from "commander";
 import { guardOutput } from "./closed-output.ts";
+import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
 import { initCommand } from "./init-command.ts";
@@ -58,6 +59,14 @@ cli
   .argument("[dir]", "project directory", ".")
   .option("-e, --example <name>", "copy an example project (tiny-lm)")
   .action(initCommand);
+
+cli
+  .command("doctor")
+  .description(
+    "check this machine and project: git, Node, the sandbox, the researchers, the notebook, GPUs (exit 1 if anything fails)",
+  )
+  .argument("[dir]", "project directory (holding program.md)", ".")
+  .action(doctorCommand);
 
 cli
   .command("run")
