@@ -1,6 +1,6 @@
 // `autolab doctor`'s checks against fake machines (src/app/doctor.ts): what each one reports,
 // and that every warning and failure carries its fix. The CLI end to end: doctor.e2e.test.ts.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,6 +22,7 @@ import { renderChecks } from "../src/cli/doctor-command.ts";
 import type { AgentConfig, Program } from "../src/core/types.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { tempDir } from "./helpers/git-project.ts";
+import { REPO_ROOT } from "./helpers/toy-project.ts";
 
 type Programs = Record<string, (args: string[]) => ProgramOutput>;
 
@@ -364,5 +365,26 @@ describe("doctor: all checks, rendered", () => {
     expect(text).not.toContain("\u001b");
     expect(text).toMatch(/\\x1b\]0;title\\x07/);
     expect(text.trim().split("\n").at(-1)).toBe("1 problem to fix, 1 warning.");
+  });
+});
+
+describe("agent CLIs' install commands", () => {
+  it("pin the versions agent-clis/package.json installs (the ones the agent tests run)", async () => {
+    const { CLI_BACKENDS, loadPreset } = await import("../src/agents/cli/register.ts");
+    const pinned = (
+      JSON.parse(readFileSync(join(REPO_ROOT, "agent-clis", "package.json"), "utf8")) as {
+        dependencies: Record<string, string>;
+      }
+    ).dependencies;
+    const npmInstalls: string[] = [];
+    for (const backend of CLI_BACKENDS) {
+      const { install } = await loadPreset(backend);
+      const m = /^npm install -g (\S+)@(\d\S*)$/.exec(install);
+      if (!install.startsWith("npm ")) continue;
+      expect(m, `${backend}: ${install}`).not.toBeNull();
+      expect(pinned[m?.[1] ?? ""], backend).toBe(m?.[2]);
+      npmInstalls.push(m?.[1] ?? "");
+    }
+    expect(npmInstalls.sort()).toEqual(Object.keys(pinned).sort());
   });
 });
