@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findOnPath } from "../src/runner/sandbox.ts";
 import { REPO_ROOT } from "./helpers/toy-project.ts";
 
 const work = mkdtempSync(join(tmpdir(), "autolab-package-"));
@@ -101,6 +102,20 @@ describe("the package from the registry", () => {
 
     const doctor = sh("npx", ["--no-install", "autolab", "doctor", "lm"], project, noTs);
     expect(doctor.stdout).toMatch(/^ok {4}program: .*\(tiny-lm\)$/m);
+
+    // An agent CLI preset loads from dist/ (presets/*.js) and, missing, names its pinned install.
+    const program = join(lm, "program.md");
+    writeFileSync(program, readFileSync(program, "utf8").replace(/^agent: builtin$/m, "agent: claude"));
+    const bare = `${dirname(process.execPath)}${delimiter}/usr/bin${delimiter}/bin`;
+    const claude = sh("npx", ["--no-install", "autolab", "doctor", "lm"], project, { ...noTs, PATH: bare });
+    if (findOnPath("claude", bare)) {
+      expect(claude.stdout).toMatch(/^ok {4}researcher claude \(agent\): installed/m);
+    } else {
+      expect(claude.code, claude.out).toBe(1);
+      expect(claude.stdout).toMatch(
+        /^FAIL {2}researcher claude \(agent\): `claude` is not installed.*\n {6}fix: Install it: npm install -g @anthropic-ai\/claude-code@\d+\.\d+\.\d+$/m,
+      );
+    }
   });
 
   it("npx autolab demo runs tiny-lm to the end", () => {
