@@ -118,6 +118,28 @@ describe("the package from the registry", () => {
     }
   });
 
+  // Debian's Node 20 where it is installed (CI's machines): the package has no Node of its own.
+  const systemNode = "/usr/bin/node";
+  const systemMajor = existsSync(systemNode)
+    ? Number(
+        spawnSync(systemNode, ["--version"], { encoding: "utf8" }).stdout.replace(/^v/, "").split(".")[0],
+      )
+    : 0;
+  it.skipIf(!(systemMajor > 0 && systemMajor < 24))(
+    "an older Node gets a message naming the fix, not a stack",
+    () => {
+      const r = sh(systemNode, [join(project, "node_modules", ".bin", "autolab"), "--version"], project);
+      expect(r.code).toBe(1);
+      expect(r.out).toMatch(
+        /^autolab needs Node\.js 24 or newer; this is v\d+\.\d+\.\d+ \(\/usr\/bin\/node\)\.$/m,
+      );
+      expect(r.out).toMatch(
+        /^Install Node\.js 24 LTS \(https:\/\/nodejs\.org\/, or `nvm install 24`\), then run autolab with it\.$/m,
+      );
+      expect(r.out).not.toMatch(/^\s{4}at /m);
+    },
+  );
+
   it("npx autolab demo runs tiny-lm to the end", () => {
     const demo = sh(
       "npx",

@@ -1,4 +1,13 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +17,10 @@ import { git, gitRaw } from "../workspace/git.ts";
 /** autolab's own root (examples/ and node_modules/ live here). */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const EXAMPLES_DIR = join(PACKAGE_ROOT, "examples");
+/** autolab's version, from its package.json (`autolab --version`, the MCP server). */
+export const AUTOLAB_VERSION = (
+  JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }
+).version;
 
 export function listExamples(): string[] {
   return readdirSync(EXAMPLES_DIR, { withFileTypes: true })

@@ -2,6 +2,7 @@
 import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
 import { Command, CommanderError } from "commander";
+import { AUTOLAB_VERSION } from "../app/init.ts";
 import { guardOutput } from "./closed-output.ts";
 import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
@@ -43,7 +44,7 @@ const cli = new Command("autolab")
   .description(
     "An autonomous research lab: propose → run under a budget → score → keep only true improvements.",
   )
-  .version("0.1.0")
+  .version(AUTOLAB_VERSION)
   .showHelpAfterError()
   .exitOverride();
 
