@@ -68,6 +68,38 @@ describe("the package from the registry", () => {
     expect(pkg.exports["."].default).toBe("./dist/index.js");
   });
 
+  it("type-checks a TypeScript program that imports it (the declarations resolve)", () => {
+    const dir = join(project, "ts-user");
+    execFileSync("mkdir", ["-p", dir]);
+    writeFileSync(
+      join(dir, "use.ts"),
+      'import { type Agent, AutolabError, createRun } from "autolab";\n' +
+        'const halver: Agent = { name: "h", async propose() { return { hypothesis: "h", mechanism: "m" }; } };\n' +
+        "export const used = [createRun, halver, AutolabError];\n" +
+        "// @ts-expect-error: not part of the library's surface\n" +
+        'import { nothing } from "autolab";\n' +
+        "export const bad = nothing;\n",
+    );
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "es2024",
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ["node"],
+          typeRoots: [join(REPO_ROOT, "node_modules", "@types")],
+        },
+        files: ["use.ts"],
+      }),
+    );
+    const tsc = sh(join(REPO_ROOT, "node_modules", ".bin", "tsc"), ["-p", dir], dir);
+    expect(tsc.code, tsc.out).toBe(0);
+  });
+
   it("does not install the agent CLIs (nor the pinned Node of the checkout)", () => {
     const all = readdirSync(join(project, "node_modules"), { recursive: true })
       .map(String)
