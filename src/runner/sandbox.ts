@@ -267,7 +267,8 @@ function mountArgs(spec: SandboxSpec): string[] {
   // PATH directory under /tmp stays visible read-only, with its parent (node_modules/.bin's
   // links point into node_modules, a venv's bin/ needs its lib/).
   add("readOnly", toolDirsUnderTmp(spec.env.PATH, spec.hidden), false);
-  // autolab's own files (its Node, the agent CLIs, helper scripts) when it is installed there.
+  // autolab's own files (its Node, the agent CLIs, helper scripts; as a dependency, the node_modules
+  // holding it and its dependencies) when it is installed there.
   add("readOnly", inside(AUTOLAB_ROOT, "/tmp") ? [AUTOLAB_ROOT] : [], false);
   add("device", spec.devices, true);
   add("writable", spec.writable, true);
