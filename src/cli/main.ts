@@ -2,7 +2,9 @@
 import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
 import { Command, CommanderError } from "commander";
+import { AUTOLAB_VERSION } from "../app/init.ts";
 import { guardOutput } from "./closed-output.ts";
+import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
 import { initCommand } from "./init-command.ts";
@@ -42,7 +44,7 @@ const cli = new Command("autolab")
   .description(
     "An autonomous research lab: propose → run under a budget → score → keep only true improvements.",
   )
-  .version("0.1.0")
+  .version(AUTOLAB_VERSION)
   .showHelpAfterError()
   .exitOverride();
 
@@ -62,6 +64,14 @@ cli
     "migrate a checkout of autoresearch or pi-autoresearch: program.md from its files, its results as prior history",
   )
   .action(initCommand);
+
+cli
+  .command("doctor")
+  .description(
+    "check this machine and project: git, Node, the sandbox, the researchers, the notebook, GPUs (exit 1 if anything fails)",
+  )
+  .argument("[dir]", "project directory (holding program.md)", ".")
+  .action(doctorCommand);
 
 cli
   .command("run")

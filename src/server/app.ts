@@ -431,7 +431,12 @@ const LIT_HTML_FILES = ["lit-html.js", "directive.js", "directives/unsafe-html.j
 /** The dashboard's files, read once; the chart renderer is the report's own module with its types stripped. */
 function loadAssets(): { html: string; files: Record<string, Asset> } {
   const read = (name: string) => readFileSync(new URL(name, ASSETS), "utf8");
-  const chartSource = readFileSync(new URL("../chart/progress-chart.ts", import.meta.url), "utf8");
+  // Compiled (dist/, the published package) or not (src/, the checkout): the same extension as this module.
+  const compiled = import.meta.url.endsWith(".js");
+  const chart = readFileSync(
+    new URL(`../chart/progress-chart.${compiled ? "js" : "ts"}`, import.meta.url),
+    "utf8",
+  );
   const js = (body: string): Asset => ({ body, type: "text/javascript; charset=utf-8" });
   const lit = packageDir("lit-html");
   return {
@@ -439,7 +444,7 @@ function loadAssets(): { html: string; files: Record<string, Asset> } {
     files: {
       "app.js": js(read("app.js")),
       "style.css": { body: read("style.css"), type: "text/css; charset=utf-8" },
-      "progress-chart.js": js(stripTypes(chartSource)),
+      "progress-chart.js": js(compiled ? chart : stripTypes(chart)),
       ...Object.fromEntries(
         LIT_HTML_FILES.map((f) => [`lit-html/${f}`, js(readFileSync(join(lit, f), "utf8"))]),
       ),

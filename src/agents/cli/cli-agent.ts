@@ -1,6 +1,7 @@
 import {
   accessSync,
   constants,
+  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -67,7 +68,7 @@ export function createCliAgent(
     throw new AutolabError(
       "AGENT_NOT_INSTALLED",
       `the agent backend "${preset.backend}" needs the \`${preset.executable}\` command, which is not installed (not found on PATH).`,
-      `Install it: ${preset.install}${preset.docs ? ` (${preset.docs})` : ""}, or all six pinned versions into autolab: npm run setup:agent-clis`,
+      installHint(preset),
     );
   }
   const apiKey = resolveApiKey(config);
@@ -255,6 +256,18 @@ const OWN_BIN_DIRS = [
   join(AUTOLAB_ROOT, "node_modules", ".bin"),
   join(AUTOLAB_ROOT, "agent-clis", "node_modules", ".bin"),
 ];
+
+/**
+ * How to install a preset's CLI: its pinned version (agent-clis/package.json's, which the agent
+ * tests run), and in autolab's checkout all six at once.
+ */
+export function installHint(preset: Pick<CliPreset, "install" | "docs">): string {
+  const checkout = existsSync(join(AUTOLAB_ROOT, "agent-clis", "package.json"));
+  return (
+    `Install it: ${preset.install}${preset.docs ? ` (${preset.docs})` : ""}` +
+    (checkout ? ", or all six pinned versions into autolab's checkout: npm run setup:agent-clis" : "")
+  );
+}
 
 /** Absolute path of `name` on PATH, then among autolab's pinned CLIs (OWN_BIN_DIRS); undefined if absent. */
 export function findExecutable(name: string, path = process.env.PATH ?? ""): string | undefined {

@@ -18,7 +18,7 @@ import type { CliOutput, CliPreset, ParsedOutput, PresetInput } from "../preset.
 const preset: CliPreset = {
   backend: "claude",
   executable: "claude",
-  install: "npm install -g @anthropic-ai/claude-code",
+  install: "npm install -g @anthropic-ai/claude-code@2.1.330",
   hostKeys: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
   // Edit and Write write a temporary file next to the file and rename it over it.
   sandboxEdits: "replace",

@@ -44,7 +44,7 @@ const RUST_LOG = "error,codex_http_client::client=debug";
 const preset: CliPreset = {
   backend: "codex",
   executable: "codex",
-  install: "npm install -g @openai/codex",
+  install: "npm install -g @openai/codex@0.169.0",
   docs: "https://developers.openai.com/codex/cli",
   hostKeys: ["OPENAI_API_KEY", "CODEX_API_KEY"],
   // Its shell commands may edit by rename (`sed -i`, `perl -pi`).

@@ -31,7 +31,7 @@ export const GEMINI_TOOLS = ["read_file", "replace", "write_file", "glob", "grep
 const preset: CliPreset = {
   backend: "gemini",
   executable: "gemini",
-  install: "npm install -g @google/gemini-cli",
+  install: "npm install -g @google/gemini-cli@0.61.0",
   docs: "https://github.com/google-gemini/gemini-cli",
   hostKeys: ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
   validate(config) {

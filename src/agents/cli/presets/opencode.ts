@@ -33,7 +33,7 @@ const KEY_VAR = "AUTOLAB_OPENCODE_API_KEY";
 const preset: CliPreset = {
   backend: "opencode",
   executable: "opencode",
-  install: "npm install -g opencode-ai",
+  install: "npm install -g opencode-ai@1.18.33",
   docs: "https://opencode.ai/docs/cli/",
   hostKeys: "all",
   validate(config) {

@@ -33,7 +33,7 @@ const KEY_VAR = "AUTOLAB_PI_API_KEY";
 const preset: CliPreset = {
   backend: "pi",
   executable: "pi",
-  install: "npm install -g @earendil-works/pi-coding-agent",
+  install: "npm install -g @earendil-works/pi-coding-agent@0.87.1",
   hostKeys: "all",
   summaryTool: "submit_summary",
   validate(config) {

@@ -62,7 +62,7 @@ const AUTH_OF: Record<string, string> = {
 const preset: CliPreset = {
   backend: "qwen",
   executable: "qwen",
-  install: "npm install -g @qwen-code/qwen-code",
+  install: "npm install -g @qwen-code/qwen-code@0.24.4",
   docs: "https://github.com/QwenLM/qwen-code",
   hostKeys: ["OPENAI_API_KEY", "DASHSCOPE_API_KEY", "ANTHROPIC_API_KEY"],
   // edit and write_file go through atomicWriteFile: a temporary file next to the file, renamed over it.
