@@ -116,7 +116,7 @@ export function buildPrompt(ticket: Ticket): { system: string; user: string } {
   system.push(TONES[TONE] ?? "");
   if (ticket.steps.length) {
     system.push(
-      STEP_FORMAT === "bullets"
+      (STEP_FORMAT as string) === "bullets"
         ? "Give the customer's steps as a bulleted list, one step a line."
         : "Mention the customer's steps in a sentence.",
     );
