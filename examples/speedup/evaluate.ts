@@ -20,11 +20,11 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** Batches timed (the metric is their median). */
-export const REPEATS = 7;
+export const REPEATS = 5;
 /** Random ranges per batch, their largest end and width. */
-const RANGES = 80;
+const RANGES = 60;
 const MAX_N = 4_000_000;
-const MAX_WIDTH = 40_000;
+const MAX_WIDTH = 30_000;
 /** Ranges every batch also holds: ends, tiny ranges, and base-2 pseudoprimes (341 = 11 x 31,
  * 2047 = 23 x 89, 29341 = 13 x 37 x 61, ...) that a Fermat test takes for primes. */
 export const EDGE_RANGES: readonly (readonly [number, number])[] = [
