@@ -1,0 +1,313 @@
+/**
+ * `autolab finalize` end to end: a real run (scripted researcher, real git, real trials in the
+ * sandbox) whose kept changes become branches — dependencies from overlapping hunks, commits
+ * from the notebook, idempotent --apply, --verify re-measuring each branch alone, --pr with a
+ * fake `gh` — and the refusals (dirty tree, nothing kept, a branch in the way).
+ */
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ScriptedStep } from "../src/agents/scripted-agent.ts";
+import { buildBranches, finalizeRun, planFinalize } from "../src/app/finalize.ts";
+import { isAutolabError } from "../src/core/errors.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { findRepo } from "../src/workspace/git-workspace.ts";
+import { runScripted } from "./helpers/scripted-run.ts";
+import { runCli } from "./helpers/toy-project.ts";
+import { git } from "./helpers/value-project.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** params.mjs: knob A on line 1, B on line 2, C on line 12, D on line 22 (blank-ish spacers between). */
+function paramsFile(v: { A: number; B: number; C: number; D: number }): string {
+  const spacer = (from: number) => Array.from({ length: 9 }, (_, i) => `// spacer ${from + i}`);
+  return [
+    `export const A = ${v.A};`,
+    `export const B = ${v.B};`,
+    ...spacer(3),
+    "// ---",
+    `export const C = ${v.C};`,
+    ...spacer(13),
+    "// ---",
+    `export const D = ${v.D};`,
+    "",
+  ].join("\n");
+}
+
+const set = (name: "A" | "B" | "C" | "D", value: number) => (old: string) =>
+  old.replace(new RegExp(`^export const ${name} = .*;$`, "m"), `export const ${name} = ${value};`);
+
+/**
+ * Lower is better: A and B help, C helps alone, D helps only when A is set (so its gain
+ * disappears on a branch without #1).
+ */
+function project(): string {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-finalize-"));
+  dirs.push(dir);
+  writeFileSync(join(dir, "params.mjs"), paramsFile({ A: 0, B: 0, C: 0, D: 0 }));
+  writeFileSync(
+    join(dir, "run.mjs"),
+    `import { A, B, C, D } from "./params.mjs";\nconsole.log("score: " + (100 - 10 * A - 5 * B - 4 * C - (A > 0 ? 3 * D : 0)));\n`,
+  );
+  writeFileSync(
+    join(dir, "program.md"),
+    `---
+name: finalize-test
+objective: { metric: score, direction: minimize }
+run:
+  command: node run.mjs
+  budget: 10s
+files:
+  editable: [params.mjs]
+  protected: [run.mjs]
+acceptance: greedy
+---
+Lower the score.
+`,
+  );
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "init");
+  return dir;
+}
+
+const STEPS: ScriptedStep[] = [
+  {
+    hypothesis: "Raise A to 1",
+    mechanism: "A lowers the score by 10 per unit",
+    edits: { "params.mjs": set("A", 1) },
+  },
+  { hypothesis: "Raise C to 1", mechanism: "C is independent of A", edits: { "params.mjs": set("C", 1) } },
+  {
+    hypothesis: "Raise A to 2 and B to 1",
+    mechanism: "more of A, and B next to it",
+    edits: { "params.mjs": (o) => set("B", 1)(set("A", 2)(o)) },
+  },
+  { hypothesis: "Raise D to 1", mechanism: "D pays off once A is set", edits: { "params.mjs": set("D", 1) } },
+];
+
+let dir = "";
+beforeAll(async () => {
+  dir = project();
+  const out = await runScripted(dir, STEPS);
+  expect(out.experiments.filter((e) => e.decision?.action === "keep").map((e) => e.n)).toEqual([
+    0, 1, 2, 3, 4,
+  ]);
+}, 120_000);
+
+const show = (ref: string, path = "params.mjs") => git(dir, "show", `${ref}:${path}`);
+const branches = () =>
+  git(dir, "for-each-ref", "--format=%(refname:short)", "refs/heads/autolab-finalize/")
+    .split("\n")
+    .filter(Boolean);
+
+describe("autolab finalize", () => {
+  it("plans one branch per kept change, with dependencies from overlapping hunks, and writes nothing", async () => {
+    const r = await runCli(["finalize"], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("dry run");
+    expect(r.stdout).toContain("autolab-finalize/t/1-raise-a-to-1");
+    expect(r.stdout).toContain("autolab-finalize/t/3-raise-a-to-2-and-b-to-1");
+    expect(r.stdout).toMatch(/depends on: #1 \(overlapping lines in params\.mjs\)/);
+    expect(branches()).toEqual([]);
+
+    const json = JSON.parse((await runCli(["finalize", "--json"], { cwd: dir })).stdout);
+    const deps = Object.fromEntries(
+      json.changes.map((c: { n: number; dependsOn: { n: number }[] }) => [c.n, c.dependsOn.map((d) => d.n)]),
+    );
+    // #3 rewrites line 1 that #1 wrote (and line 2 next to it); #2 (line 12) and #4 (line 22) stand alone.
+    expect(deps).toEqual({ 1: [], 2: [], 3: [1], 4: [] });
+    const contains = Object.fromEntries(
+      json.branches.map((b: { n: number; contains: number[] }) => [b.n, b.contains]),
+    );
+    expect(contains).toEqual({ 1: [1], 2: [2], 3: [1, 3], 4: [4] });
+    const gain3 = json.changes.find((c: { n: number }) => c.n === 3).gain;
+    expect(gain3.value).toBe(15); // 90 → 75 (A 1 → 2 and B 0 → 1), after #2's 86
+    expect(branches()).toEqual([]);
+  });
+
+  it("--apply creates branches from the base that hold exactly their changes, with messages from the notebook", async () => {
+    const head = git(dir, "rev-parse", "HEAD");
+    const status = git(dir, "status", "--porcelain");
+    const r = await runCli(["finalize", "--apply"], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(branches()).toHaveLength(4);
+    const base = git(dir, "rev-parse", "main");
+    for (const b of branches()) expect(git(dir, "merge-base", base, b)).toBe(base);
+    // Each branch: the base plus its change (and its dependencies), nothing else.
+    expect(show("autolab-finalize/t/1-raise-a-to-1")).toBe(paramsFile({ A: 1, B: 0, C: 0, D: 0 }).trimEnd());
+    expect(show("autolab-finalize/t/2-raise-c-to-1")).toBe(paramsFile({ A: 0, B: 0, C: 1, D: 0 }).trimEnd());
+    expect(show("autolab-finalize/t/3-raise-a-to-2-and-b-to-1")).toBe(
+      paramsFile({ A: 2, B: 1, C: 0, D: 0 }).trimEnd(),
+    );
+    expect(show("autolab-finalize/t/4-raise-d-to-1")).toBe(paramsFile({ A: 0, B: 0, C: 0, D: 1 }).trimEnd());
+    expect(git(dir, "rev-list", "--count", `${base}..autolab-finalize/t/3-raise-a-to-2-and-b-to-1`)).toBe(
+      "2",
+    );
+    const msg = git(dir, "log", "-1", "--format=%B", "autolab-finalize/t/3-raise-a-to-2-and-b-to-1");
+    expect(msg.split("\n")[0]).toBe("Raise A to 2 and B to 1");
+    expect(msg).toContain("Mechanism: more of A, and B next to it");
+    expect(msg).toMatch(/Gain: 15 score \(lower is better\)/);
+    expect(msg).toContain("Experiments: #3 (kept)");
+    expect(msg).toContain("Depends on: #1 (params.mjs)");
+    expect(msg).toContain("Autolab-Run: t");
+    // The user's checkout is untouched, and the notebook says where each change went.
+    expect(git(dir, "rev-parse", "HEAD")).toBe(head);
+    expect(git(dir, "status", "--porcelain")).toBe(status);
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const notes = ledger.listNotes(ledger.latestRun()?.id ?? 0).map((n) => n.text);
+    ledger.close();
+    expect(notes.some((t) => t.startsWith("finalize: #3 is on branch autolab-finalize/t/3-"))).toBe(true);
+
+    // Twice: the same commits, nothing duplicated.
+    const tips = branches().map((b) => git(dir, "rev-parse", b));
+    const again = await runCli(["finalize", "--apply"], { cwd: dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("[unchanged]");
+    expect(branches().map((b) => git(dir, "rev-parse", b))).toEqual(tips);
+  });
+
+  it("refuses to overwrite a finalize branch that holds something else", async () => {
+    const name = "autolab-finalize/t/2-raise-c-to-1";
+    const old = git(dir, "rev-parse", name);
+    git(dir, "branch", "-f", name, "main");
+    try {
+      const r = await runCli(["finalize", "--apply"], { cwd: dir });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`the branch ${name} already exists with other content`);
+      expect(r.stderr).toContain(`git branch -D ${name}`);
+      expect(git(dir, "rev-parse", name)).toBe(git(dir, "rev-parse", "main"));
+    } finally {
+      git(dir, "branch", "-f", name, old);
+    }
+  });
+
+  it("refuses --apply on a dirty tree (a dry run still plans)", async () => {
+    const file = join(dir, "params.mjs");
+    const before = readFileSync(file, "utf8");
+    writeFileSync(file, `${before}// local edit\n`);
+    try {
+      const r = await runCli(["finalize", "--apply"], { cwd: dir });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("has uncommitted changes (params.mjs)");
+      expect(r.stderr).toContain("fix: Commit or stash them");
+      const dry = await runCli(["finalize"], { cwd: dir });
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain("uncommitted changes in params.mjs");
+    } finally {
+      writeFileSync(file, before);
+    }
+  });
+
+  it("keeps a change git cannot apply alone together with the change it conflicts with", async () => {
+    const repo = await findRepo(dir);
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const run = ledger.latestRun();
+    if (!run) throw new Error("no run");
+    const plan = await planFinalize(repo, run, ledger.listExperiments(run.id));
+    ledger.close();
+    // As if the hunks had not shown #3's dependency on #1: git's three-way apply finds it.
+    const changes = plan.changes.map((c) => (c.n === 3 ? { ...c, dependsOn: [] } : c));
+    const built = await buildBranches(repo, run, changes);
+    const b3 = built.find((b) => b.n === 3);
+    expect(b3?.contains).toEqual([1, 3]);
+    expect(b3?.conflictsWith).toEqual([{ n: 1, paths: ["params.mjs"] }]);
+    expect(git(dir, "show", `${b3?.tip}:params.mjs`)).toBe(paramsFile({ A: 2, B: 1, C: 0, D: 0 }).trimEnd());
+  });
+
+  it("--verify measures each branch alone and marks a change whose gain disappears alone", async () => {
+    const r = await runCli(["finalize", "--verify", "--trials", "2", "--json"], {
+      cwd: dir,
+      timeoutMs: 120_000,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const plan = JSON.parse(r.stdout);
+    const verdicts = Object.fromEntries(
+      plan.branches.map((b: { n: number; verify: { verdict: string; gain: number } }) => [
+        b.n,
+        [b.verify.verdict, b.verify.gain],
+      ]),
+    );
+    // #4 (D) only helps with A set: alone it gains nothing. #3 is measured over its dependency #1.
+    expect(verdicts).toEqual({ 1: ["holds", 10], 2: ["holds", 4], 3: ["holds", 15], 4: ["no-gain", 0] });
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const notes = ledger.listNotes(ledger.latestRun()?.id ?? 0).map((n) => n.text);
+    ledger.close();
+    const n4 = notes.find((t) => t.startsWith("finalize --verify: #4"));
+    expect(n4).toContain("NO GAIN ALONE");
+    expect(n4).toContain("measured on top of #1, #2, #3");
+  }, 180_000);
+
+  it("--pr pushes each branch and opens one pull request per branch with gh", async () => {
+    const remote = mkdtempSync(join(tmpdir(), "autolab-finalize-remote-"));
+    dirs.push(remote);
+    git(remote, "init", "-q", "--bare");
+    git(dir, "remote", "add", "origin", remote);
+    const bin = mkdtempSync(join(tmpdir(), "autolab-finalize-bin-"));
+    dirs.push(bin);
+    const log = join(bin, "calls.jsonl");
+    writeFileSync(
+      join(bin, "gh"),
+      `#!/usr/bin/env node
+const fs = require("node:fs");
+const args = process.argv.slice(2);
+const body = fs.readFileSync(args[args.indexOf("--body-file") + 1], "utf8");
+fs.appendFileSync(${JSON.stringify(log)}, JSON.stringify({ args, body }) + "\\n");
+console.log("https://example.invalid/pr/" + args[args.indexOf("--head") + 1]);
+`,
+    );
+    chmodSync(join(bin, "gh"), 0o755);
+    const r = await runCli(["finalize", "--pr"], {
+      cwd: dir,
+      env: { PATH: `${bin}:${process.env.PATH ?? ""}` },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const calls = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { args: string[]; body: string });
+    expect(calls).toHaveLength(4);
+    const c3 = calls.find((c) => c.args.includes("autolab-finalize/t/3-raise-a-to-2-and-b-to-1"));
+    expect(c3?.args.slice(0, 2)).toEqual(["pr", "create"]);
+    expect(c3?.args[c3.args.indexOf("--title") + 1]).toBe("Raise A to 2 and B to 1");
+    expect(c3?.args[c3.args.indexOf("--base") + 1]).toBe("main");
+    expect(c3?.body).toContain("This branch holds #1, #3");
+    expect(git(remote, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split("\n")).toHaveLength(
+      4,
+    );
+    expect(r.stdout).toContain("pull request: https://example.invalid/pr/autolab-finalize/t/1-raise-a-to-1");
+
+    // Without gh on PATH: a clear message, nothing pushed.
+    const noGh = await runCli(["finalize", "--pr"], { cwd: dir, env: { PATH: emptyPath() } });
+    expect(noGh.code).toBe(1);
+    expect(noGh.stderr).toContain("`gh`, which is not on PATH");
+  });
+
+  it("refuses a run that kept nothing beyond its baseline", async () => {
+    const other = project();
+    await runScripted(other, [{ hypothesis: "Lower A", edits: { "params.mjs": set("A", -1) } }]);
+    const r = await runCli(["finalize"], { cwd: other });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("run t kept no change beyond its baseline");
+    try {
+      await finalizeRun({ program: other });
+      expect.unreachable();
+    } catch (err) {
+      expect(isAutolabError(err) && err.code).toBe("NOTHING_TO_FINALIZE");
+    }
+  });
+});
+
+/** A PATH with node and git but no gh: a directory of links to the two. */
+function emptyPath(): string {
+  const bin = mkdtempSync(join(tmpdir(), "autolab-finalize-nogh-"));
+  dirs.push(bin);
+  symlinkSync(process.execPath, join(bin, "node"));
+  symlinkSync(execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim(), join(bin, "git"));
+  return bin;
+}
