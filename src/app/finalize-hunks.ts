@@ -128,9 +128,12 @@ function newSpan(h: Hunk): [number, number] {
   return h.newCount === 0 ? [h.newStart + 0.5, h.newStart + 0.5] : [h.newStart, h.newStart + h.newCount - 1];
 }
 
-/** Touching or neighbouring: no unchanged line between the two spans. */
+/** Touching or neighbouring: no unchanged line between the two spans (a point is between two lines). */
 function meets(a: [number, number], b: [number, number]): boolean {
-  return a[0] - 1 <= b[1] && b[0] - 1 <= a[1];
+  const [first, second] = a[0] <= b[0] ? [a, b] : [b, a];
+  if (second[0] <= first[1]) return true;
+  // Whole lines strictly between the end of one and the start of the other.
+  return Math.ceil(second[0]) - Math.floor(first[1]) - 1 <= 0;
 }
 
 /** Maps a position of the old file through a change's hunks to the new file. */

@@ -61,6 +61,9 @@ export async function verifyBranches(
       logDir: join(session.lab.stateDir, "logs", run.tag, "finalize"),
       setupStamp: join(ws.gitDir, "autolab-setup-done"),
     };
+    progress(
+      `verify: ${opts.trials} trial${opts.trials === 1 ? "" : "s"} each of the base and every branch, ${deps.confinement?.description ?? "unsandboxed (no confinement given)"}`,
+    );
     await runSetup(deps, () => {});
     const measured = new Map<string, number[]>(); // tree → objective values (failed trials left out)
     const failures = new Map<string, string>();

@@ -617,7 +617,12 @@ function run(
 /** The plan for people (the CLI passes it through safeText: hypotheses are researchers' text). */
 export function renderPlan(plan: FinalizePlan): string {
   const lines: string[] = [];
-  const verb = plan.applied ? "Branches" : "Plan (dry run: nothing written; --apply creates the branches)";
+  const verified = plan.branches.some((b) => b.verify);
+  const verb = plan.applied
+    ? "Branches"
+    : verified
+      ? "Plan (no branch written; --apply creates them)"
+      : "Plan (dry run: nothing written; --apply creates the branches)";
   lines.push(
     `Run ${plan.run.tag}: ${plan.changes.length} kept change${plan.changes.length === 1 ? "" : "s"} from base ${plan.run.baseCommit.slice(0, 8)}. ${plan.noise.explain}.`,
   );
@@ -648,7 +653,7 @@ export function renderPlan(plan: FinalizePlan): string {
     lines.push(
       `    commits: ${b.contains.map((n, i) => `#${n} ${b.commits[i]?.slice(0, 8) ?? ""}`).join(" → ")}`,
     );
-    if (b.verify) lines.push(`    verify: ${b.verify.note}`);
+    if (b.verify) lines.push(`    verify: ${b.verify.note.replace(/^finalize --verify: /, "")}`);
     if (b.pr) lines.push(`    pull request: ${"url" in b.pr ? b.pr.url : `not opened: ${b.pr.error}`}`);
   }
   const empty = plan.changes.filter((c) => c.empty);
