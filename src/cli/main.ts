@@ -165,7 +165,7 @@ cli
 cli
   .command("mcp")
   .description(
-    "serve the lab to an interactive agent over MCP (stdio): context, failures, status, run_experiment, note",
+    "serve the lab to an interactive agent over MCP (stdio): context, failures, status, run_experiment, note, finalize_plan",
   )
   .option(...programOpt)
   .option("-t, --tag <tag>", "run tag (default: resume the newest run, or start one)")
