@@ -55,8 +55,11 @@ export async function verifyBranches(
   });
   try {
     const ws = await session.workspace.openWorker("finalize");
+    // A run on GPUs measures on its first one, as its first slot does.
+    const gpu = session.deps.program.slots?.gpus?.[0];
     const deps: LoopDeps = {
       ...session.deps,
+      ...(gpu !== undefined ? { slot: { index: 0, env: { CUDA_VISIBLE_DEVICES: String(gpu) } } } : {}),
       workspace: ws,
       logDir: join(session.lab.stateDir, "logs", run.tag, "finalize"),
       setupStamp: join(ws.gitDir, "autolab-setup-done"),
@@ -160,7 +163,8 @@ async function trial(
   if (await ws.verifyProtected(allowed)) await ws.restoreProtected(allowed);
   const logDir = join(deps.logDir, name);
   await mkdir(logDir, { recursive: true });
-  const sandbox = deps.confinement?.trial(ws, setupFiles, {});
+  const slotEnv = deps.slot?.env ?? {};
+  const sandbox = deps.confinement?.trial(ws, setupFiles, slotEnv);
   return executor.runTrial({
     cwd: ws.projectDir,
     command: program.run.command,
@@ -170,7 +174,7 @@ async function trial(
     evaluateTimeoutMs: program.run.evaluateTimeoutMs,
     seed,
     logDir,
-    env: { AUTOLAB_SEED: String(seed), AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000) },
+    env: { ...slotEnv, AUTOLAB_SEED: String(seed), AUTOLAB_BUDGET_S: String(program.run.budgetMs / 1000) },
     objective: program.objective.metric,
     beforeEvaluate: async () => {
       const tampered = await ws.verifyProtected(allowed);
