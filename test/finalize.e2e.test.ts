@@ -88,7 +88,12 @@ const STEPS: ScriptedStep[] = [
     mechanism: "more of A, and B next to it",
     edits: { "params.mjs": (o) => set("B", 1)(set("A", 2)(o)) },
   },
-  { hypothesis: "Raise D to 1", mechanism: "D pays off once A is set", edits: { "params.mjs": set("D", 1) } },
+  // A researcher's text is untrusted: an escape sequence in it must reach no terminal.
+  {
+    hypothesis: "Raise D to 1 \u001b]0;pwned\u0007",
+    mechanism: "D pays off once A is set",
+    edits: { "params.mjs": set("D", 1) },
+  },
 ];
 
 let dir = "";
@@ -114,6 +119,8 @@ describe("autolab finalize", () => {
     expect(r.stdout).toContain("autolab-finalize/t/1-raise-a-to-1");
     expect(r.stdout).toContain("autolab-finalize/t/3-raise-a-to-2-and-b-to-1");
     expect(r.stdout).toMatch(/depends on: #1 \(overlapping lines in params\.mjs\)/);
+    expect(r.stdout).toContain("#4 Raise D to 1 \\x1b]0;pwned\\x07");
+    expect(r.stdout).not.toContain("\u001b");
     expect(branches()).toEqual([]);
 
     const json = JSON.parse((await runCli(["finalize", "--json"], { cwd: dir })).stdout);
@@ -145,7 +152,9 @@ describe("autolab finalize", () => {
     expect(show("autolab-finalize/t/3-raise-a-to-2-and-b-to-1")).toBe(
       paramsFile({ A: 2, B: 1, C: 0, D: 0 }).trimEnd(),
     );
-    expect(show("autolab-finalize/t/4-raise-d-to-1")).toBe(paramsFile({ A: 0, B: 0, C: 0, D: 1 }).trimEnd());
+    expect(show("autolab-finalize/t/4-raise-d-to-1-0-pwned")).toBe(
+      paramsFile({ A: 0, B: 0, C: 0, D: 1 }).trimEnd(),
+    );
     expect(git(dir, "rev-list", "--count", `${base}..autolab-finalize/t/3-raise-a-to-2-and-b-to-1`)).toBe(
       "2",
     );
