@@ -291,6 +291,18 @@ console.log("https://example.invalid/pr/" + args[args.indexOf("--head") + 1]);
     );
     expect(r.stdout).toContain("pull request: https://example.invalid/pr/autolab-finalize/t/1-raise-a-to-1");
 
+    // A push that fails: said per branch, and the command fails.
+    git(dir, "remote", "set-url", "origin", join(remote, "missing"));
+    const refused = await runCli(["finalize", "--pr"], {
+      cwd: dir,
+      env: { PATH: `${bin}:${process.env.PATH ?? ""}` },
+    });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain(
+      "pull request: not opened: git push origin autolab-finalize/t/1-raise-a-to-1 failed",
+    );
+    expect(readFileSync(log, "utf8").trim().split("\n")).toHaveLength(4);
+
     // Without gh on PATH: a clear message, nothing pushed.
     const noGh = await runCli(["finalize", "--pr"], { cwd: dir, env: { PATH: emptyPath() } });
     expect(noGh.code).toBe(1);

@@ -382,7 +382,12 @@ async function buildStack(
     // GIT_INDEX_FILE: a temporary index, never the user's.
     const read = await gitRaw(repo.root, ["read-tree", head], undefined, env);
     if (read.code !== 0) throw new AutolabError("GIT_FAILED", `git read-tree ${head}: ${read.stderr.trim()}`);
-    const applied = await gitRaw(repo.root, ["apply", "--cached", "--3way", "-"], await patchOf(c), env);
+    const applied = await gitRaw(
+      repo.root,
+      ["apply", "--cached", "--3way", "--whitespace=nowarn", "-"],
+      await patchOf(c),
+      env,
+    );
     if (applied.code !== 0) {
       const unmerged = (await gitRaw(repo.root, ["ls-files", "-u"], undefined, env)).stdout
         .split("\n")

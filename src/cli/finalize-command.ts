@@ -27,4 +27,6 @@ export async function finalizeCommand(flags: FinalizeFlags): Promise<void> {
   });
   if (flags.json) process.stdout.write(`${safeJson(JSON.stringify(plan, null, 2))}\n`);
   else process.stdout.write(safeText(renderPlan(plan)));
+  // A pull request that could not be opened (a push refused, gh failed) fails the command.
+  if (plan.branches.some((b) => b.pr && "error" in b.pr)) process.exitCode = 1;
 }
