@@ -173,12 +173,23 @@ describe("autolab finalize", () => {
     ledger.close();
     expect(notes.some((t) => t.startsWith("finalize: #3 is on branch autolab-finalize/t/3-"))).toBe(true);
 
-    // Twice: the same commits, nothing duplicated.
+    // Twice: the same commits, nothing duplicated (not even the notes).
+    const count = () => {
+      const l = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+      const n = l.listNotes(l.latestRun()?.id ?? 0).length;
+      l.close();
+      return n;
+    };
+    const notesBefore = count();
     const tips = branches().map((b) => git(dir, "rev-parse", b));
     const again = await runCli(["finalize", "--apply"], { cwd: dir });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain("[unchanged]");
     expect(branches().map((b) => git(dir, "rev-parse", b))).toEqual(tips);
+    expect(count()).toBe(notesBefore);
+    const trialsAlone = await runCli(["finalize", "--trials", "2"], { cwd: dir });
+    expect(trialsAlone.code).toBe(2);
+    expect(trialsAlone.stderr).toContain("without --verify nothing is measured");
   });
 
   it("refuses to overwrite a finalize branch that holds something else", async () => {
@@ -235,6 +246,8 @@ describe("autolab finalize", () => {
       timeoutMs: 120_000,
     });
     expect(r.code, r.stderr).toBe(0);
+    // The trials ran under the run's confinement, and said which.
+    expect(r.stderr).toMatch(/verify: 2 trials each of the base and every branch, (bubblewrap|unsandboxed)/);
     const plan = JSON.parse(r.stdout);
     const verdicts = Object.fromEntries(
       plan.branches.map((b: { n: number; verify: { verdict: string; gain: number } }) => [

@@ -502,11 +502,15 @@ async function applyBranches(
       `Delete or rename ${refused.length === 1 ? "it" : "them"} (git branch -D ${refused.join(" ")}) and run \`autolab finalize --apply\` again.`,
     );
   }
+  // A branch made by an --apply killed before its note: the note is written now.
+  const noted = new Set(ledger.listNotes(run.id).map((n) => n.text.split(" (")[0]));
   for (const b of plan.branches) {
-    if (b.state === "unchanged") continue;
-    // The empty old value: create only, never move a branch someone made meanwhile.
-    await git(repo.root, ["update-ref", `refs/heads/${b.name}`, b.tip, ""]);
-    b.state = "created";
+    if (b.state === "unchanged" && noted.has(`finalize: #${b.n} is on branch ${b.name}`)) continue;
+    if (b.state !== "unchanged") {
+      // The empty old value: create only, never move a branch someone made meanwhile.
+      await git(repo.root, ["update-ref", `refs/heads/${b.name}`, b.tip, ""]);
+      b.state = "created";
+    }
     const exp = ledger.getExperiment(run.id, b.n);
     const with_ = b.contains.filter((n) => n !== b.n);
     ledger.addNote(

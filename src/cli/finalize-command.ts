@@ -1,4 +1,5 @@
 import { finalizeRun, renderPlan } from "../app/finalize.ts";
+import { AutolabError } from "../core/errors.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
 export interface FinalizeFlags {
@@ -14,6 +15,13 @@ export interface FinalizeFlags {
 
 /** `autolab finalize`: the plan (dry run), or the branches with --apply, --verify, --pr. */
 export async function finalizeCommand(flags: FinalizeFlags): Promise<void> {
+  if (flags.trials !== undefined && !flags.verify) {
+    throw new AutolabError(
+      "BAD_FLAG",
+      "--trials sets how many trials --verify runs per configuration; without --verify nothing is measured.",
+      "Add --verify (autolab finalize --verify --trials 3), or leave --trials out.",
+    );
+  }
   const plan = await finalizeRun({
     ...(flags.program ? { program: flags.program } : {}),
     ...(flags.tag ? { tag: flags.tag } : {}),
