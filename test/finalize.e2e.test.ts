@@ -5,7 +5,7 @@
  * fake `gh` — and the refusals (dirty tree, nothing kept, a branch in the way).
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,9 +46,11 @@ const set = (name: "A" | "B" | "C" | "D", value: number) => (old: string) =>
  * Lower is better: A and B help, C helps alone, D helps only when A is set (so its gain
  * disappears on a branch without #1).
  */
-function project(): string {
-  const dir = mkdtempSync(join(tmpdir(), "autolab-finalize-"));
-  dirs.push(dir);
+function project(sub = ""): string {
+  const root = mkdtempSync(join(tmpdir(), "autolab-finalize-"));
+  dirs.push(root);
+  const dir = join(root, sub);
+  mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "params.mjs"), paramsFile({ A: 0, B: 0, C: 0, D: 0 }));
   writeFileSync(
     join(dir, "run.mjs"),
@@ -70,9 +72,9 @@ acceptance: greedy
 Lower the score.
 `,
   );
-  git(dir, "init", "-q", "-b", "main");
-  git(dir, "add", "-A");
-  git(dir, "commit", "-qm", "init");
+  git(root, "init", "-q", "-b", "main");
+  git(root, "add", "-A");
+  git(root, "commit", "-qm", "init");
   return dir;
 }
 
@@ -320,6 +322,20 @@ console.log("https://example.invalid/pr/" + args[args.indexOf("--head") + 1]);
     const noGh = await runCli(["finalize", "--pr"], { cwd: dir, env: { PATH: emptyPath() } });
     expect(noGh.code).toBe(1);
     expect(noGh.stderr).toContain("`gh`, which is not on PATH");
+  });
+
+  it("works for a program in a subdirectory of the repository", async () => {
+    const sub = project("lab/sub");
+    await runScripted(sub, [
+      { hypothesis: "Raise A to 1", edits: { "params.mjs": set("A", 1) } },
+      { hypothesis: "Raise C to 1", edits: { "params.mjs": set("C", 1) } },
+    ]);
+    const r = await runCli(["finalize", "--apply", "-p", sub], { cwd: tmpdir() });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("files: lab/sub/params.mjs");
+    expect(git(sub, "show", "autolab-finalize/t/2-raise-c-to-1:lab/sub/params.mjs")).toBe(
+      paramsFile({ A: 0, B: 0, C: 1, D: 0 }).trimEnd(),
+    );
   });
 
   it("refuses a run that kept nothing beyond its baseline", async () => {
