@@ -1,6 +1,7 @@
 /**
  * The pure part of `autolab finalize`: zero-context diffs parsed into hunks, and which kept
- * change depends on which from overlapping or neighbouring lines (src/app/finalize-hunks.ts).
+ * change depends on which from overlapping or neighbouring lines (src/app/finalize-hunks.ts),
+ * and the verdict of `--verify` on a change measured alone.
  */
 import { describe, expect, it } from "vitest";
 import {
@@ -10,6 +11,7 @@ import {
   hunkDependencies,
   parseDiff,
 } from "../src/app/finalize-hunks.ts";
+import { verdictOf } from "../src/app/finalize-verify.ts";
 
 const h = (oldStart: number, oldCount: number, newStart: number, newCount: number): Hunk => ({
   oldStart,
@@ -170,5 +172,21 @@ describe("closure", () => {
     ]);
     expect(closure(4, direct)).toEqual([1, 2, 3, 4]);
     expect(closure(3, direct)).toEqual([3]);
+  });
+});
+
+describe("verdictOf (finalize --verify)", () => {
+  it("holds beyond 2σ, is not significant within it, has no gain at or below zero", () => {
+    expect(verdictOf(1, 0.4, false)).toBe("holds");
+    expect(verdictOf(0.8, 0.4, false)).toBe("not-significant");
+    expect(verdictOf(0.5, 0.4, false)).toBe("not-significant");
+    expect(verdictOf(0, 0.4, false)).toBe("no-gain");
+    expect(verdictOf(-3, 0.4, false)).toBe("no-gain");
+  });
+  it("an exact objective (σ 0) or an unknown σ: any gain holds; a failed trial is said as such", () => {
+    expect(verdictOf(1e-9, 0, false)).toBe("holds");
+    expect(verdictOf(0.1, Number.NaN, false)).toBe("holds");
+    expect(verdictOf(5, 0.1, true)).toBe("failed");
+    expect(verdictOf(Number.NaN, 0.1, false)).toBe("failed");
   });
 });

@@ -103,14 +103,7 @@ export async function verifyBranches(
       const sigma = model.sigma * Math.sqrt(1 / Math.max(1, a.length) + 1 / Math.max(1, t.length));
       const raw = a.length && t.length ? mean(t) - mean(a) : Number.NaN;
       const gain = plan.run.direction === "minimize" ? -raw : raw;
-      const verdict: VerifyResult["verdict"] =
-        failed || Number.isNaN(gain)
-          ? "failed"
-          : gain <= 0
-            ? "no-gain"
-            : Number.isFinite(sigma) && gain <= 2 * sigma
-              ? "not-significant"
-              : "holds";
+      const verdict = verdictOf(gain, sigma, failed !== undefined);
       const againstKind = b.commits.length > 1 ? "dependencies" : "base";
       const over =
         againstKind === "base"
@@ -187,4 +180,16 @@ async function trial(
     },
     ...(sandbox ? { sandbox } : {}),
   });
+}
+
+/**
+ * A change's worth alone: it holds when more than 2σ better (better at all when σ is 0, the
+ * objective exact, or unknown), is not significant when better by at most 2σ, has no gain when
+ * not better, and failed when a trial did.
+ */
+export function verdictOf(gain: number, sigma: number, failed: boolean): VerifyResult["verdict"] {
+  if (failed || Number.isNaN(gain)) return "failed";
+  if (gain <= 0) return "no-gain";
+  if (Number.isFinite(sigma) && gain <= 2 * sigma) return "not-significant";
+  return "holds";
 }
