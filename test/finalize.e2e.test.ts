@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { buildBranches, planFinalize } from "../src/app/finalize.ts";
-import { finalizeRun, isAutolabError } from "../src/index.ts";
+import { finalizeRun, isAutolabError, renderPlan } from "../src/index.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { findRepo } from "../src/workspace/git-workspace.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
@@ -239,6 +239,10 @@ describe("autolab finalize", () => {
     const b3 = built.find((b) => b.n === 3);
     expect(b3?.contains).toEqual([1, 3]);
     expect(b3?.conflictsWith).toEqual([{ n: 1, paths: ["params.mjs"] }]);
+    // Said in the plan: which change, which other, where.
+    expect(renderPlan({ ...plan, changes, branches: built })).toContain(
+      "CONFLICT: #3 does not apply without #1 (params.mjs): kept together on this branch",
+    );
     expect(git(dir, "show", `${b3?.tip}:params.mjs`)).toBe(paramsFile({ A: 2, B: 1, C: 0, D: 0 }).trimEnd());
   });
 
