@@ -7,9 +7,19 @@
  *   for the loop's events (`LoopEvent`).
  * - Read and validate a program.md: `loadProgram`, `parseProgram`.
  * - Read a notebook: `SqliteLedger` implements `Ledger`.
+ * - Turn a run's kept changes into reviewable branches: `finalizeRun` (what `autolab finalize` calls).
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
+export {
+  type FinalizeBranch,
+  type FinalizeChange,
+  type FinalizeOptions,
+  type FinalizePlan,
+  finalizeRun,
+  renderPlan,
+  type VerifyResult,
+} from "./app/finalize.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
 export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";

@@ -42,7 +42,13 @@ describe("autolab mcp", () => {
     const dir = valueProject();
     const client = await connect(dir);
     const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-    expect(tools).toEqual(["context", "failures", "note", "run_experiment", "status"]);
+    expect(tools).toEqual(["context", "failures", "finalize_plan", "note", "run_experiment", "status"]);
+    // Nothing kept beyond the baseline yet: a clear tool error.
+    const none = await call(client, "finalize_plan");
+    expect(none).toEqual({
+      isError: true,
+      text: expect.stringContaining("kept no change beyond its baseline"),
+    });
 
     const ctx = await call(client, "context");
     expect(ctx.isError).toBe(false);
@@ -78,6 +84,11 @@ describe("autolab mcp", () => {
     expect(status.best.id).toBe(1);
     expect(status.counts.total).toBe(4);
     expect((await call(client, "failures")).text).toContain("#3 reject");
+    // The dry-run plan: one branch for the kept #1, nothing written.
+    const plan = await call(client, "finalize_plan");
+    expect(plan.text).toContain("autolab-finalize/m/1-x-5-3");
+    expect(plan.text).toContain("dry run: nothing written");
+    expect(git(dir, "branch", "--list", "autolab-finalize/*")).toBe("");
 
     const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
     const exps = ledger.listExperiments(ledger.getRun("m")?.id ?? -1);

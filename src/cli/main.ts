@@ -6,6 +6,7 @@ import { AUTOLAB_VERSION } from "../app/init.ts";
 import { guardOutput } from "./closed-output.ts";
 import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
+import { finalizeCommand } from "./finalize-command.ts";
 import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
 import { initCommand } from "./init-command.ts";
 import { mcpCommand } from "./mcp-command.ts";
@@ -180,7 +181,7 @@ cli
 cli
   .command("mcp")
   .description(
-    "serve the lab to an interactive agent over MCP (stdio): context, failures, status, run_experiment, note",
+    "serve the lab to an interactive agent over MCP (stdio): context, failures, status, run_experiment, note, finalize_plan",
   )
   .option(...programOpt)
   .option("-t, --tag <tag>", "run tag (default: resume the newest run, or start one)")
@@ -214,6 +215,28 @@ cli
   .option("-o, --out <dir>", "output directory (default: .autolab/reports/<tag>)")
   .option("--holdout", "include holdout metrics (never show these to an agent)")
   .action(reportCommand);
+
+cli
+  .command("finalize")
+  .description(
+    "the run's kept changes as reviewable branches, one per change from the base (dry run unless --apply; docs/finalize.md)",
+  )
+  .option(...programOpt)
+  .option(...tagOpt)
+  .option("--apply", "create the branches autolab-finalize/<tag>/<n>-<slug>")
+  .option(
+    "--verify",
+    "re-measure each branch alone against the base (trials in the sandbox; notes in the notebook)",
+  )
+  .option(
+    "--trials <n>",
+    "trials per configuration for --verify",
+    intFlag({ flag: "--trials", min: 1, what: "trials per branch and for the base", example: "--trials 3" }),
+  )
+  .option("--pr", "push each branch and open a pull request with `gh` (implies --apply)")
+  .option("--remote <name>", "the remote --pr pushes to", "origin")
+  .option("--json", "the plan as JSON")
+  .action(finalizeCommand);
 
 cli
   .command("watch")

@@ -79,11 +79,22 @@ export const ERROR_CODES = {
   DURATION_INVALID: { kind: "user", http: 400, meaning: "a duration is not a number with a unit" },
   EXAMPLE_UNKNOWN: { kind: "user", http: 400, meaning: "`init --example` names no example" },
   EXPERIMENT_NOT_FOUND: { kind: "user", http: 404, meaning: "no experiment with that number" },
+  FINALIZE_BRANCH_EXISTS: {
+    kind: "user",
+    http: 409,
+    meaning: "`finalize --apply` would overwrite a branch that holds something else",
+  },
+  FINALIZE_DIRTY: {
+    kind: "user",
+    http: 409,
+    meaning: "`finalize` beyond a dry run on a tree with uncommitted changes",
+  },
   FILE_MISSING: {
     kind: "user",
     http: 400,
     meaning: "a file or pattern under `files:` matches nothing committed",
   },
+  GH_NOT_FOUND: { kind: "user", http: 400, meaning: "`finalize --pr` needs the GitHub CLI `gh` on PATH" },
   GIT_FAILED: { kind: "user", http: 500, meaning: "a git command failed" },
   GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },
   GPU_DEVICE_MISSING: { kind: "user", http: 500, meaning: "slots name GPUs but no GPU device is present" },
@@ -135,6 +146,11 @@ export const ERROR_CODES = {
   LISTEN_FAILED: { kind: "user", http: 500, meaning: "`serve` could not listen" },
   NOTEBOOK_DAMAGED: { kind: "user", http: 500, meaning: "the notebook file is damaged" },
   NOTEBOOK_EMPTY: { kind: "user", http: 409, meaning: "the notebook was emptied where a lab has run" },
+  NOTHING_TO_FINALIZE: {
+    kind: "user",
+    http: 409,
+    meaning: "`finalize` on a run that kept no change beyond its baseline",
+  },
   NOT_A_GIT_REPO: { kind: "user", http: 400, meaning: "program.md is not in a git repository" },
   NO_BEST: {
     kind: "bug",

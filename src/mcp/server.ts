@@ -1,6 +1,8 @@
+import { dirname } from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { openRunSession, type RunSession } from "../app/create-run.ts";
+import { planFinalize, renderPlan } from "../app/finalize.ts";
 import { AUTOLAB_VERSION } from "../app/init.ts";
 import { statusOf } from "../app/status.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
@@ -17,6 +19,7 @@ import {
   redactHoldoutsDeep,
 } from "../core/views.ts";
 import type { Snapshot } from "../core/workspace.ts";
+import { findRepo } from "../workspace/git-workspace.ts";
 
 export interface LabMcpOptions {
   program?: string;
@@ -192,6 +195,22 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           throw new AutolabError("EXPERIMENT_NOT_FOUND", `no experiment #${experiment}.`);
         s.lab.ledger.addNote(s.run.id, exp?.id ?? null, note);
         return "Noted.";
+      }),
+  );
+
+  server.registerTool(
+    "finalize_plan",
+    {
+      description:
+        "The run's kept changes as reviewable branches, planned (a dry run of `autolab finalize`: nothing is written): one branch per change from the base, with the changes it depends on (overlapping lines) first, and each change's measured gain. A person creates the branches with `autolab finalize --apply`.",
+    },
+    () =>
+      guarded(async () => {
+        const s = await open();
+        const repo = await findRepo(dirname(s.lab.program.path));
+        const plan = await planFinalize(repo, s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program);
+        // Researchers' text and objective values only, but holdout names are taken out all the same.
+        return redactHoldouts(renderPlan(plan), holdoutNames(s.lab.program, s.run));
       }),
   );
 

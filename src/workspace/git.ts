@@ -24,13 +24,25 @@ export const SAFE_GIT_CONFIG = [
   "core.checkStat=default",
 ];
 
-/** Runs git and returns its output as data, whatever the exit code. */
-export function gitRaw(cwd: string, args: string[], input?: string): Promise<GitOutput> {
+/**
+ * Runs git and returns its output as data, whatever the exit code. `env` adds variables (a
+ * temporary index: GIT_INDEX_FILE; a commit's dates).
+ */
+export function gitRaw(
+  cwd: string,
+  args: string[],
+  input?: string,
+  env: Record<string, string> = {},
+): Promise<GitOutput> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       "git",
       [...SAFE_GIT_CONFIG, ...args],
-      { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } },
+      {
+        cwd,
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, ...env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" },
+      },
       (err, stdout, stderr) => {
         if (err && (err as NodeJS.ErrnoException).code === "ENOENT") {
           // spawn says ENOENT for a missing cwd too: that is a failed git call, not a missing git.
