@@ -116,6 +116,21 @@ describe("hooks around each experiment (serial)", () => {
       expect(ctx).toContain(`| AFTER n=${k - 1} decision=keep`);
       expect(ctx).not.toContain(`BEFORE n=${k - 1} `);
     }
+    // `autolab show` prints both hooks of an experiment, `--json` gives them, `context` the latest.
+    const show = await runCli(["show", "2"], { cwd: t.dir });
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain("Hook before (`node before.mjs`): ok");
+    expect(show.stdout).toContain("  | BEFORE n=2 hook=before");
+    expect(show.stdout).toContain(`  | AFTER n=2 decision=keep metric=${exps[2]?.decision?.metric}`);
+    const json = JSON.parse((await runCli(["show", "2", "--json"], { cwd: t.dir })).stdout) as {
+      hooks: { phase: string; status: string; output: string }[];
+    };
+    expect(json.hooks.map((h) => [h.phase, h.status, h.output.split(" ")[0]])).toEqual([
+      ["before", "ok", "BEFORE"],
+      ["after", "ok", "AFTER"],
+    ]);
+    const context = await runCli(["context"], { cwd: t.dir });
+    expect(context.stdout).toContain("| AFTER n=3 decision=discard");
     // What the before hook wrote is gone before the researcher edits: never in a candidate.
     for (const e of exps.slice(1)) {
       expect(e.diff.files, `#${e.n}`).toBe(1);
