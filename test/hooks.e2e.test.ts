@@ -240,6 +240,36 @@ describe("hooks with parallel slots", () => {
   });
 });
 
+describe("hooks through the library (createRun's hooks option)", () => {
+  it("replaces program.md's hooks; a bad one is a clear error before anything runs", async () => {
+    const t = toy();
+    const out = await createRun({
+      program: t.dir,
+      tag: "t",
+      maxExperiments: 1,
+      agent: createScriptedAgent([lr(0.1)]),
+      hooks: { after: "echo lib-after $AUTOLAB_N $AUTOLAB_DECISION", budgetMs: 5000 },
+    });
+    out.lab.ledger.close();
+    expect(hookRuns(t.dir).map((h) => `${h.phase} ${h.n} ${h.output}`)).toEqual([
+      "after 0 lib-after 0 keep",
+      "after 1 lib-after 1 keep",
+    ]);
+    for (const hooks of [{ after: "echo x", budgetMs: 0 }, { before: "  " }]) {
+      await expect(
+        createRun({
+          program: t.dir,
+          tag: "t",
+          maxExperiments: 2,
+          agent: createScriptedAgent([lr(0.2)]),
+          hooks,
+        }),
+      ).rejects.toMatchObject({ code: "HOOKS_INVALID" });
+    }
+    expect(hookRuns(t.dir)).toHaveLength(2);
+  });
+});
+
 describe("program.md hooks: errors", () => {
   it("an unknown key and a bad budget are reported with their lines", async () => {
     const t = toy({ hooks: {} });
