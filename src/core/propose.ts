@@ -77,6 +77,10 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const beforeHook = opts.prepared
     ? undefined
     : await runHook(deps, "before", n, { at: bestCommit, emit, signal: opts.signal });
+  if (opts.signal?.aborted) {
+    await ws.resetTo(bestCommit);
+    return undefined;
+  }
   if (beforeHook) before = await ws.snapshot();
   emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
 
