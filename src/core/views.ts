@@ -134,7 +134,7 @@ function hookLines(hooks: readonly HookRunRecord[]): string[] {
     const h = hooks.filter((x) => x.phase === phase).at(-1);
     if (!h) continue;
     const where = phase === "before" ? `before this proposal (#${h.n})` : `after #${h.n}'s decision`;
-    const how = h.status === "ok" ? "ok" : `${h.status}: ${shortLine(h.reason ?? "")}`;
+    const how = h.status === "ok" ? "ok" : `${h.status}: ${shortLine(visibleControls(h.reason ?? ""))}`;
     out.push(`### ${phase} hook, ${where}: ${how}`, ...hookOutputLines(h.output));
   }
   return out;
@@ -146,11 +146,14 @@ function hookLines(hooks: readonly HookRunRecord[]): string[] {
  * prefixed (`| `), so no line of it is a heading, a fence or an instruction of the harness.
  */
 export function hookOutputLines(output: string): string[] {
-  const text = output
-    .replace(/\r\n/g, "\n")
-    .replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  const text = visibleControls(output.replace(/\r\n/g, "\n"));
   if (!text.trim()) return ["(no output)"];
   return text.split("\n").map((l) => `| ${l}`);
+}
+
+/** `text` with its control characters (but tab and newline) written as visible `\xNN` escapes. */
+function visibleControls(text: string): string {
+  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 // C0 controls except tab and newline, DEL, and the C1 controls (as src/cli/safe-text.ts).
