@@ -23,7 +23,15 @@ export {
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
 export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";
-export type { ExperimentRecord, Ledger, RunRecord, TrialRecord } from "./core/ledger.ts";
+export type {
+  ExperimentRecord,
+  HookPhase,
+  HookRunRecord,
+  HookStatus,
+  Ledger,
+  RunRecord,
+  TrialRecord,
+} from "./core/ledger.ts";
 export type { LoopSummary } from "./core/loop-deps.ts";
 export type {
   Agent,

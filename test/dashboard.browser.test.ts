@@ -210,6 +210,54 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(errors).toEqual([]);
   });
 
+  it("shows an experiment's hook runs, their output as text", async () => {
+    const ledgerPath = buildNotebook(tempDir(), [
+      {
+        tag: "hooks",
+        experiments: [
+          { action: "keep", metric: 3 },
+          { action: "keep", metric: 2.5, hypothesis: "with hooks" },
+        ],
+      },
+    ]);
+    const writer = new SqliteLedger(ledgerPath);
+    const run = writer.getRun("hooks");
+    if (!run) throw new Error("fixture run missing");
+    for (const phase of ["before", "after"] as const) {
+      writer.addHookRun({
+        runId: run.id,
+        n: 1,
+        phase,
+        command: `node ${phase}.mjs`,
+        status: phase === "before" ? "ok" : "timeout",
+        ...(phase === "after" ? { reason: "exceeded budget 1s + grace 2s; killed (SIGTERM)" } : {}),
+        exitCode: null,
+        wallS: 3,
+        output: `${phase} says <img src=x onerror="document.body.dataset.pwned=1">`,
+        logDir: `/logs/1/hook-${phase}`,
+      });
+    }
+    writer.close();
+    const server = await serve(ledgerPath);
+    const page = await open(`${server.url}#/e/1`);
+    await page.waitForSelector("#exp-body .hook");
+    expect(await page.locator("#exp-body .hook").count()).toBe(2);
+    const heads = (await page.locator("#exp-body .hook p").allTextContents()).map((t) =>
+      t.replace(/\s+/g, " ").trim(),
+    );
+    expect(heads).toEqual([
+      "before node before.mjs: ok 3.00s",
+      "after node after.mjs: timeout — exceeded budget 1s + grace 2s; killed (SIGTERM) 3.00s",
+    ]);
+    expect(await page.locator("#exp-body pre.hook-output").first().textContent()).toBe(
+      'before says <img src=x onerror="document.body.dataset.pwned=1">',
+    );
+    expect(await page.locator("#exp-body img").count()).toBe(0);
+    expect(await page.locator("body").getAttribute("data-pwned")).toBeNull();
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
   it("renders an empty notebook and a lab full of crashes sensibly", async () => {
     const empty = await serve(buildNotebook(tempDir(), []));
     let page = await open(empty.url);

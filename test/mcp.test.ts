@@ -98,6 +98,27 @@ describe("autolab mcp", () => {
     expect(git(dir, "rev-parse", "autolab/m")).toBe(exps[1]?.commit);
   });
 
+  it("runs the after hook of each step; context shows its output (the agent edits before a step: no before hook)", async () => {
+    const dir = valueProject();
+    const md = readFileSync(join(dir, "program.md"), "utf8");
+    writeFileSync(
+      join(dir, "program.md"),
+      md.replace(
+        "acceptance: greedy\n",
+        'acceptance: greedy\nhooks: { before: "echo mcp-before", after: "echo mcp-after $AUTOLAB_N $AUTOLAB_DECISION" }\n',
+      ),
+    );
+    git(dir, "commit", "-qam", "hooks");
+    const client = await connect(dir);
+    expect((await call(client, "context")).text).toContain("| mcp-after 0 keep");
+    const worktree = join(dir, ".autolab", "worktrees", "m");
+    writeFileSync(join(worktree, "value.mjs"), "export const X = 3;\n");
+    expect((await call(client, "run_experiment", { hypothesis: "X 5 → 3" })).text).toMatch(/#1: keep/);
+    const ctx = (await call(client, "context")).text;
+    expect(ctx).toContain("| mcp-after 1 keep");
+    expect(ctx).not.toContain("mcp-before");
+  });
+
   it("reports a broken program as a tool error, not a crash", async () => {
     const dir = valueProject();
     writeFileSync(join(dir, "program.md"), "---\nname: x\n---\n");

@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
@@ -376,16 +377,22 @@ console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1}\` }));
 
 describe("kill -9 of a run with several slots, then resume", () => {
   const N = 4;
-  const cases: { point: CrashPoint; k: number }[] = [
+  const cases: { point: CrashPoint; k: number; hooks?: boolean }[] = [
     { point: "after-commit", k: 2 },
     { point: "after-row", k: 3 },
     { point: "after-trial-start", k: 3 },
     { point: "after-trial-result", k: 3 },
     { point: "after-decision", k: 2 },
+    // program.md hooks: a hook's row, whichever comes 4th (before or after hooks of two slots).
+    { point: "after-hook", k: 4, hooks: true },
   ];
-  for (const { point, k } of cases) {
+  for (const { point, k, hooks } of cases) {
     it(`${point}:${k}`, async () => {
-      const t = createToyProject({ slots: 2, sleepMs: 150 });
+      const t = createToyProject({
+        slots: 2,
+        sleepMs: 150,
+        ...(hooks ? { hooks: { before: "echo before $AUTOLAB_N", after: "echo after $AUTOLAB_N" } } : {}),
+      });
       toys.push(t);
       const crashed = await runCli(["run", "-n", String(N)], {
         cwd: t.dir,
@@ -415,6 +422,22 @@ describe("kill -9 of a run with several slots, then resume", () => {
         .sort((a, b) => a.n - b.n);
       for (let i = 1; i < kept.length; i++) expect(kept[i]?.parent_commit).toBe(kept[i - 1]?.commit_sha);
       expect(t.git(["rev-parse", `autolab/${tag}`]).trim()).toBe(kept.at(-1)?.commit_sha);
+      if (hooks) {
+        // Every decided experiment had its after hook (once, or again where the kill cut it off).
+        const sql = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+        const rows = sql.prepare("SELECT n, phase, status, output FROM hook_runs").all() as {
+          n: number;
+          phase: string;
+          status: string;
+          output: string;
+        }[];
+        sql.close();
+        const after = new Set(rows.filter((h) => h.phase === "after").map((h) => h.n));
+        const missing = db.experiments.filter((e) => !after.has(e.n)).map((e) => e.n);
+        // At most the one experiment whose decision the kill separated from its after hook.
+        expect(missing.length, `no after hook for ${missing.join(", ")}`).toBeLessThanOrEqual(1);
+        expect(rows.every((h) => h.status === "ok" && h.output === `${h.phase} ${h.n}`)).toBe(true);
+      }
     });
   }
 

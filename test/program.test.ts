@@ -412,6 +412,38 @@ describe("parseProgram: slots and org", () => {
   });
 });
 
+describe("parseProgram: hooks", () => {
+  const lines = MINIMAL.split("\n").length - 1;
+  const withHooks = (extra: string) => `${MINIMAL.slice(0, -4)}${extra}\n---\n`;
+
+  it("reads before, after and budget; the grace is a trial's of that budget; no hooks: absent", () => {
+    expect(parseProgram(MINIMAL, "p.md").hooks).toBeUndefined();
+    expect(parseProgram(withHooks("hooks: { after: node plot.mjs }"), "p.md").hooks).toEqual({
+      after: "node plot.mjs",
+      budgetMs: 30_000,
+      graceMs: 3000,
+    });
+    expect(
+      parseProgram(withHooks("hooks: { before: node a.mjs, after: node b.mjs, budget: 2m }"), "p.md").hooks,
+    ).toEqual({ before: "node a.mjs", after: "node b.mjs", budgetMs: 120_000, graceMs: 12_000 });
+  });
+
+  it("names the field of an unknown key, a bad budget, an empty command or no hook at all", () => {
+    const bad = (extra: string) => failure(withHooks(extra));
+    expect(reported(bad("hooks: { befor: node a.mjs }"), lines, "hooks.befor")).toContain(
+      'did you mean "before"',
+    );
+    expect(reported(bad("hooks: { after: x, budget: soon }"), lines, "hooks.budget")).toContain(
+      '"soon" is not a duration',
+    );
+    expect(reported(bad("hooks: { after: x, budget: 0s }"), lines, "hooks.budget")).toContain(
+      "longer than zero",
+    );
+    expect(reported(bad('hooks: { after: "" }'), lines, "hooks.after")).toContain("must not be empty");
+    expect(reported(bad("hooks: { budget: 10s }"), lines, "hooks")).toContain("names no hook");
+  });
+});
+
 describe("parseProgram: YAML and frontmatter errors", () => {
   it("reports malformed YAML with the file line", () => {
     const err = failure(withLine(10, "  editable: [train.ts"));

@@ -7,6 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import type { CrashPoint } from "../src/core/crash-points.ts";
 import {
@@ -112,6 +113,13 @@ describe("kill -9 between two writes (AUTOLAB_CRASH_AT), then resume", () => {
     { point: "after-trial-result", k: 3 },
     // Every candidate improves, so experiment 2 is a keep whose branch move is cut off.
     { point: "after-decision", k: 2, opts: { score: "decreasing" } },
+    // Hooks: the baseline's after hook passes first, then #1's before and after: the 4th pass is
+    // #2's before hook, recorded, with nothing of #2 committed yet.
+    {
+      point: "after-hook",
+      k: 4,
+      opts: { hooks: { before: "echo before $AUTOLAB_N", after: "echo after $AUTOLAB_N" } },
+    },
   ];
 
   for (const { point, k, opts } of cases) {
@@ -157,6 +165,28 @@ describe("kill -9 between two writes (AUTOLAB_CRASH_AT), then resume", () => {
           expect(e2.trials).toHaveLength(1);
           expect(t.invocations()).toBe(invocationsAtCrash + (N - 2));
           break;
+        case "after-hook": {
+          // #2's before hook was recorded, nothing else of #2: it is proposed (and its hook run) again.
+          expect(before.map((e) => e.n)).toEqual([0, 1]);
+          expect(orphanRef).toBe("");
+          expect(e2.trials).toHaveLength(1);
+          const db = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+          const hooks = db.prepare("SELECT n, phase, status, output FROM hook_runs ORDER BY id").all() as {
+            n: number;
+            phase: string;
+            status: string;
+            output: string;
+          }[];
+          db.close();
+          expect(hooks.filter((h) => h.n === 2 && h.phase === "before").map((h) => h.output)).toEqual([
+            "before 2",
+            "before 2",
+          ]);
+          // Every experiment has its after hook, the baseline's included, each once.
+          expect(hooks.filter((h) => h.phase === "after").map((h) => h.n)).toEqual([0, 1, 2, 3]);
+          expect(hooks.every((h) => h.status === "ok")).toBe(true);
+          break;
+        }
         case "after-decision":
           // Decided keep, branch not moved yet: resume moves it (checked by the invariants).
           expect(before.at(-1)?.decision?.action).toBe("keep");

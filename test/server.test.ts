@@ -341,6 +341,55 @@ describe("API on a lab with every outcome", () => {
   });
 });
 
+describe("API on a lab with hooks", () => {
+  const dir = tempDir();
+  const ledgerPath = buildNotebook(dir, [
+    {
+      tag: "main",
+      holdout: ["secret_holdout"],
+      experiments: [
+        { action: "keep", metric: 3 },
+        { action: "keep", metric: 2.5 },
+      ],
+    },
+  ]);
+  const l = new SqliteLedger(ledgerPath);
+  const run = l.getRun("main");
+  if (!run) throw new Error("fixture run missing");
+  for (const phase of ["before", "after"] as const) {
+    l.addHookRun({
+      runId: run.id,
+      n: 1,
+      phase,
+      command: `node ${phase}.mjs`,
+      status: phase === "after" ? "failed" : "ok",
+      ...(phase === "after" ? { reason: "exited with code 3: secret_holdout: 41" } : {}),
+      exitCode: phase === "after" ? 3 : 0,
+      wallS: 0.5,
+      output: "<script>alert(1)</script>\nsecret_holdout: 41\n",
+      logDir: `/logs/1/hook-${phase}`,
+    });
+  }
+  l.close();
+
+  it("an experiment's page carries its hook runs, holdout metrics redacted unless asked", async () => {
+    const app = appFor(ledgerPath);
+    const { status, body } = await get<Json>(app, "/api/experiments/1");
+    expect(status).toBe(200);
+    expect(body.hooks.map((h: Json) => [h.phase, h.status, h.exitCode])).toEqual([
+      ["before", "ok", 0],
+      ["after", "failed", 3],
+    ]);
+    // The API gives the text as it is (the page escapes it); holdout values are not in it.
+    expect(body.hooks[0].output).toContain("<script>alert(1)</script>");
+    expect(JSON.stringify(body.hooks)).not.toContain("41");
+    const shown = await get<Json>(app, "/api/experiments/1?holdout=1");
+    expect(shown.body.hooks[0].output).toContain("secret_holdout: 41");
+    expect(shown.body.hooks[1].reason).toBe("exited with code 3: secret_holdout: 41");
+    expect((await get<Json>(app, "/api/experiments/0")).body.hooks).toEqual([]);
+  });
+});
+
 describe("API on unusual labs", () => {
   it("an empty notebook: no runs, and every view says so", async () => {
     const app = appFor(buildNotebook(tempDir(), []));

@@ -10,7 +10,7 @@ import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
 import type { Agent, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
-import { defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
+import { DEFAULT_HOOK_BUDGET_MS, defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { createJudge } from "../trust/acceptance.ts";
 import { createPruner } from "../trust/pruner.ts";
@@ -41,6 +41,12 @@ export interface RunOptions {
   maxTimeMs?: number;
   /** Overrides program.md's run.budget (ms). */
   budgetMs?: number;
+  /**
+   * Replaces program.md's `hooks:` (docs/program.md "Hooks"): commands run before each proposal
+   * and after each decision, in a trial's sandbox, each killed at `budgetMs` (default 30 s) +
+   * grace. `{}` turns program.md's hooks off.
+   */
+  hooks?: { before?: string; after?: string; budgetMs?: number };
   /** Overrides program.md's slots: count (its gpus and proposers stay; proposers default to the count). */
   slots?: number;
   /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
@@ -149,6 +155,32 @@ export async function openRunSession(
       }
       program.run.budgetMs = opts.budgetMs;
       program.run.graceMs = defaultGraceMs(opts.budgetMs);
+    }
+    if (opts.hooks !== undefined) {
+      const { before, after, budgetMs = DEFAULT_HOOK_BUDGET_MS } = opts.hooks;
+      if (!Number.isFinite(budgetMs) || budgetMs <= 0) {
+        throw new AutolabError(
+          "HOOKS_INVALID",
+          `hooks.budgetMs ${budgetMs} is not a time limit: give a positive number of milliseconds.`,
+          "e.g. hooks: { after: 'node plot.mjs', budgetMs: 30_000 }",
+        );
+      }
+      const commands = [before, after].filter((c) => c !== undefined);
+      if (commands.some((c) => c.trim() === "")) {
+        throw new AutolabError(
+          "HOOKS_INVALID",
+          "a hook command (hooks.before, hooks.after) is empty.",
+          "Give the command to run, or leave the hook out.",
+        );
+      }
+      if (commands.length === 0) delete program.hooks;
+      else
+        program.hooks = {
+          ...(before !== undefined ? { before } : {}),
+          ...(after !== undefined ? { after } : {}),
+          budgetMs,
+          graceMs: defaultGraceMs(budgetMs),
+        };
     }
     if (opts.slots !== undefined) {
       const given = program.slots;

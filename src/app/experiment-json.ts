@@ -1,5 +1,5 @@
 import { objectiveOf } from "../core/experiments.ts";
-import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, HookRunRecord, RunRecord } from "../core/ledger.ts";
 import type { Params } from "../core/types.ts";
 import { loadProgram } from "../program/index.ts";
 import { visibleMetrics } from "./status.ts";
@@ -78,6 +78,34 @@ export function experimentJson(
     })),
     createdAt: e.createdAt,
     decidedAt: e.decision?.decidedAt ?? null,
+  };
+}
+
+/** One hook run (program.md `hooks:`) as `autolab show --json` and the HTTP API give it. */
+export interface HookJson {
+  phase: "before" | "after";
+  command: string;
+  status: "ok" | "failed" | "timeout" | "interrupted";
+  reason: string | null;
+  exitCode: number | null;
+  wallS: number;
+  /** The tail of its output, capped (src/core/hooks.ts): trial-controlled text. */
+  output: string;
+  logDir: string;
+  finishedAt: string;
+}
+
+export function hookJson(h: HookRunRecord): HookJson {
+  return {
+    phase: h.phase,
+    command: h.command,
+    status: h.status,
+    reason: h.reason ?? null,
+    exitCode: h.exitCode,
+    wallS: h.wallS,
+    output: h.output,
+    logDir: h.logDir,
+    finishedAt: h.finishedAt,
   };
 }
 

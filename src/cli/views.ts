@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { experimentJson, holdoutOf } from "../app/experiment-json.ts";
+import { experimentJson, holdoutOf, hookJson } from "../app/experiment-json.ts";
 import { openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
 import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
@@ -11,7 +11,7 @@ import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
-import { buildContext, failuresText, redactHoldouts } from "../core/views.ts";
+import { buildContext, failuresText, hookOutputLines, redactHoldouts } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -256,8 +256,21 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
       "Use a number from `autolab log`.",
     );
   }
-  const found = withRun(flags, (run, exps, holdout) => ({ run, e: exps.find((x) => x.n === n), holdout }));
+  const found = withRun(flags, (run, exps, holdout, lab) => ({
+    run,
+    e: exps.find((x) => x.n === n),
+    holdout,
+    hooks: lab.ledger.listHookRuns(run.id, n),
+  }));
   const { run, e, holdout } = found;
+  // Hook output is trial-controlled: holdout names redacted like every trial text (unless --holdout).
+  const hooks = flags.holdout
+    ? found.hooks
+    : found.hooks.map((h) => ({
+        ...h,
+        output: redactHoldouts(h.output, holdout),
+        reason: h.reason && redactHoldouts(h.reason, holdout),
+      }));
   if (!e)
     throw new AutolabError(
       "EXPERIMENT_NOT_FOUND",
@@ -277,7 +290,11 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   if (flags.json) {
     return printJson(
       JSON.stringify(
-        { ...experimentJson(e, holdout, flags.holdout ?? false, run.metric), diffText: diff },
+        {
+          ...experimentJson(e, holdout, flags.holdout ?? false, run.metric),
+          hooks: hooks.map(hookJson),
+          diffText: diff,
+        },
         null,
         2,
       ),
@@ -332,6 +349,13 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
       if (r.logDir) lines.push(`  logs: ${r.logDir}`);
     }
   }
+  for (const h of hooks) {
+    lines.push(
+      `Hook ${h.phase} (\`${h.command}\`): ${h.status}${h.reason ? ` — ${h.reason}` : ""}, ${h.wallS.toFixed(2)}s`,
+    );
+    lines.push(...hookOutputLines(h.output).map((l) => `  ${l}`));
+    lines.push(`  logs: ${h.logDir}`);
+  }
   if (diff) lines.push("", diff.trimEnd());
   print(lines.join("\n"));
 }
@@ -348,7 +372,10 @@ export function contextCommand(flags: ViewFlags): void {
     const run = selectRun(ledger, flags.tag);
     const program = loadProgram(run.programPath);
     print(
-      buildContext(program, run, ledger.listExperiments(run.id), { imported: ledger.listImportedResults() }),
+      buildContext(program, run, ledger.listExperiments(run.id), {
+        imported: ledger.listImportedResults(),
+        hooks: ledger.latestHookRuns(run.id),
+      }),
     );
   } finally {
     ledger.close();

@@ -13,6 +13,7 @@ export type CrashPoint =
   | "after-trial-start" // trial start row written, process not yet spawned
   | "after-trial-result" // trial result written, no decision
   | "after-decision" // decision written, branch not yet advanced
+  | "after-hook" // a hook run's row written (program.md hooks:), before what follows it
   | "after-merge-commit"; // parallel: a winner rebased onto the new best (commit + ref), no merge row yet
 
 export function crashPoint(point: CrashPoint): void {

@@ -98,6 +98,11 @@ export const ERROR_CODES = {
   GIT_FAILED: { kind: "user", http: 500, meaning: "a git command failed" },
   GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },
   GPU_DEVICE_MISSING: { kind: "user", http: 500, meaning: "slots name GPUs but no GPU device is present" },
+  HOOKS_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "the library's `hooks` option has an empty command or a budget that is no time limit",
+  },
   IMPORT_EXISTS: {
     kind: "user",
     http: 409,

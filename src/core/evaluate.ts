@@ -9,6 +9,7 @@ import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
+import { afterDecisionEnv, bestCommitOf, runHook } from "./hooks.ts";
 import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps, type Trials } from "./loop-deps.ts";
@@ -30,6 +31,26 @@ export async function evaluateExperiment(
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
   /** Known when the caller just built `exp` on the best and its worktree is at exp.commit. */
+  freshOn?: string,
+): Promise<void> {
+  await evaluateAndDecide(deps, exp, emit, signal, freshOn);
+  // The after hook (program.md hooks:) follows the decision, if there was one (not on Ctrl-C).
+  if (!deps.program.hooks?.after || signal?.aborted) return;
+  if (!deps.ledger.getExperiment(deps.run.id, exp.n)?.decision) return;
+  await runHook(deps, "after", exp.n, {
+    at: bestCommitOf(deps),
+    env: afterDecisionEnv(deps, exp.n),
+    emit,
+    signal,
+    experimentId: exp.id,
+  });
+}
+
+async function evaluateAndDecide(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  emit: (e: LoopEvent) => void,
+  signal: AbortSignal | undefined,
   freshOn?: string,
 ): Promise<void> {
   const { ledger, run, workspace: ws } = deps;

@@ -136,6 +136,37 @@ export interface ImportedResultRecord extends NewImportedResult {
   importedAt: string;
 }
 
+/** Which side of an experiment a hook ran on (program.md `hooks:`). */
+export type HookPhase = "before" | "after";
+
+/**
+ * How a hook ended: `failed` (non-zero exit, could not start), `timeout` (killed at its
+ * budget + grace), `interrupted` (Ctrl-C). A hook's outcome never stops the run.
+ */
+export type HookStatus = "ok" | "failed" | "timeout" | "interrupted";
+
+/** One run of a hook (src/core/hooks.ts): written once it has finished. */
+export interface NewHookRun {
+  runId: number;
+  /** The experiment it ran around: `before` the proposal of n, `after` n's decision. */
+  n: number;
+  phase: HookPhase;
+  command: string;
+  status: HookStatus;
+  reason?: string;
+  exitCode: number | null;
+  wallS: number;
+  /** The tail of its stdout + stderr, capped (HOOK_OUTPUT_CHARS): trial-controlled text, escape wherever shown. */
+  output: string;
+  /** Its full (capped) logs: stdout.log, stderr.log. */
+  logDir: string;
+}
+
+export interface HookRunRecord extends NewHookRun {
+  id: number;
+  finishedAt: string;
+}
+
 export interface Ledger {
   createRun(run: Omit<RunRecord, "id" | "startedAt">): RunRecord;
   getRun(tag: string): RunRecord | undefined;
@@ -160,6 +191,12 @@ export interface Ledger {
   addImportedResults(rows: NewImportedResult[]): void;
   /** Every imported result, by source in import order, then by seq. */
   listImportedResults(): ImportedResultRecord[];
+  /** Records a finished hook run (program.md `hooks:`); returns the record. */
+  addHookRun(hook: NewHookRun): HookRunRecord;
+  /** A run's hook runs, oldest first; with `n`, only those around experiment n. */
+  listHookRuns(runId: number, n?: number): HookRunRecord[];
+  /** The most recent hook run of each phase of a run (at most one `before`, one `after`), oldest first. */
+  latestHookRuns(runId: number): HookRunRecord[];
   close(): void;
 }
 

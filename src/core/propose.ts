@@ -13,7 +13,8 @@ import { AutolabError } from "./errors.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
-import type { ExperimentRecord } from "./ledger.ts";
+import { afterDecisionEnv, runHook } from "./hooks.ts";
+import type { ExperimentRecord, HookRunRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
@@ -71,6 +72,16 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   }
   // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
   const n = coordination.allocate();
+  // The before hook (program.md hooks:) runs in the worktree at the best, which it leaves clean;
+  // a worktree the researcher already edited (MCP's prepared step) is not touched.
+  const beforeHook = opts.prepared
+    ? undefined
+    : await runHook(deps, "before", n, { at: bestCommit, emit, signal: opts.signal });
+  if (opts.signal?.aborted) {
+    await ws.resetTo(bestCommit);
+    return undefined;
+  }
+  if (beforeHook) before = await ws.snapshot();
   emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
 
   const agentLogDir = join(deps.logDir, String(n), "agent");
@@ -88,6 +99,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
           ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
           : {}),
         imported: ledger.listImportedResults(),
+        hooks: hooksForContext(deps, beforeHook),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
@@ -144,6 +156,13 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     const bestNow = { n: best.n, metric: bestMetric };
     emit({ type: "decision", n, action, reason: reject, best: bestNow });
     await ws.resetTo(bestCommit, changed);
+    await runHook(deps, "after", n, {
+      at: bestCommit,
+      env: afterDecisionEnv(deps, n),
+      emit,
+      signal: opts.signal,
+      experimentId: exp.id,
+    });
     return { n, action, reason: reject, best: bestNow, researcherFailed: true };
   }
   if (opts.deferEvaluation) {
@@ -168,4 +187,14 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     best: { n: after?.n ?? best.n, metric: afterMetric ?? bestMetric },
     researcherFailed: false,
   };
+}
+
+/**
+ * The hook outputs a proposal for n reads: its own before hook's and the run's latest after
+ * hook's (with parallel proposers, another's before hook is not this proposal's).
+ */
+function hooksForContext(deps: LoopDeps, before: HookRunRecord | undefined): HookRunRecord[] {
+  if (!deps.program.hooks) return [];
+  const latest = deps.ledger.latestHookRuns(deps.run.id).filter((h) => h.phase === "after");
+  return before ? [...latest, before] : latest;
 }

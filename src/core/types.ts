@@ -145,6 +145,13 @@ export interface Program {
     /** Candidates measured on both of two adjacent rungs before the alarm judges them. */
     minPairs: number;
   };
+  /**
+   * Iteration hooks (docs/program.md "Hooks"): `before` runs before each proposal in the
+   * worktree at the best, `after` after each decision, both in a trial's sandbox under
+   * `budgetMs` + `graceMs`; their output reaches the researcher's next context. A failing hook is
+   * recorded and never stops the run. Absent when program.md has no `hooks:`.
+   */
+  hooks?: { before?: string; after?: string; budgetMs: number; graceMs: number };
   /** The markdown body: research directions for agents. */
   directions: string;
 }

@@ -132,4 +132,23 @@ export const MIGRATIONS: readonly string[] = [
     UNIQUE (source, seq)
   );
   `,
+  // 8: iteration hooks (program.md `hooks:`): one row per finished hook run, before a proposal
+  // or after a decision, keyed by the experiment number (a before hook precedes its row)
+  `
+  CREATE TABLE hook_runs (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    n INTEGER NOT NULL,
+    phase TEXT NOT NULL CHECK (phase IN ('before', 'after')),
+    command TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    exit_code INTEGER,
+    wall_s REAL NOT NULL,
+    output TEXT NOT NULL,
+    log_dir TEXT NOT NULL,
+    finished_at TEXT NOT NULL
+  );
+  CREATE INDEX hook_runs_run ON hook_runs(run_id, n);
+  `,
 ];

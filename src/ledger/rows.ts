@@ -1,5 +1,7 @@
 import type {
   ExperimentRecord,
+  HookRunRecord,
+  HookStatus,
   ImportedResultRecord,
   NoteRecord,
   RunRecord,
@@ -256,5 +258,37 @@ export function toImportedResult(r: ImportedResultRow): ImportedResultRecord {
     description: r.description,
     ...(r.segment !== null ? { segment: r.segment } : {}),
     importedAt: r.imported_at,
+  };
+}
+
+export interface HookRunRow {
+  id: number;
+  run_id: number;
+  n: number;
+  phase: string;
+  command: string;
+  status: string;
+  reason: string | null;
+  exit_code: number | null;
+  wall_s: number;
+  output: string;
+  log_dir: string;
+  finished_at: string;
+}
+
+export function toHookRun(r: HookRunRow): HookRunRecord {
+  return {
+    id: r.id,
+    runId: r.run_id,
+    n: r.n,
+    phase: r.phase === "after" ? "after" : "before",
+    command: r.command,
+    status: r.status as HookStatus,
+    ...(r.reason !== null ? { reason: r.reason } : {}),
+    exitCode: r.exit_code,
+    wallS: r.wall_s,
+    output: r.output,
+    logDir: r.log_dir,
+    finishedAt: r.finished_at,
   };
 }

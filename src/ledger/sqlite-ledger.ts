@@ -4,9 +4,11 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlit
 import { AutolabError } from "../core/errors.ts";
 import type {
   ExperimentRecord,
+  HookRunRecord,
   ImportedResultRecord,
   Ledger,
   NewExperiment,
+  NewHookRun,
   NewImportedResult,
   NewTrial,
   NoteRecord,
@@ -19,6 +21,7 @@ import type { Decision, TrialResult } from "../core/types.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
   type ExperimentRow,
+  type HookRunRow,
   type ImportedResultRow,
   type MaxRow,
   type NoteRow,
@@ -26,6 +29,7 @@ import {
   type SessionRow,
   type TrialRow,
   toExperiment,
+  toHookRun,
   toImportedResult,
   toNote,
   toRun,
@@ -350,6 +354,42 @@ export class SqliteLedger implements Ledger, NotebookReader {
        ORDER BY s.first, i.seq`,
     ).all();
     return (rows as unknown as ImportedResultRow[]).map((r) => deepFreeze(toImportedResult(r)));
+  }
+
+  addHookRun(hook: NewHookRun): HookRunRecord {
+    const finishedAt = now();
+    const res = this.stmt(
+      `INSERT INTO hook_runs (run_id, n, phase, command, status, reason, exit_code, wall_s, output, log_dir, finished_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      hook.runId,
+      hook.n,
+      hook.phase,
+      hook.command,
+      hook.status,
+      hook.reason ?? null,
+      hook.exitCode,
+      hook.wallS,
+      hook.output,
+      hook.logDir,
+      finishedAt,
+    );
+    return deepFreeze({ ...hook, id: Number(res.lastInsertRowid), finishedAt });
+  }
+
+  listHookRuns(runId: number, n?: number): HookRunRecord[] {
+    const rows =
+      n === undefined
+        ? this.stmt("SELECT * FROM hook_runs WHERE run_id = ? ORDER BY id").all(runId)
+        : this.stmt("SELECT * FROM hook_runs WHERE run_id = ? AND n = ? ORDER BY id").all(runId, n);
+    return (rows as unknown as HookRunRow[]).map((r) => deepFreeze(toHookRun(r)));
+  }
+
+  latestHookRuns(runId: number): HookRunRecord[] {
+    const rows = this.stmt(
+      `SELECT * FROM hook_runs WHERE id IN (SELECT MAX(id) FROM hook_runs WHERE run_id = ? GROUP BY phase) ORDER BY id`,
+    ).all(runId);
+    return (rows as unknown as HookRunRow[]).map((r) => deepFreeze(toHookRun(r)));
   }
 
   /** Another connection's commit moves PRAGMA data_version; this connection's own writes move total_changes. */

@@ -112,7 +112,8 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           "The harness runs it under the budget, scores it with the protected evaluator, and keeps it only if it beats the best; otherwise the worktree is reset to the best.",
         ];
         const imported = s.lab.ledger.listImportedResults();
-        return `${buildContext(s.lab.program, s.run, exps, { imported })}\n${where.join("\n")}`;
+        const hooks = s.lab.ledger.latestHookRuns(s.run.id);
+        return `${buildContext(s.lab.program, s.run, exps, { imported, hooks })}\n${where.join("\n")}`;
       }),
   );
 

@@ -132,6 +132,9 @@ export function parseProgram(text: string, path: string): Program {
     ...(Object.keys(fm.slots).length ? { slots: toSlots(fm.slots) } : {}),
     ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
     ...(fm.ladder ? { ladder: toLadder(fm.ladder, fm.run.grace) } : {}),
+    ...(fm.hooks && (fm.hooks.before !== undefined || fm.hooks.after !== undefined)
+      ? { hooks: toHooks(fm.hooks) }
+      : {}),
     directions: split.body,
   };
 }
@@ -140,6 +143,20 @@ export function parseProgram(text: string, path: string): Program {
 function toSlots(s: Frontmatter["slots"]): NonNullable<Program["slots"]> {
   const count = s.count ?? s.gpus?.length ?? 1;
   return { count, ...(s.gpus ? { gpus: s.gpus } : {}), proposers: s.proposers ?? count };
+}
+
+/** Default time limit of each hook (program.md `hooks.budget`). */
+export const DEFAULT_HOOK_BUDGET_MS = 30_000;
+
+/** A hook is killed at its budget + the default grace of that budget, like a trial. */
+function toHooks(h: NonNullable<Frontmatter["hooks"]>): NonNullable<Program["hooks"]> {
+  const budgetMs = h.budget ?? DEFAULT_HOOK_BUDGET_MS;
+  return {
+    ...(h.before !== undefined ? { before: h.before } : {}),
+    ...(h.after !== undefined ? { after: h.after } : {}),
+    budgetMs,
+    graceMs: defaultGraceMs(budgetMs),
+  };
 }
 
 /** Each rung gets run.grace when it is given, else the default grace of its own budget. */

@@ -357,6 +357,13 @@ const ladderShape = {
     .default(12),
 };
 
+/** Iteration hooks (docs/program.md "Hooks"): commands around each experiment, in a trial's sandbox. */
+const hooksShape = {
+  before: text.optional(),
+  after: text.optional(),
+  budget: optionalDuration(true),
+};
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -375,6 +382,12 @@ const topShape = {
   ladder: z.strictObject(ladderShape).optional(),
   /** What the command writes for the evaluate step (a checkpoint, predictions): all evaluate sees besides the committed files and setup's. */
   outputs: z.array(relPath).default([]),
+  hooks: z
+    .strictObject(hooksShape)
+    .refine((h) => h.before !== undefined || h.after !== undefined, {
+      error: "names no hook: give `before:`, `after:` or both",
+    })
+    .optional(),
   /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
   sandbox: z
     .strictObject(sandboxShape)
@@ -405,6 +418,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   slots: Object.keys(slotsShape),
   org: Object.keys(orgShape),
   ladder: Object.keys(ladderShape),
+  hooks: Object.keys(hooksShape),
   sandbox: Object.keys(sandboxShape),
   "sandbox.limits": Object.keys(limitsShape),
 };
@@ -459,6 +473,11 @@ export const EXAMPLES: Record<string, string> = {
   "sandbox.limits.processes": "processes: 4096",
   "sandbox.limits.file_size": "file_size: 20G",
   "sandbox.limits.cpu_time": "cpu_time: 2h",
+  hooks:
+    "hooks:\n  before: node summarize-logs.ts   # before each proposal; its output reaches the researcher\n  after: node plot.ts              # after each decision (AUTOLAB_N, AUTOLAB_DECISION, AUTOLAB_METRIC)\n  budget: 30s                      # each hook's time limit (default 30s)",
+  "hooks.before": "before: node summarize-logs.ts   # runs before each proposal, in the worktree at the best",
+  "hooks.after": "after: node plot.ts   # runs after each decision",
+  "hooks.budget": "budget: 30s   # each hook's time limit, killed at budget + grace (default 30s)",
   metrics: "metrics:\n  holdout: [test_bpb]\n  progress: train_loss",
   "metrics.holdout": "holdout: [test_bpb]",
   "metrics.progress": "progress: train_loss",

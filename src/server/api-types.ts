@@ -5,7 +5,7 @@
  * Field by field in docs/dashboard.md.
  */
 
-import type { ExperimentJson } from "../app/experiment-json.ts";
+import type { ExperimentJson, HookJson } from "../app/experiment-json.ts";
 import type { OpenTrial, RunSummary } from "../app/lab-reader.ts";
 import type { OrgView } from "../app/org-view.ts";
 import type { StatusJson } from "../app/status.ts";
@@ -39,6 +39,8 @@ export type ExperimentResponse = ExperimentJson & {
   logTail: string;
   /** The change against its parent (`git diff`), "" for none. */
   diffText: string;
+  /** Its hook runs (program.md `hooks:`), oldest first; outputs are trial-controlled text, holdout names redacted unless `?holdout=1`. */
+  hooks: HookJson[];
 };
 
 /** An alarm raised by the trust layer (overfitting canary, a baseline too noisy to accept anything). */

@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Ledger, NewExperiment, NewImportedResult, NewTrial, RunRecord } from "../../src/core/ledger.ts";
+import type {
+  Ledger,
+  NewExperiment,
+  NewHookRun,
+  NewImportedResult,
+  NewTrial,
+  RunRecord,
+} from "../../src/core/ledger.ts";
 import type { TrialResult } from "../../src/core/types.ts";
 
 /**
@@ -528,6 +535,71 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
           const other = opts.openAnother?.(l) as Ledger;
           open.push(other);
           expect(other.listImportedResults()).toEqual(l.listImportedResults());
+        });
+      }
+    });
+
+    describe("hook runs", () => {
+      const hook = (runId: number, n: number, phase: "before" | "after", over: Partial<NewHookRun> = {}) =>
+        ({
+          runId,
+          n,
+          phase,
+          command: "node hook.mjs",
+          status: "ok",
+          exitCode: 0,
+          wallS: 0.25,
+          output: `${phase} ${n}\n\u001b[31mred\u001b[0m <b>html</b>`,
+          logDir: `/logs/${n}/hook-${phase}`,
+          ...over,
+        }) satisfies NewHookRun;
+
+      it("round-trips hook runs per run and per experiment, oldest first, touching no experiment", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const other = l.createRun(newRun({ tag: "other", branch: "autolab/other" }));
+        expect(l.listHookRuns(run.id)).toEqual([]);
+        expect(l.latestHookRuns(run.id)).toEqual([]);
+        l.addExperiment(newExperiment(run.id, 1));
+        const before = l.getExperiment(run.id, 1);
+        const a = l.addHookRun(hook(run.id, 1, "before"));
+        const b = l.addHookRun(
+          hook(run.id, 1, "after", { status: "failed", reason: "exited with code 3: boom", exitCode: 3 }),
+        );
+        // A before hook precedes its experiment's row: n need not exist yet.
+        const c = l.addHookRun(
+          hook(run.id, 2, "before", { status: "timeout", reason: "killed", exitCode: null }),
+        );
+        l.addHookRun(hook(other.id, 1, "after"));
+        expect(a).toEqual({
+          ...hook(run.id, 1, "before"),
+          id: expect.any(Number),
+          finishedAt: expect.stringMatching(ISO),
+        });
+        expect(Object.isFrozen(a)).toBe(true);
+        expect(l.listHookRuns(run.id)).toEqual([a, b, c]);
+        expect(l.listHookRuns(run.id, 1)).toEqual([a, b]);
+        expect(l.listHookRuns(run.id, 3)).toEqual([]);
+        expect(l.listHookRuns(run.id)[1]).toMatchObject({
+          status: "failed",
+          reason: "exited with code 3: boom",
+          exitCode: 3,
+        });
+        expect(l.listHookRuns(run.id)[2]?.exitCode).toBeNull();
+        expect(l.listHookRuns(run.id)[0]?.reason).toBeUndefined();
+        // The latest of each phase: #1's after hook, #2's before hook.
+        expect(l.latestHookRuns(run.id)).toEqual([b, c]);
+        expect(l.getExperiment(run.id, 1)).toEqual(before);
+      });
+
+      if (opts.openAnother) {
+        it("another connection reads the hook runs", () => {
+          const l = fresh();
+          const run = l.createRun(newRun());
+          l.addHookRun(hook(run.id, 1, "before"));
+          const other = opts.openAnother?.(l) as Ledger;
+          open.push(other);
+          expect(other.listHookRuns(run.id)).toEqual(l.listHookRuns(run.id));
         });
       }
     });

@@ -61,6 +61,8 @@ export interface ToyOptions {
   slots?: number;
   /** `off`: trials run without the sandbox (program.md `sandbox: off`). */
   sandbox?: "off";
+  /** program.md `hooks:` (docs/program.md "Hooks"): commands run before each proposal and after each decision. */
+  hooks?: { before?: string; after?: string; budget?: string };
   /** Don't commit: leaves a repository with the files staged but no commit. */
   noCommit?: boolean;
   /** Don't create a git repository at all. */
@@ -117,6 +119,14 @@ export function programMd(o: ToyOptions, scratch?: string): string {
     ...(o.agent ? [`agent: ${o.agent}`] : []),
     `acceptance: ${o.acceptance ?? "greedy"}`,
     ...(o.slots !== undefined ? [`slots: ${o.slots}`] : []),
+    ...(o.hooks
+      ? [
+          "hooks:",
+          ...(o.hooks.before !== undefined ? [`  before: ${JSON.stringify(o.hooks.before)}`] : []),
+          ...(o.hooks.after !== undefined ? [`  after: ${JSON.stringify(o.hooks.after)}`] : []),
+          ...(o.hooks.budget !== undefined ? [`  budget: ${o.hooks.budget}`] : []),
+        ]
+      : []),
     // train.mjs counts its invocations in the scratch directory: writable in the sandbox.
     ...(o.sandbox === "off" ? ["sandbox: off"] : []),
     ...(scratch && o.sandbox !== "off" ? [`sandbox: { caches: [${JSON.stringify(scratch)}] }`] : []),

@@ -636,6 +636,17 @@ async function loadExperiment(n) {
     ${e.diffText ? html`<pre class="diff">${colorDiff(e.diffText)}</pre>` : html`<p class="empty">No change against its parent${e.id === 0 ? " (the baseline runs the code as it is)" : ""}.</p>`}
     <h2>Log tail</h2>
     ${e.logTail ? html`<pre class="log">${e.logTail}</pre>` : html`<p class="empty">No log yet.</p>`}
+    ${
+      e.hooks.length
+        ? html`<h2>Hooks</h2>
+          ${e.hooks.map(
+            (
+              h,
+            ) => html`<section class="hook"><p><strong>${h.phase}</strong> <code>${h.command}</code>: <span class="${h.status === "ok" ? "k" : "c"}">${h.status}</span>${h.reason ? ` — ${h.reason}` : ""} <span class="muted">${h.wallS.toFixed(2)}s</span></p>
+            ${h.output ? html`<pre class="log hook-output">${h.output}</pre>` : html`<p class="empty">No output.</p>`}</section>`,
+          )}`
+        : ""
+    }
   `,
     body,
   );
