@@ -119,12 +119,18 @@ export function buildContext(
   if (opts.hooks?.length) lines.push("", ...hookLines(opts.hooks));
   if (opts.imported?.length)
     lines.push("", ...priorHistory(opts.imported, metric, opts.importedRecent ?? 15, firstLine));
-  if (program.directions.trim()) lines.push("", "## Research directions", program.directions.trim());
   // … and the whole text again (role instructions, directions).
-  let text = redactHoldouts(lines.join("\n"), names);
-  if (text.length > maxChars)
-    text = `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
-  return text;
+  const notebook = redactHoldouts(lines.join("\n"), names);
+  const directions = program.directions.trim()
+    ? redactHoldouts(`\n\n## Research directions\n${program.directions.trim()}`, names)
+    : "";
+  // The user's directions are never what a long notebook pushes out: the notebook is cut first.
+  if (notebook.length + directions.length <= maxChars) return notebook + directions;
+  const mark = `\n… (notebook truncated to fit ${maxChars} chars)`;
+  const room = maxChars - directions.length - mark.length;
+  if (room >= 200) return `${notebook.slice(0, room)}${mark}${directions}`;
+  const text = notebook + directions;
+  return `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
 }
 
 /** The last hook run of each phase, as the researcher reads it: status, then its output, fenced. */
