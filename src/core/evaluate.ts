@@ -37,6 +37,9 @@ export async function evaluateExperiment(
   // The after hook (program.md hooks:) follows the decision, if there was one (not on Ctrl-C).
   if (!deps.program.hooks?.after || signal?.aborted) return;
   if (!deps.ledger.getExperiment(deps.run.id, exp.n)?.decision) return;
+  // Once per experiment: a candidate judged from inside beforeBaseline (a nested evaluation)
+  // already had its after hook there.
+  if (deps.ledger.listHookRuns(deps.run.id, exp.n).some((h) => h.phase === "after")) return;
   await runHook(deps, "after", exp.n, {
     at: bestCommitOf(deps),
     env: afterDecisionEnv(deps, exp.n),
