@@ -1,17 +1,12 @@
-import { finalizeRun, renderPlan } from "../app/finalize.ts";
+import { type FinalizeOptions, finalizeRun, renderPlan } from "../app/finalize.ts";
 import { AutolabError } from "../core/errors.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
-export interface FinalizeFlags {
-  program?: string;
-  tag?: string;
-  apply?: boolean;
-  verify?: boolean;
-  trials?: number;
-  pr?: boolean;
-  remote?: string;
-  json?: boolean;
-}
+/** The command's flags: the library's options a user can give, and --json. */
+export type FinalizeFlags = Pick<
+  FinalizeOptions,
+  "program" | "tag" | "apply" | "verify" | "trials" | "pr" | "remote"
+> & { json?: boolean };
 
 /** `autolab finalize`: the plan (dry run), or the branches with --apply, --verify, --pr. */
 export async function finalizeCommand(flags: FinalizeFlags): Promise<void> {
