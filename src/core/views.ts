@@ -1,5 +1,6 @@
 import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import { formatMetric, shortLine } from "./format.ts";
+import type { KnowledgeHit } from "./knowledge.ts";
 import type { ExperimentRecord, ImportedResultRecord, RunRecord } from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
 import type { Alarm, ExperimentView, Program } from "./types.ts";
@@ -41,6 +42,11 @@ export interface ContextOptions {
   imported?: readonly ImportedResultRecord[];
   /** Most recent imported results listed (default 15). */
   importedRecent?: number;
+  /**
+   * The closest results of other runs on this machine (core/knowledge.ts): listed last, as
+   * prior work not measured in this run.
+   */
+  priorWork?: readonly KnowledgeHit[];
 }
 
 /**
@@ -114,6 +120,7 @@ export function buildContext(
   if (opts.imported?.length)
     lines.push("", ...priorHistory(opts.imported, metric, opts.importedRecent ?? 15, firstLine));
   if (program.directions.trim()) lines.push("", "## Research directions", program.directions.trim());
+  if (opts.priorWork?.length) lines.push("", ...priorWorkLines(opts.priorWork, firstLine));
   // … and the whole text again (role instructions, directions).
   let text = redactHoldouts(lines.join("\n"), names);
   if (text.length > maxChars)
@@ -144,6 +151,42 @@ function priorHistory(
     out.push(
       `- ${line(r.description) || "(no description)"} → ${line(r.status)}${m !== undefined ? ` ${metric}=${formatMetric(m)}` : ""}${commit}`,
     );
+  }
+  return out;
+}
+
+/** The heading of the prior-work section: what it is, and that this run did not measure it. */
+export const PRIOR_WORK_HEADING = "## Prior work (other runs on this machine, not measured in this run)";
+
+// C0 and C1 controls and DEL: a stored text is another researcher's, shown on one line.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+/** A stored text on one line, control characters shown as `\xNN` (it was written by another run's researcher). */
+export const priorText = (s: string) =>
+  s.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+
+/**
+ * Prior work as a researcher reads it: the closest results of other runs (other projects
+ * included), with project, run, outcome and gain over what each built on. Ideas, not
+ * measurements: other code, other hardware, perhaps another metric.
+ */
+export function priorWorkLines(
+  hits: readonly KnowledgeHit[],
+  line: (s: string) => string = shortLine,
+): string[] {
+  const out = [
+    PRIOR_WORK_HEADING,
+    "Closest results other runs recorded (other code, data or hardware; never the baseline or the best of this run). Use them for ideas and for what did not work.",
+  ];
+  for (const h of hits) {
+    const where = `${line(priorText(h.projectName))}/${line(priorText(h.run))}#${h.n}`;
+    const value =
+      h.value !== undefined
+        ? ` ${line(priorText(h.metric))}=${formatMetric(h.value)}${h.gain !== undefined ? ` (${h.gain >= 0 ? "+" : ""}${formatMetric(h.gain)} vs its parent, ${h.direction === "minimize" ? "lower" : "higher"} is better)` : ""}`
+        : "";
+    out.push(`- [${where}, ${h.date.slice(0, 10)}] ${line(priorText(h.hypothesis))} → ${h.action}${value}`);
+    if (h.mechanism) out.push(`  mechanism: ${line(priorText(h.mechanism))}`);
+    if (h.action !== "keep") out.push(`  reason: ${line(priorText(h.reason))}`);
   }
   return out;
 }

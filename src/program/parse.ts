@@ -133,6 +133,7 @@ export function parseProgram(text: string, path: string): Program {
     ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
     ...(fm.ladder ? { ladder: toLadder(fm.ladder, fm.run.grace) } : {}),
     directions: split.body,
+    ...(fm.prior_work ? {} : { priorWork: false }),
   };
 }
 

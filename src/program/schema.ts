@@ -375,6 +375,8 @@ const topShape = {
   ladder: z.strictObject(ladderShape).optional(),
   /** What the command writes for the evaluate step (a checkpoint, predictions): all evaluate sees besides the committed files and setup's. */
   outputs: z.array(relPath).default([]),
+  /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
+  prior_work: z.boolean().default(true),
   /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
   sandbox: z
     .strictObject(sandboxShape)
@@ -445,6 +447,8 @@ export const EXAMPLES: Record<string, string> = {
   "files.protected": "protected: [prepare.ts, evaluate.ts]   # files, directories or globs",
   "files.holdout":
     "holdout: [data/test.txt]   # hidden from the command and from researchers; only evaluate reads them",
+  prior_work:
+    "prior_work: false   # default true: the closest results of other runs on this machine go into the researcher's context",
   outputs:
     "outputs: [out/model.json]   # what the command writes for the evaluate step (files or directories)",
   sandbox:
