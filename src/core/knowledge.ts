@@ -189,7 +189,9 @@ export function priorWorkSource(
   const sync = (exps: readonly ExperimentRecord[]) => {
     const fresh = exps.filter((e) => e.decision && !recorded.has(e.n));
     if (!fresh.length) return;
-    const ok = guard("written", (s) => s.record(entriesOf(program, run, fresh)));
+    // Every experiment goes in (a parent's value is read from it), only the new ones come out.
+    const news = new Set(fresh.map((e) => e.n));
+    const ok = guard("written", (s) => s.record(entriesOf(program, run, exps).filter((e) => news.has(e.n))));
     if (ok !== undefined) for (const e of fresh) recorded.add(e.n);
   };
   return {
