@@ -38,7 +38,7 @@ describe("the knowledge store's place", () => {
     expect(knowledgePath({ AUTOLAB_KNOWLEDGE: "/x/k.db" })).toBe("/x/k.db");
     expect(knowledgePath({ AUTOLAB_KNOWLEDGE: "off" })).toBeUndefined();
     expect(knowledgePath({ XDG_DATA_HOME: "/data" })).toBe("/data/autolab/knowledge.db");
-    expect(knowledgePath({ HOME: "/h" }).endsWith("/.local/share/autolab/knowledge.db")).toBe(true);
+    expect(knowledgePath({ HOME: "/h" })?.endsWith("/.local/share/autolab/knowledge.db")).toBe(true);
   });
 
   it("uses FTS5 where SQLite has it (node's does)", () => {
