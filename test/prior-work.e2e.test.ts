@@ -211,11 +211,25 @@ describe("prior work across runs and projects", () => {
     const nothing = await runCli(["knowledge", "search", "zebra"], { cwd: dir, env });
     expect(nothing.stdout).toContain('No prior results match "zebra"');
 
+    // `autolab context` is what run "off"'s researcher would read now: run "on"'s results as prior work.
+    const ctx = await runCli(["context", "-t", "off"], { cwd: dir, env });
+    expect(ctx.stdout).toContain(PRIOR_WORK_HEADING);
+    expect(ctx.stdout).toMatch(/\[search-faults\/on#[12], /);
+    const ctxOwn = await runCli(["context", "-t", "on"], { cwd: dir, env });
+    expect(ctxOwn.stdout).not.toContain(PRIOR_WORK_HEADING);
+    const ctxOff = await runCli(["context", "-t", "off", "--no-prior-work"], { cwd: dir, env });
+    expect(ctxOff.stdout).not.toContain(PRIOR_WORK_HEADING);
+
     writeFileSync(store, "garbage ".repeat(1000));
     for (const f of [`${store}-wal`, `${store}-shm`]) rmSync(f, { force: true });
     const damaged = await runCli(["knowledge", "stats"], { cwd: dir, env });
     expect(damaged.code).toBe(1);
     expect(damaged.stderr).toMatch(/the knowledge store .* cannot be read: file is not a database/);
     expect(stackLines(damaged.stderr)).toEqual([]);
+    // The context is printed all the same, with a warning.
+    const ctxDamaged = await runCli(["context", "-t", "off"], { cwd: dir, env });
+    expect(ctxDamaged.code).toBe(0);
+    expect(ctxDamaged.stdout).toContain("# Lab notebook: search-faults");
+    expect(ctxDamaged.stderr).toContain("prior work left out");
   });
 });

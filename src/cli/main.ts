@@ -159,9 +159,12 @@ cli
 
 cli
   .command("context")
-  .description("the notebook as a researcher sees it (best, recent experiments, failures, directions)")
+  .description(
+    "the notebook as a researcher sees it (best, recent experiments, failures, directions, prior work from other runs)",
+  )
   .option(...programOpt)
   .option(...tagOpt)
+  .option("--no-prior-work", "leave other runs' results out")
   .action(contextCommand);
 
 cli
