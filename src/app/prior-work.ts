@@ -71,7 +71,11 @@ export function searchPriorWork(
 }
 
 /** What a run of `program` would be shown (its own run left out): `autolab context`, MCP, the dashboard. */
-export function priorWorkOf(program: Program, run: RunRecord | undefined, k = 5): KnowledgeHit[] {
+export function priorWorkOf(
+  program: Pick<Program, "name" | "directions" | "objective" | "priorWork">,
+  run: RunRecord | undefined,
+  k = 5,
+): KnowledgeHit[] {
   if (program.priorWork === false) return [];
   return searchPriorWork(
     priorWorkQuery(program),
