@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createRun, type RunOptions } from "../src/app/create-run.ts";
 import type { LoopEvent } from "../src/core/events.ts";
@@ -161,6 +162,25 @@ describe("prior work across runs and projects", () => {
     expect(on.contexts[0]).toContain("smaller values first");
   });
 
+  it("a resumed run records what was decided before (idempotently): a store that was off or lost catches up", async () => {
+    const a = project("warmup-lab", "Lower X with smaller values.");
+    const r = recorder([4, 3, 2], (x) => ({ hypothesis: `smaller values X=${x}` }));
+    process.env.AUTOLAB_KNOWLEDGE = "off";
+    await run(a, r.agent, 2);
+    expect(existsSync(store)).toBe(false);
+    process.env.AUTOLAB_KNOWLEDGE = store;
+    await run(a, r.agent, 3);
+    const s = openKnowledgeStore(store);
+    const hits = s.search("smaller values", 10);
+    s.close();
+    expect(hits.map((h) => h.n).sort()).toEqual([1, 2, 3]);
+    // Once more with nothing new: still one entry per experiment.
+    await run(a, r.agent, 3);
+    const again = openKnowledgeStore(store);
+    expect(again.stats().entries).toBe(3);
+    again.close();
+  });
+
   it("a damaged store does not stop a run: a warning, and the run decides its experiments", async () => {
     const a = project("warmup-lab", "Lower X with smaller values.");
     const garbage = "this is not a database ".repeat(400);
@@ -175,6 +195,24 @@ describe("prior work across runs and projects", () => {
     expect(r.contexts.join("\n")).not.toContain("Prior work");
     // The damaged file is left as it was (it is not ours to repair).
     expect(readFileSync(process.env.AUTOLAB_KNOWLEDGE as string, "utf8")).toBe(garbage);
+  });
+
+  it("a store locked by another process does not stop a run either", async () => {
+    openKnowledgeStore(store).close();
+    const holder = new DatabaseSync(store);
+    holder.exec("BEGIN EXCLUSIVE");
+    try {
+      const a = project("warmup-lab", "Lower X with smaller values.");
+      const r = recorder([3, 2], () => ({ hypothesis: "smaller values" }));
+      const { outcome, events } = await run(a, r.agent, 2);
+      expect(outcome.experiments.filter((e) => e.decision).length).toBe(3);
+      const warnings = events.filter((e) => e.type === "warning");
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ message: expect.stringMatching(/locked/) });
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+    }
   });
 
   it("the CLI: run --no-prior-work records nothing, a run records its results, knowledge stats and search show them", async () => {
