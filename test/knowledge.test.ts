@@ -5,7 +5,6 @@ import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { entriesOf, priorWorkSource } from "../src/core/knowledge.ts";
 import type { ExperimentRecord, RunRecord } from "../src/core/ledger.ts";
-import type { Program } from "../src/core/types.ts";
 import { buildContext, PRIOR_WORK_HEADING } from "../src/core/views.ts";
 import { knowledgePath, openKnowledgeStore, SqliteKnowledgeStore } from "../src/ledger/knowledge-store.ts";
 import { parseProgram } from "../src/program/index.ts";
