@@ -46,6 +46,17 @@ describe("the knowledge store's place", () => {
     s.close();
   });
 
+  it("indexes what a SQLite without FTS5 recorded once one with it opens the store", () => {
+    const path = fresh();
+    const scan = new SqliteKnowledgeStore(path, { fts: false });
+    scan.record([entry({ hypothesis: "recorded without an index" })]);
+    scan.close();
+    const fts = new SqliteKnowledgeStore(path);
+    expect(fts.stats().search).toBe("fts5");
+    expect(fts.search("index", 5).map((h) => h.hypothesis)).toEqual(["recorded without an index"]);
+    fts.close();
+  });
+
   it("refuses a store from a newer autolab, and a file that is not a database, with an error (never a crash)", () => {
     const newer = fresh();
     new SqliteKnowledgeStore(newer).close();

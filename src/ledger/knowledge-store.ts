@@ -228,15 +228,22 @@ export class SqliteKnowledgeStore implements KnowledgeStore {
 
 const num = (v: number | undefined) => (v !== undefined && Number.isFinite(v) ? v : null);
 
-/** Whether this SQLite has FTS5 (the index is made if it does). */
+/**
+ * Whether this SQLite has FTS5: the index is made if it does, and rebuilt when it does not
+ * cover every entry (entries a SQLite without FTS5 added, or an index made on a full store).
+ */
 function tryFts(db: DatabaseSync): boolean {
   try {
     db.exec(FTS);
-    return true;
   } catch (err) {
     if (/no such module: fts5/i.test((err as Error).message)) return false;
     throw err;
   }
+  const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+  if (count("SELECT COUNT(*) AS n FROM entries") !== count("SELECT COUNT(*) AS n FROM entries_fts_docsize")) {
+    db.exec("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')");
+  }
+  return true;
 }
 
 /** Opens the machine's knowledge store at `path` (created if missing). */
