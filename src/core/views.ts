@@ -184,7 +184,9 @@ export function priorWorkLines(
       h.value !== undefined
         ? ` ${line(priorText(h.metric))}=${formatMetric(h.value)}${h.gain !== undefined ? ` (${h.gain >= 0 ? "+" : ""}${formatMetric(h.gain)} vs its parent, ${h.direction === "minimize" ? "lower" : "higher"} is better)` : ""}`
         : "";
-    out.push(`- [${where}, ${h.date.slice(0, 10)}] ${line(priorText(h.hypothesis))} → ${h.action}${value}`);
+    // Every field is read back from a file anyone on the machine may have written: all escaped.
+    const date = line(priorText(String(h.date).slice(0, 10)));
+    out.push(`- [${where}, ${date}] ${line(priorText(h.hypothesis))} → ${line(priorText(h.action))}${value}`);
     if (h.mechanism) out.push(`  mechanism: ${line(priorText(h.mechanism))}`);
     if (h.action !== "keep") out.push(`  reason: ${line(priorText(h.reason))}`);
   }
