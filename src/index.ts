@@ -8,6 +8,8 @@
  * - Read and validate a program.md: `loadProgram`, `parseProgram`.
  * - Read a notebook: `SqliteLedger` implements `Ledger`.
  * - Turn a run's kept changes into reviewable branches: `finalizeRun` (what `autolab finalize` calls).
+ * - Search what runs on this machine found: `openKnowledgeStore(knowledgePath())` (what
+ *   `autolab knowledge` reads and a new run's researcher is shown as prior work).
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
@@ -23,6 +25,13 @@ export {
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
 export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";
+export type {
+  KnowledgeEntry,
+  KnowledgeHit,
+  KnowledgeSearchOptions,
+  KnowledgeStats,
+  KnowledgeStore,
+} from "./core/knowledge.ts";
 export type {
   ExperimentRecord,
   HookPhase,
@@ -50,6 +59,7 @@ export type {
   TrialSpec,
   TrialStatus,
 } from "./core/types.ts";
+export { knowledgePath, openKnowledgeStore } from "./ledger/knowledge-store.ts";
 export { SqliteLedger } from "./ledger/sqlite-ledger.ts";
 export { loadProgram, parseProgram } from "./program/index.ts";
 export { LocalExecutor } from "./runner/local-executor.ts";

@@ -7,8 +7,10 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openKnowledgeStore } from "../src/ledger/knowledge-store.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { type RunningServer, startServer } from "../src/server/serve.ts";
+import { entry } from "./contracts/knowledge-contract.ts";
 import { CHROMIUM, launchChromium } from "./helpers/chromium.ts";
 import { cleanupTemp, createGitProject, tempDir } from "./helpers/git-project.ts";
 import {
@@ -285,6 +287,42 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator("#summary .c").textContent()).toBe("6 crashed");
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-crashes.png"), fullPage: true });
     await page.close();
+    expect(errors).toEqual([]);
+  });
+
+  it("the Prior work panel lists other runs' closest results, their text escaped", async () => {
+    const dir = tempDir();
+    const path = buildNotebook(dir, [{ tag: "main", experiments: [{ action: "keep", metric: 3 }] }]);
+    const store = join(dir, "knowledge.db");
+    const s = openKnowledgeStore(store);
+    s.record([
+      entry({
+        project: "/other/program.md",
+        projectName: "fixture-lab",
+        run: "oct1",
+        hypothesis: 'warmup <img src=x onerror="document.body.dataset.pwned=1">',
+        action: "keep",
+        value: 2.5,
+        gain: 0.5,
+      }),
+    ]);
+    s.close();
+    const previous = process.env.AUTOLAB_KNOWLEDGE;
+    process.env.AUTOLAB_KNOWLEDGE = store;
+    try {
+      const page = await open((await serve(path)).url);
+      await page.waitForSelector(".prior-work li");
+      const panel = (await page.locator("#prior-work-body").textContent()) ?? "";
+      expect(panel).toContain("not measured in this run");
+      expect(panel).toContain("fixture-lab/oct1#1");
+      expect(panel).toContain('warmup <img src=x onerror="document.body.dataset.pwned=1">');
+      expect(await page.locator("#prior-work-body img").count()).toBe(0);
+      expect(await page.evaluate("document.body.dataset.pwned ?? null")).toBeNull();
+      await page.close();
+    } finally {
+      if (previous === undefined) delete process.env.AUTOLAB_KNOWLEDGE;
+      else process.env.AUTOLAB_KNOWLEDGE = previous;
+    }
     expect(errors).toEqual([]);
   });
 

@@ -20,9 +20,14 @@ export default function setup(): () => void {
   chmodSync(base, 0o755);
   process.env.TMPDIR = base;
   process.env.AUTOLAB_TEST_TMPDIR = base;
+  // The machine-wide knowledge store (prior work) of every run a test starts: never the real home's.
+  const previousKnowledge = process.env.AUTOLAB_KNOWLEDGE;
+  process.env.AUTOLAB_KNOWLEDGE = join(base, "knowledge", "knowledge.db");
   return () => {
     if (previous === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previous;
+    if (previousKnowledge === undefined) delete process.env.AUTOLAB_KNOWLEDGE;
+    else process.env.AUTOLAB_KNOWLEDGE = previousKnowledge;
     let left = 0;
     try {
       left = readdirSync(base).length;

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildPrompt } from "../src/agents/cli/prompt.ts";
 import { researcherInstructions } from "../src/agents/llm/instructions.ts";
@@ -346,6 +346,8 @@ describe("a run whose canary fires and whose trial prints holdout values", () =>
       command: process.execPath,
       args: [CLI, "mcp", "-p", dir, "-t", "c"],
       stderr: "pipe",
+      // The SDK passes only a few variables by default: the tests' knowledge store must reach it.
+      env: { ...getDefaultEnvironment(), AUTOLAB_KNOWLEDGE: process.env.AUTOLAB_KNOWLEDGE as string },
     });
     const client = new Client({ name: "test-agent", version: "1.0.0" });
     await client.connect(transport);

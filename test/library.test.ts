@@ -36,8 +36,34 @@ describe("autolab as a library", () => {
       "LocalExecutor",
       "SqliteLedger",
       "createJudge",
+      "openKnowledgeStore",
+      "knowledgePath",
     ])
       expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
+  });
+
+  it("searches the knowledge store (prior work) through the public surface", () => {
+    const store = autolab.openKnowledgeStore(join(tempDir("autolab-library-knowledge-"), "k.db"));
+    try {
+      const e: autolab.KnowledgeEntry = {
+        project: "/p/program.md",
+        projectName: "p",
+        run: "r",
+        n: 1,
+        date: "2026-11-22T00:00:00.000Z",
+        hypothesis: "wider layers",
+        action: "keep",
+        reason: "better",
+        metric: "loss",
+        direction: "minimize",
+        value: 1,
+      };
+      expect(store.record([e])).toBe(1);
+      expect(store.search("wider", 3).map((h) => h.hypothesis)).toEqual(["wider layers"]);
+      expect(store.search("wider", 3, { exclude: { project: "/p/program.md", run: "r" } })).toEqual([]);
+    } finally {
+      store.close();
+    }
   });
 
   it("the embedding example runs the loop with its own researcher and executor", () => {

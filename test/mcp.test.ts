@@ -1,10 +1,12 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { openKnowledgeStore } from "../src/ledger/knowledge-store.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { entry } from "./contracts/knowledge-contract.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
 const CLI = resolve(dirname(fileURLToPath(import.meta.url)), "..", "src", "cli", "main.ts");
@@ -13,11 +15,13 @@ afterEach(async () => {
   for (const c of clients.splice(0)) await c.close();
 });
 
-async function connect(dir: string): Promise<Client> {
+async function connect(dir: string, knowledge = process.env.AUTOLAB_KNOWLEDGE as string): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, "mcp", "-p", dir, "-t", "m"],
     stderr: "pipe",
+    // The SDK passes only a few variables by default: the tests' knowledge store must reach it.
+    env: { ...getDefaultEnvironment(), AUTOLAB_KNOWLEDGE: knowledge },
   });
   const client = new Client({ name: "test-agent", version: "1.0.0" });
   await client.connect(transport);
@@ -42,7 +46,15 @@ describe("autolab mcp", () => {
     const dir = valueProject();
     const client = await connect(dir);
     const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-    expect(tools).toEqual(["context", "failures", "finalize_plan", "note", "run_experiment", "status"]);
+    expect(tools).toEqual([
+      "context",
+      "failures",
+      "finalize_plan",
+      "note",
+      "prior_work",
+      "run_experiment",
+      "status",
+    ]);
     // Nothing kept beyond the baseline yet: a clear tool error.
     const none = await call(client, "finalize_plan");
     expect(none).toEqual({
@@ -117,6 +129,43 @@ describe("autolab mcp", () => {
     const ctx = (await call(client, "context")).text;
     expect(ctx).toContain("| mcp-after 1 keep");
     expect(ctx).not.toContain("mcp-before");
+  });
+
+  it("prior_work: other runs' closest results, its own run left out; the context carries them too", async () => {
+    const dir = valueProject();
+    const knowledge = join(dir, "..", `${basename(dir)}-knowledge.db`);
+    const store = openKnowledgeStore(knowledge);
+    const program = join(dir, "program.md");
+    store.record([
+      entry({
+        project: "/elsewhere/program.md",
+        projectName: "vision-net",
+        run: "oct1",
+        hypothesis: "lower X halves the score",
+        action: "keep",
+        value: 1,
+        gain: 2,
+      }),
+      entry({ project: program, projectName: "loop-test", run: "m", hypothesis: "lower X, my own run" }),
+    ]);
+    store.close();
+    try {
+      const client = await connect(dir, knowledge);
+      const res = await call(client, "prior_work");
+      expect(res.isError).toBe(false);
+      expect(res.text).toContain("## Prior work (other runs on this machine, not measured in this run)");
+      expect(res.text).toContain("[vision-net/oct1#1, 2026-11-22] lower X halves the score → keep");
+      expect(res.text).not.toContain("my own run");
+      expect((await call(client, "prior_work", { query: "zebra" })).text).toBe(
+        "No prior results from other runs match.",
+      );
+      const ctx = await call(client, "context");
+      expect(ctx.text).toContain("lower X halves the score");
+    } finally {
+      rmSync(knowledge, { force: true });
+      rmSync(`${knowledge}-wal`, { force: true });
+      rmSync(`${knowledge}-shm`, { force: true });
+    }
   });
 
   it("reports a broken program as a tool error, not a crash", async () => {

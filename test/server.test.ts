@@ -7,9 +7,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { LabReader } from "../src/app/lab-reader.ts";
+import { openKnowledgeStore } from "../src/ledger/knowledge-store.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { createApp, type LabApp } from "../src/server/app.ts";
 import { startServer } from "../src/server/serve.ts";
+import { entry } from "./contracts/knowledge-contract.ts";
 import { cleanupTemp, createGitProject, tempDir } from "./helpers/git-project.ts";
 import {
   appendExperiment,
@@ -898,5 +900,59 @@ describe("writeRun fixture", () => {
     } finally {
       ledger.close();
     }
+  });
+});
+
+describe("GET /api/prior-work", () => {
+  const previous = process.env.AUTOLAB_KNOWLEDGE;
+  afterEach(() => {
+    if (previous === undefined) delete process.env.AUTOLAB_KNOWLEDGE;
+    else process.env.AUTOLAB_KNOWLEDGE = previous;
+  });
+
+  it("the closest results of other runs (its own left out, this run's holdouts redacted); off and unreadable said so", async () => {
+    const dir = tempDir("autolab-server-prior-");
+    const ledgerPath = buildNotebook(dir, [
+      {
+        tag: "main",
+        programPath: "/nonexistent/program.md",
+        programName: "fixture-lab",
+        holdout: ["secret_holdout"],
+        experiments: [{ action: "keep", metric: 3, hypothesis: "baseline" }],
+      },
+    ]);
+    const store = join(dir, "knowledge.db");
+    process.env.AUTOLAB_KNOWLEDGE = store;
+    const app = appFor(ledgerPath);
+    expect((await get<Json>(app, "/api/prior-work")).body).toEqual({ enabled: true, store, hits: [] });
+
+    const s = openKnowledgeStore(store);
+    s.record([
+      entry({
+        project: "/other/program.md",
+        projectName: "fixture-lab",
+        run: "x",
+        hypothesis: "<img src=x> secret_holdout 41.5",
+      }),
+      entry({
+        project: "/nonexistent/program.md",
+        projectName: "fixture-lab",
+        run: "main",
+        hypothesis: "own run",
+      }),
+    ]);
+    s.close();
+    const { body } = await get<Json>(app, "/api/prior-work");
+    expect(body.hits.map((h: Json) => h.run)).toEqual(["x"]);
+    expect(body.hits[0].hypothesis).toBe("<img src=x> [holdout redacted]");
+
+    process.env.AUTOLAB_KNOWLEDGE = "off";
+    expect((await get<Json>(app, "/api/prior-work")).body).toEqual({ enabled: false, store: null, hits: [] });
+
+    process.env.AUTOLAB_KNOWLEDGE = join(dir, "garbage.db");
+    writeFileSync(join(dir, "garbage.db"), "garbage ".repeat(1000));
+    const broken = await get<Json>(app, "/api/prior-work");
+    expect(broken.status).toBe(200);
+    expect(broken.body.error).toMatch(/cannot be read/);
   });
 });

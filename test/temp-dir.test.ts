@@ -19,4 +19,8 @@ describe("temporary files of the test run", () => {
     });
     expect(sh.stdout.startsWith(`${base}/`)).toBe(true);
   });
+
+  it("hold the knowledge store (prior work) of every run a test starts, never the real home's", () => {
+    expect(process.env.AUTOLAB_KNOWLEDGE?.startsWith(`${base}/`)).toBe(true);
+  });
 });

@@ -4,7 +4,7 @@ import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import { formatDuration } from "../core/format.ts";
-import type { RunRecord } from "../core/ledger.ts";
+import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
@@ -29,6 +29,7 @@ import { createConfinement } from "./confinement.ts";
 import { type Lab, locateNotebook, openLab, prepareStateDir, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 import { isParallel, parallelDeps } from "./parallel.ts";
+import { priorWorkFor } from "./prior-work.ts";
 
 export interface RunOptions {
   /** program.md or its directory; default: the current directory. */
@@ -55,6 +56,11 @@ export interface RunOptions {
   executor?: Executor;
   seed?: number;
   allowDirty?: boolean;
+  /**
+   * false: no prior work from other runs in the researcher's context (`--no-prior-work`), as
+   * program.md's `prior_work: false`. The store is $AUTOLAB_KNOWLEDGE or ~/.local/share/autolab/knowledge.db.
+   */
+  priorWork?: boolean;
   signal?: AbortSignal;
   onEvent?: LoopEventListener;
 }
@@ -91,13 +97,26 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
           loopOpts,
         )
       : await runLoop(session.deps, loopOpts);
+    closePriorWork(session);
     return { ...summary, run: session.run, lab: session.lab };
   } catch (err) {
+    closePriorWork(session);
     session.lab.ledger.close();
     throw err;
   } finally {
     session.release();
   }
+}
+
+/** Records the run's last decisions in the knowledge store and closes it (never throws). */
+function closePriorWork(session: RunSession): void {
+  const pw = session.deps.priorWork;
+  if (!pw) return;
+  let exps: ExperimentRecord[] | undefined;
+  try {
+    exps = session.lab.ledger.listExperiments(session.run.id);
+  } catch {}
+  pw.close(exps);
 }
 
 export interface RunSession {
@@ -115,7 +134,7 @@ export interface RunSession {
  * steps on it for an interactive agent.
  */
 export async function openRunSession(
-  opts: Omit<RunOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "signal" | "onEvent">,
+  opts: Omit<RunOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "signal">,
 ): Promise<RunSession> {
   // Validate the program and find the repository before anything is written to disk, and keep
   // `.autolab/` out of git before anything is written under it (a failed first run must leave
@@ -277,6 +296,8 @@ export async function openRunSession(
         // In the worktree's private git dir: a recreated worktree runs setup again.
         setupStamp: join(workspace.gitDir, "autolab-setup-done"),
       };
+      const priorWork = priorWorkFor(program, run, opts);
+      if (priorWork) deps.priorWork = priorWork;
       return { lab, run, deps, workspace, release };
     } catch (err) {
       release();

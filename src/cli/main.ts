@@ -9,6 +9,7 @@ import { handleError } from "./errors.ts";
 import { finalizeCommand } from "./finalize-command.ts";
 import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
 import { initCommand } from "./init-command.ts";
+import { knowledgeSearchCommand, knowledgeStatsCommand } from "./knowledge-command.ts";
 import { mcpCommand } from "./mcp-command.ts";
 import { reportCommand } from "./report-command.ts";
 import { demoCommand, runCommand } from "./run-commands.ts";
@@ -114,6 +115,10 @@ cli
     "--allow-dirty",
     "start a new run from the last commit even though program.md or editable/protected files have uncommitted changes",
   )
+  .option(
+    "--no-prior-work",
+    "leave other runs' results out of the researcher's context (as program.md's prior_work: false)",
+  )
   .action(runCommand);
 
 cli
@@ -154,9 +159,12 @@ cli
 
 cli
   .command("context")
-  .description("the notebook as a researcher sees it (best, recent experiments, failures, directions)")
+  .description(
+    "the notebook as a researcher sees it (best, recent experiments, failures, directions, prior work from other runs)",
+  )
   .option(...programOpt)
   .option(...tagOpt)
+  .option("--no-prior-work", "leave other runs' results out")
   .action(contextCommand);
 
 cli
@@ -256,6 +264,34 @@ cli
     500,
   )
   .action(watchCommand);
+
+const knowledge = cli
+  .command("knowledge")
+  .description(
+    "the machine's knowledge store: decided experiments of every run, the prior work new runs are shown",
+  );
+knowledge
+  .command("search")
+  .description("the prior results closest to the words given (full-text search, closest first)")
+  .argument("<query...>", "words to look for")
+  .option(
+    "-k, --limit <k>",
+    "results listed",
+    intFlag({ flag: "-k/--limit", min: 1, what: "results listed", example: "-k 5" }),
+    10,
+  )
+  .option("--json", "machine-readable")
+  .action((words: string[], flags: { limit?: number; json?: boolean }) =>
+    knowledgeSearchCommand(words, {
+      ...(flags.limit !== undefined ? { k: flags.limit } : {}),
+      ...(flags.json ? { json: true } : {}),
+    }),
+  );
+knowledge
+  .command("stats")
+  .description("where the knowledge store is and how much it holds")
+  .option("--json", "machine-readable")
+  .action(knowledgeStatsCommand);
 
 try {
   await cli.parseAsync(process.argv);

@@ -19,6 +19,8 @@ interface RunFlags {
   agent?: string;
   seed?: number;
   allowDirty?: boolean;
+  /** false: --no-prior-work. */
+  priorWork?: boolean;
 }
 
 /**
@@ -92,6 +94,7 @@ export function runCommand(flags: RunFlags): Promise<void> {
         ...(flags.agent ? { agent: flags.agent } : {}),
         ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
         ...(flags.allowDirty ? { allowDirty: true } : {}),
+        ...(flags.priorWork === false ? { priorWork: false } : {}),
         signal,
         onEvent,
       }),

@@ -5,10 +5,12 @@ import { openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
 import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
+import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
+import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { buildContext, failuresText, hookOutputLines, redactHoldouts } from "../core/views.ts";
@@ -360,21 +362,39 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   print(lines.join("\n"));
 }
 
-export function contextCommand(flags: ViewFlags): void {
+/**
+ * The prior work a researcher of this run is shown (the run's own results left out). A store
+ * that cannot be read is said on stderr and left out: the context is printed all the same.
+ */
+function contextPriorWork(program: Program, run: RunRecord | undefined, on = true): KnowledgeHit[] {
+  if (!on) return [];
+  try {
+    return priorWorkOf(program, run);
+  } catch (err) {
+    if (!(err instanceof AutolabError)) throw err;
+    process.stderr.write(`autolab: warning: prior work left out: ${err.message}\n`);
+    return [];
+  }
+}
+
+export function contextCommand(flags: ViewFlags & { priorWork?: boolean }): void {
   const { ledger } = openLedger(flags.program);
   try {
     // Before the first run (after `init --from`), the context is program.md and the prior history.
     if (!flags.tag && !ledger.latestRun()) {
       const program = loadProgram(programPath(flags.program));
-      print(buildContext(program, undefined, [], { imported: ledger.listImportedResults() }));
+      const priorWork = contextPriorWork(program, undefined, flags.priorWork);
+      print(buildContext(program, undefined, [], { imported: ledger.listImportedResults(), priorWork }));
       return;
     }
     const run = selectRun(ledger, flags.tag);
     const program = loadProgram(run.programPath);
+    const priorWork = contextPriorWork(program, run, flags.priorWork);
     print(
       buildContext(program, run, ledger.listExperiments(run.id), {
         imported: ledger.listImportedResults(),
         hooks: ledger.latestHookRuns(run.id),
+        priorWork,
       }),
     );
   } finally {

@@ -142,6 +142,11 @@ export const ERROR_CODES = {
   },
   KNOB_NOT_A_NUMBER: { kind: "user", http: 400, meaning: "a numeric knob's line does not hold a number" },
   KNOB_NOT_FOUND: { kind: "user", http: 400, meaning: "a knob is not defined in the editable files" },
+  KNOWLEDGE_UNAVAILABLE: {
+    kind: "user",
+    http: 500,
+    meaning: "the knowledge store (prior work across runs) cannot be opened or read",
+  },
   LEDGER_OPEN_FAILED: {
     kind: "user",
     http: 500,

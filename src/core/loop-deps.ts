@@ -7,6 +7,7 @@ import type { Confinement } from "./confinement.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import type { Judge } from "./judge.ts";
+import type { PriorWorkSource } from "./knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import type { RunBudget } from "./run-budget.ts";
 import type { Agent, Alarm, Decision, Executor, Program, TrialPruner, TrialResult } from "./types.ts";
@@ -46,6 +47,11 @@ export interface LoopDeps {
    * spent, and the judge is told how much of it is left (JudgeInput.budget). Absent: unbounded.
    */
   budget?: RunBudget;
+  /**
+   * Prior work: the closest results of other runs on this machine, shown to the researcher
+   * (core/knowledge.ts). Absent: off (--no-prior-work, `prior_work: false`, or no store).
+   */
+  priorWork?: PriorWorkSource;
 }
 
 /** The full-budget trials of one experiment: those that count, and running the next one. */

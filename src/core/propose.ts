@@ -100,6 +100,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
           : {}),
         imported: ledger.listImportedResults(),
         hooks: hooksForContext(deps, beforeHook),
+        ...(deps.priorWork ? { priorWork: deps.priorWork.for(exps) } : {}),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),

@@ -154,6 +154,11 @@ export interface Program {
   hooks?: { before?: string; after?: string; budgetMs: number; graceMs: number };
   /** The markdown body: research directions for agents. */
   directions: string;
+  /**
+   * Prior work (core/knowledge.ts): the closest results of other runs on this machine in the
+   * researcher's context. Absent means on; `prior_work: false` turns it off.
+   */
+  priorWork?: boolean;
 }
 
 /** How a trial ended. Outcomes are data, never exceptions. */

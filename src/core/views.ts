@@ -1,5 +1,6 @@
 import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import { formatMetric, shortLine } from "./format.ts";
+import type { KnowledgeHit } from "./knowledge.ts";
 import type { ExperimentRecord, HookRunRecord, ImportedResultRecord, RunRecord } from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
 import type { Alarm, ExperimentView, Program } from "./types.ts";
@@ -46,6 +47,11 @@ export interface ContextOptions {
    * as trial-controlled text (hookOutputLines).
    */
   hooks?: readonly HookRunRecord[];
+  /**
+   * The closest results of other runs on this machine (core/knowledge.ts): listed last, as
+   * prior work not measured in this run.
+   */
+  priorWork?: readonly KnowledgeHit[];
 }
 
 /**
@@ -119,6 +125,7 @@ export function buildContext(
   if (opts.hooks?.length) lines.push("", ...hookLines(opts.hooks));
   if (opts.imported?.length)
     lines.push("", ...priorHistory(opts.imported, metric, opts.importedRecent ?? 15, firstLine));
+  if (opts.priorWork?.length) lines.push("", ...priorWorkLines(opts.priorWork, firstLine));
   // … and the whole text again (role instructions, directions).
   const notebook = redactHoldouts(lines.join("\n"), names);
   const directions = program.directions.trim()
@@ -159,12 +166,16 @@ export function hookOutputLines(output: string): string[] {
 
 /** `text` with its control characters (but tab and newline) written as visible `\xNN` escapes. */
 function visibleControls(text: string): string {
-  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return text.replace(CONTROL_BUT_LINES, hexEscape);
 }
 
 // C0 controls except tab and newline, DEL, and the C1 controls (as src/cli/safe-text.ts).
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL_BUT_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+// Every C0 and C1 control and DEL, tab and newline included (text shown on one line).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const ANY_CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+const hexEscape = (c: string) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
 
 /**
  * Imported results as a researcher reads them: what was tried before autolab and how it was
@@ -189,6 +200,40 @@ function priorHistory(
     out.push(
       `- ${line(r.description) || "(no description)"} → ${line(r.status)}${m !== undefined ? ` ${metric}=${formatMetric(m)}` : ""}${commit}`,
     );
+  }
+  return out;
+}
+
+/** The heading of the prior-work section: what it is, and that this run did not measure it. */
+export const PRIOR_WORK_HEADING = "## Prior work (other runs on this machine, not measured in this run)";
+
+/** A stored text on one line, control characters shown as `\xNN` (it was written by another run's researcher). */
+export const priorText = (s: string) => s.replace(ANY_CONTROL, hexEscape);
+
+/**
+ * Prior work as a researcher reads it: the closest results of other runs (other projects
+ * included), with project, run, outcome and gain over what each built on. Ideas, not
+ * measurements: other code, other hardware, perhaps another metric.
+ */
+export function priorWorkLines(
+  hits: readonly KnowledgeHit[],
+  line: (s: string) => string = shortLine,
+): string[] {
+  const out = [
+    PRIOR_WORK_HEADING,
+    "Closest results other runs recorded (other code, data or hardware; never the baseline or the best of this run). Use them for ideas and for what did not work.",
+  ];
+  for (const h of hits) {
+    const where = `${line(priorText(h.projectName))}/${line(priorText(h.run))}#${h.n}`;
+    const value =
+      h.value !== undefined
+        ? ` ${line(priorText(h.metric))}=${formatMetric(h.value)}${h.gain !== undefined ? ` (${h.gain >= 0 ? "+" : ""}${formatMetric(h.gain)} vs its parent, ${h.direction === "minimize" ? "lower" : "higher"} is better)` : ""}`
+        : "";
+    // Every field is read back from a file anyone on the machine may have written: all escaped.
+    const date = line(priorText(String(h.date).slice(0, 10)));
+    out.push(`- [${where}, ${date}] ${line(priorText(h.hypothesis))} → ${line(priorText(h.action))}${value}`);
+    if (h.mechanism) out.push(`  mechanism: ${line(priorText(h.mechanism))}`);
+    if (h.action !== "keep") out.push(`  reason: ${line(priorText(h.reason))}`);
   }
   return out;
 }

@@ -4,9 +4,11 @@ import { z } from "zod";
 import { openRunSession, type RunSession } from "../app/create-run.ts";
 import { planFinalize, renderPlan } from "../app/finalize.ts";
 import { AUTOLAB_VERSION } from "../app/init.ts";
+import { searchPriorWork } from "../app/prior-work.ts";
 import { statusOf } from "../app/status.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
-import { formatMetric } from "../core/format.ts";
+import { formatMetric, shortLine } from "../core/format.ts";
+import { priorWorkQuery } from "../core/knowledge.ts";
 import { runLoop } from "../core/loop.ts";
 import { runStep } from "../core/propose.ts";
 import type { Agent } from "../core/types.ts";
@@ -15,6 +17,7 @@ import {
   buildContext,
   failuresText,
   holdoutNames,
+  priorWorkLines,
   redactHoldouts,
   redactHoldoutsDeep,
 } from "../core/views.ts";
@@ -112,8 +115,40 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           "The harness runs it under the budget, scores it with the protected evaluator, and keeps it only if it beats the best; otherwise the worktree is reset to the best.",
         ];
         const imported = s.lab.ledger.listImportedResults();
+        const priorWork = s.deps.priorWork?.for(exps);
         const hooks = s.lab.ledger.latestHookRuns(s.run.id);
-        return `${buildContext(s.lab.program, s.run, exps, { imported, hooks })}\n${where.join("\n")}`;
+        return `${buildContext(s.lab.program, s.run, exps, { imported, hooks, ...(priorWork ? { priorWork } : {}) })}\n${where.join("\n")}`;
+      }),
+  );
+
+  server.registerTool(
+    "prior_work",
+    {
+      description:
+        "Prior work: the closest results other runs on this machine recorded (other projects included), found by full-text search over their hypotheses, mechanisms and outcomes. Ideas and what did not work elsewhere, not measurements of this run. Without a query, the query is this program's name, objective metric and research directions.",
+      inputSchema: {
+        query: z
+          .string()
+          .optional()
+          .describe("Words to look for (default: this program's name, metric and directions)"),
+        k: z.number().int().min(1).max(50).optional().describe("Results listed (default 5)"),
+      },
+    },
+    ({ query, k }) =>
+      guarded(async () => {
+        const s = await open();
+        if (!s.deps.priorWork)
+          return "Prior work is off for this run (program.md's prior_work: false, or AUTOLAB_KNOWLEDGE=off).";
+        const hits = searchPriorWork(query?.trim() ? query : priorWorkQuery(s.lab.program), k ?? 5, {
+          project: s.run.programPath,
+          run: s.run.tag,
+        });
+        if (!hits.length) return "No prior results from other runs match.";
+        const names = holdoutNames(s.lab.program, s.run);
+        return redactHoldouts(
+          priorWorkLines(hits, (t) => shortLine(redactHoldouts(t, names))).join("\n"),
+          names,
+        );
       }),
   );
 
@@ -218,6 +253,12 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
   const close = async () => {
     await server.close();
     if (session) {
+      const s = session;
+      let exps: ReturnType<typeof s.lab.ledger.listExperiments> | undefined;
+      try {
+        exps = s.lab.ledger.listExperiments(s.run.id);
+      } catch {}
+      s.deps.priorWork?.close(exps);
       session.release();
       session.lab.ledger.close();
       session = undefined;

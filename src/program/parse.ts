@@ -136,6 +136,7 @@ export function parseProgram(text: string, path: string): Program {
       ? { hooks: toHooks(fm.hooks) }
       : {}),
     directions: split.body,
+    ...(fm.prior_work ? {} : { priorWork: false }),
   };
 }
 

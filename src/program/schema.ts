@@ -388,6 +388,8 @@ const topShape = {
       error: "names no hook: give `before:`, `after:` or both",
     })
     .optional(),
+  /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
+  prior_work: z.boolean().default(true),
   /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
   sandbox: z
     .strictObject(sandboxShape)
@@ -459,6 +461,8 @@ export const EXAMPLES: Record<string, string> = {
   "files.protected": "protected: [prepare.ts, evaluate.ts]   # files, directories or globs",
   "files.holdout":
     "holdout: [data/test.txt]   # hidden from the command and from researchers; only evaluate reads them",
+  prior_work:
+    "prior_work: false   # default true: the closest results of other runs on this machine go into the researcher's context",
   outputs:
     "outputs: [out/model.json]   # what the command writes for the evaluate step (files or directories)",
   sandbox:

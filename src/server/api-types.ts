@@ -10,6 +10,7 @@ import type { OpenTrial, RunSummary } from "../app/lab-reader.ts";
 import type { OrgView } from "../app/org-view.ts";
 import type { StatusJson } from "../app/status.ts";
 import type { ChartSeries } from "../chart/progress-chart.ts";
+import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
 
 /** GET /api/runs (and the page's boot data: `{ runs }`). */
@@ -61,6 +62,18 @@ export type NoiseResponse = {
   explain: string;
   reason: string;
 } | null;
+
+/**
+ * GET /api/prior-work: the closest results of other runs on this machine, as the run's
+ * researcher is shown them (core/knowledge.ts). `enabled` false: `prior_work: false` or
+ * AUTOLAB_KNOWLEDGE=off. `error`: the store could not be read (the run goes on without it).
+ */
+export interface PriorWorkResponse {
+  enabled: boolean;
+  store: string | null;
+  hits: KnowledgeHit[];
+  error?: string;
+}
 
 /** GET /api/org (`run` null and everything empty in an empty notebook). */
 export type OrgResponse = OrgView & { run: string | null };

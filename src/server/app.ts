@@ -10,6 +10,7 @@ import { alarmsOf, noiseOf } from "../app/alarms.ts";
 import { experimentJson, hookJson } from "../app/experiment-json.ts";
 import { LabReader } from "../app/lab-reader.ts";
 import { orgView } from "../app/org-view.ts";
+import { knowledgePath, priorWorkOf } from "../app/prior-work.ts";
 import { progressSeries } from "../app/progress-series.ts";
 import { statusOf } from "../app/status.ts";
 import { ERROR_CODES } from "../core/error-codes.ts";
@@ -18,7 +19,7 @@ import { lastResult } from "../core/experiments.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
-import { redactHoldouts } from "../core/views.ts";
+import { holdoutNames, redactHoldouts, redactHoldoutsDeep } from "../core/views.ts";
 import { openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
 import type {
@@ -27,6 +28,7 @@ import type {
   ExperimentsResponse,
   NoiseResponse,
   OrgResponse,
+  PriorWorkResponse,
   StatusResponse,
 } from "./api-types.ts";
 import { EventHub } from "./event-hub.ts";
@@ -298,6 +300,34 @@ export function createApp(deps: AppDeps): LabApp {
   });
 
   // Alarms arrive with the trust work (suspicious gains, noise, tampering); a lab has none yet.
+  app.get("/api/prior-work", (c) => {
+    const tag = c.req.query("run");
+    const store = knowledgePath() ?? null;
+    if (!tag && lab.runs().length === 0)
+      return c.json({ enabled: false, store, hits: [] } satisfies PriorWorkResponse);
+    const run = lab.run(tag);
+    // The program as it is now; without one, the query is made of what the run recorded.
+    const now = programFor(run);
+    const program: Pick<Program, "name" | "directions" | "objective" | "priorWork"> = now ?? {
+      name: run.programName,
+      directions: "",
+      objective: { metric: run.metric, direction: run.direction },
+    };
+    if (program.priorWork === false || !store)
+      return c.json({ enabled: false, store, hits: [] } satisfies PriorWorkResponse);
+    try {
+      const hits = priorWorkOf(program, run);
+      return c.json({
+        enabled: true,
+        store,
+        hits: redactHoldoutsDeep(hits, holdoutNames(now, run)),
+      } satisfies PriorWorkResponse);
+    } catch (err) {
+      if (!isAutolabError(err)) throw err;
+      return c.json({ enabled: true, store, hits: [], error: err.message } satisfies PriorWorkResponse);
+    }
+  });
+
   app.get("/api/alarms", (c) => {
     const tag = c.req.query("run");
     if (!tag && lab.runs().length === 0) return c.json([]);

@@ -20,6 +20,7 @@ import { chartLayout, pointPosition, pointSummary, renderProgressChart } from ".
  * @typedef {import("../api-types.ts").AlarmsResponse} AlarmsResponse
  * @typedef {import("../api-types.ts").NoiseResponse} NoiseResponse
  * @typedef {import("../api-types.ts").OrgResponse} OrgResponse
+ * @typedef {import("../api-types.ts").PriorWorkResponse} PriorWorkResponse
  * @typedef {import("../api-types.ts").EventMessage} EventMessage
  * @typedef {import("../api-types.ts").ErrorResponse} ErrorResponse
  * @typedef {import("../../chart/progress-chart.ts").ChartPoint} ChartPoint
@@ -224,7 +225,14 @@ async function loadAll(boot) {
   try {
     await loadRuns(boot?.runs);
     if (!state.runs.length) return showEmpty();
-    await Promise.all([loadStatus(), loadChart(), loadTable(), loadOrg(), loadAlarms()]).catch(showError);
+    await Promise.all([
+      loadStatus(),
+      loadChart(),
+      loadTable(),
+      loadOrg(),
+      loadAlarms(),
+      loadPriorWork(),
+    ]).catch(showError);
     const n = currentExperiment();
     if (n !== null) await loadExperiment(n).catch(showError);
   } catch (err) {
@@ -374,6 +382,43 @@ function renderOrg(org) {
     );
   }
   render(parts, body);
+}
+
+/**
+ * Prior work: the closest results of other runs on this machine, as this run's researcher is
+ * shown them. Read with the page (it changes as other runs decide, not with this run's events).
+ */
+async function loadPriorWork() {
+  /** @type {PriorWorkResponse} */
+  const pw = await api("/api/prior-work", { run: state.run });
+  const body = $("prior-work-body");
+  if (!pw.enabled) {
+    render(
+      html`<p class="empty">Off for this run (program.md's <code>prior_work: false</code>, or AUTOLAB_KNOWLEDGE=off).</p>`,
+      body,
+    );
+    return;
+  }
+  if (pw.error) {
+    render(html`<p class="empty">The knowledge store cannot be read: ${pw.error}</p>`, body);
+    return;
+  }
+  if (!pw.hits.length) {
+    render(
+      html`<p class="empty">No results of other runs on this machine are close to this program yet (store: ${pw.store}).</p>`,
+      body,
+    );
+    return;
+  }
+  // Other runs' researchers wrote these texts: lit-html escapes them; claims, not this run's measurements.
+  render(
+    html`<p class="muted">Other runs on this machine, not measured in this run: what the researcher is shown.</p>
+      <ul class="prior-work">${pw.hits.map(
+        (h) =>
+          html`<li>${badge(h.action)} <span class="muted">${h.projectName}/${h.run}#${h.n} · ${h.date.slice(0, 10)}</span> ${firstLine(h.hypothesis)}${h.value === undefined ? "" : html` <span class="muted">${h.metric} ${fmt(h.value)}${h.gain === undefined ? "" : html` (${h.gain >= 0 ? "+" : ""}${fmt(h.gain)} vs its parent)`}</span>`}</li>`,
+      )}</ul>`,
+    body,
+  );
 }
 
 async function loadAlarms() {
