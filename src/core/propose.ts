@@ -14,7 +14,7 @@ import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
+import { coordinationOf, type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
 import { buildContext, toView } from "./views.ts";
@@ -61,7 +61,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const coordination = coordinationOf(deps);
   const base = coordination.buildsOn(deps, exps);
   if (!base) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  // What it builds on: the best, or with a branching frontier any kept node (frontier.ts).
   const { exp: best, metric: bestMetric } = base;
+  const ratchet = measuredBest(program, exps) ?? base;
   // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
   const bestCommit = best.commit;
   let before = opts.prepared;
@@ -71,7 +73,12 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   }
   // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
   const n = coordination.allocate();
-  emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
+  emit({
+    type: "proposal_started",
+    n,
+    agent: deps.role ?? agent.name,
+    ...(best.n !== ratchet.exp.n ? { parent: best.n } : {}),
+  });
 
   const agentLogDir = join(deps.logDir, String(n), "agent");
   await mkdir(agentLogDir, { recursive: true });
@@ -141,7 +148,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   if (reject) {
     const action = failure ? "crash" : "reject";
     ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
-    const bestNow = { n: best.n, metric: bestMetric };
+    const bestNow = { n: ratchet.exp.n, metric: ratchet.metric };
     emit({ type: "decision", n, action, reason: reject, best: bestNow });
     await ws.resetTo(bestCommit, changed);
     return { n, action, reason: reject, best: bestNow, researcherFailed: true };
@@ -151,7 +158,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       n,
       action: "queued",
       reason: "recorded; a slot evaluates it",
-      best: { n: best.n, metric: bestMetric },
+      best: { n: ratchet.exp.n, metric: ratchet.metric },
       researcherFailed: false,
       experiment: exp,
     };

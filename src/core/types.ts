@@ -2,6 +2,7 @@
  * The shared vocabulary of autolab (see docs/architecture.md). Everything here is plain data
  * or an interface; core imports nothing from adapters (runner, workspace, ledger, agents).
  */
+import type { FrontierConfig } from "./frontier.ts";
 
 export type Direction = "minimize" | "maximize";
 
@@ -145,6 +146,11 @@ export interface Program {
     /** Candidates measured on both of two adjacent rungs before the alarm judges them. */
     minPairs: number;
   };
+  /**
+   * The tree frontier (docs/loop.md "The tree frontier"): which kept node each candidate builds
+   * on. Absent: `best`, the single-branch ratchet.
+   */
+  frontier?: FrontierConfig;
   /** The markdown body: research directions for agents. */
   directions: string;
 }
@@ -275,6 +281,12 @@ export interface Decision {
   metric?: number;
   /** Whether the candidate's stated mechanism held up; null when unknown. */
   mechanismConfirmed?: boolean | null;
+  /**
+   * The tree frontier (program.md `frontier:`): a discard that credibly beat the kept node it
+   * was built on, but not the best, stays in the tree as a node later candidates may build on.
+   * The ratchet did not move; only keeps move it.
+   */
+  treeNode?: boolean;
   /**
    * A fact about the run the rule found while deciding (e.g. the objective is deterministic):
    * the loop writes it to the notebook once, the first time it is given (not stored with the decision).

@@ -6,6 +6,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
+import { DEFAULT_FRONTIER, type FrontierConfig } from "../core/frontier.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
@@ -71,6 +72,9 @@ export function parseProgram(text: string, path: string): Program {
     const r = raw as { slots?: unknown; org?: unknown };
     if (typeof r.slots === "number") r.slots = { count: r.slots };
     if (typeof r.org === "string") r.org = { roles: r.org };
+    // `frontier: top_k` is shorthand for `frontier: { strategy: top_k }`.
+    const f = raw as { frontier?: unknown };
+    if (typeof f.frontier === "string") f.frontier = { strategy: f.frontier };
     // `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }`.
     const l = raw as { ladder?: unknown };
     if (Array.isArray(l.ladder)) l.ladder = { budgets: l.ladder };
@@ -132,6 +136,7 @@ export function parseProgram(text: string, path: string): Program {
     ...(Object.keys(fm.slots).length ? { slots: toSlots(fm.slots) } : {}),
     ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
     ...(fm.ladder ? { ladder: toLadder(fm.ladder, fm.run.grace) } : {}),
+    ...(fm.frontier ? { frontier: toFrontier(fm.frontier) } : {}),
     directions: split.body,
   };
 }
@@ -140,6 +145,16 @@ export function parseProgram(text: string, path: string): Program {
 function toSlots(s: Frontmatter["slots"]): NonNullable<Program["slots"]> {
   const count = s.count ?? s.gpus?.length ?? 1;
   return { count, ...(s.gpus ? { gpus: s.gpus } : {}), proposers: s.proposers ?? count };
+}
+
+/** The strategy with its defaults filled in (src/core/frontier.ts DEFAULT_FRONTIER). */
+function toFrontier(f: NonNullable<Frontmatter["frontier"]>): FrontierConfig {
+  return {
+    strategy: f.strategy,
+    k: f.k ?? DEFAULT_FRONTIER.k,
+    epsilon: f.epsilon ?? DEFAULT_FRONTIER.epsilon,
+    temperature: f.temperature ?? DEFAULT_FRONTIER.temperature,
+  };
 }
 
 /** Each rung gets run.grace when it is given, else the default grace of its own budget. */
