@@ -6,9 +6,9 @@ import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
-import type { ExperimentRecord } from "./ledger.ts";
 import { formatMetric } from "./format.ts";
 import { isBetter } from "./frontier.ts";
+import type { ExperimentRecord } from "./ledger.ts";
 import { branches, coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { verifyRatchet } from "./ratchet.ts";
 import type { Decision, Direction } from "./types.ts";
@@ -74,11 +74,21 @@ export async function recordDecision(
  * A candidate kept against the kept node it grew from (not the best): kept, moving the ratchet,
  * when its value beats the best's too; else a tree node — a discard others may build on.
  */
-export function onTree(decision: Decision, bestN: number, bestMetric: number, direction: Direction): Decision {
+export function onTree(
+  decision: Decision,
+  bestN: number,
+  bestMetric: number,
+  direction: Direction,
+): Decision {
   const v = decision.metric;
   const shown = `the best #${bestN} (${formatMetric(bestMetric)})`;
   if (v !== undefined && isBetter(v, bestMetric, direction)) {
     return { ...decision, reason: `${decision.reason}; beats ${shown} too` };
   }
-  return { ...decision, action: "discard", treeNode: true, reason: `kept in the tree: ${decision.reason}; ${shown} stays` };
+  return {
+    ...decision,
+    action: "discard",
+    treeNode: true,
+    reason: `kept in the tree: ${decision.reason}; ${shown} stays`,
+  };
 }

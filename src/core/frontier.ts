@@ -68,7 +68,9 @@ export function chooseNode(
 ): number {
   if (config.strategy === "best" || nodes.length <= 1) return best;
   // Best first; ties keep the order of n (the earlier node first).
-  const ranked = [...nodes].sort((a, b) => (direction === "minimize" ? a.metric - b.metric : b.metric - a.metric));
+  const ranked = [...nodes].sort((a, b) =>
+    direction === "minimize" ? a.metric - b.metric : b.metric - a.metric,
+  );
   const pick = (list: readonly FrontierNode[]) =>
     (list[Math.min(list.length - 1, Math.floor(random() * list.length))] as FrontierNode).n;
   switch (config.strategy) {

@@ -150,7 +150,13 @@ export function frontierNode(
   if (!best || !program.frontier || !branches(program)) return best;
   const nodes = treeNodesOf(exps, program.objective.metric);
   const next = Math.max(0, ...exps.map((e) => e.n)) + 1;
-  const n = chooseNode(program.frontier, nodes, best.exp.n, program.objective.direction, frontierRandom(run.seed, next));
+  const n = chooseNode(
+    program.frontier,
+    nodes,
+    best.exp.n,
+    program.objective.direction,
+    frontierRandom(run.seed, next),
+  );
   const exp = exps.find((e) => e.n === n);
   const metric = exp ? objectiveOf(exp, program.objective.metric) : undefined;
   return exp && metric !== undefined ? { exp, metric } : best;

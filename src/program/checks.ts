@@ -148,7 +148,8 @@ function frontierIssues(raw: unknown): ProgramIssue[] {
   const f = at(raw, ["frontier"]);
   const strategy = typeof f === "string" ? f : at(raw, ["frontier", "strategy"]);
   if (typeof strategy !== "string" || strategy === "best") return [];
-  const parallel = at(raw, ["slots"]) !== undefined ? "slots" : at(raw, ["org"]) !== undefined ? "org" : undefined;
+  const parallel =
+    at(raw, ["slots"]) !== undefined ? "slots" : at(raw, ["org"]) !== undefined ? "org" : undefined;
   if (!parallel) return [];
   return [
     {

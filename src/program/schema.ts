@@ -277,7 +277,8 @@ const slotsShape = {
 /** The tree frontier (docs/loop.md): which kept node a candidate builds on. */
 const frontierShape = {
   strategy: z.enum(FRONTIER_STRATEGIES, {
-    error: (iss) => `${describe(iss.input)} is not a frontier strategy: use one of ${FRONTIER_STRATEGIES.join(", ")}`,
+    error: (iss) =>
+      `${describe(iss.input)} is not a frontier strategy: use one of ${FRONTIER_STRATEGIES.join(", ")}`,
   }),
   k: z.number().int().min(1, { error: "top_k draws from the k best nodes: at least 1" }).max(1000).optional(),
   epsilon: z
@@ -285,7 +286,10 @@ const frontierShape = {
     .min(0, { error: "is a share of proposals: between 0 and 1" })
     .max(1, { error: "is a share of proposals: between 0 and 1" })
     .optional(),
-  temperature: z.number().gt(0, { error: "must be above 0 (0.25: the worst node drawn e^-4 as often as the best)" }).optional(),
+  temperature: z
+    .number()
+    .gt(0, { error: "must be above 0 (0.25: the worst node drawn e^-4 as often as the best)" })
+    .optional(),
 };
 
 const orgShape = {
