@@ -1,0 +1,118 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createRun } from "../src/app/create-run.ts";
+import { AutolabError } from "../src/core/errors.ts";
+import type { LoopEvent } from "../src/core/events.ts";
+import { bestOf } from "../src/core/experiments.ts";
+import { isTreeNode } from "../src/core/frontier.ts";
+import type { ExperimentRecord } from "../src/core/ledger.ts";
+import type { Agent, ProposalContext } from "../src/core/types.ts";
+import { git, valueProject } from "./helpers/value-project.ts";
+
+/** A researcher that lowers X by one from whatever node it is given, and says which node it saw. */
+function stepDown(seen: Array<{ n: number; x: number }>): Agent {
+  return {
+    name: "step-down",
+    async propose(ctx: ProposalContext) {
+      const file = join(ctx.worktree, "value.mjs");
+      const x = Number(/X = (-?\d+)/.exec(readFileSync(file, "utf8"))?.[1]);
+      seen.push({ n: ctx.best.n, x });
+      writeFileSync(file, `export const X = ${x - 1};\n`);
+      return { hypothesis: `X ${x} → ${x - 1}` };
+    },
+  };
+}
+
+/** valueProject (greedy, minimize X) with `frontier` added to program.md and committed. */
+function frontierProject(frontier: string): string {
+  const dir = valueProject();
+  const p = join(dir, "program.md");
+  writeFileSync(
+    p,
+    readFileSync(p, "utf8").replace("acceptance: greedy\n", `acceptance: greedy\n${frontier}\n`),
+  );
+  git(dir, "commit", "-qam", "frontier");
+  return dir;
+}
+
+const xOf = (dir: string, e: ExperimentRecord) =>
+  Number(/X = (-?\d+)/.exec(git(dir, "show", `${e.commit}:value.mjs`))?.[1]);
+
+describe("the tree frontier in a real run", () => {
+  it("grows candidates from kept nodes other than the best, records the parent, and the ratchet follows only the best", async () => {
+    const dir = frontierProject("frontier: { strategy: top_k, k: 3 }");
+    const seen: Array<{ n: number; x: number }> = [];
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 8,
+      agent: stepDown(seen),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.lab.ledger.getRun("t")?.id as number);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(9);
+
+    let branchedFromNonBest = 0;
+    for (const e of exps.slice(1)) {
+      const before = exps.filter((x) => x.n < e.n);
+      const parent = before.find((x) => x.commit === e.parentCommit);
+      // The parent is recorded, and it is a kept node of the tree (a keep or a tree node).
+      expect(parent, `#${e.n}'s parent`).toBeDefined();
+      expect(isTreeNode(parent as ExperimentRecord)).toBe(true);
+      // The researcher was told the node it builds on, and its worktree was at that node.
+      expect(seen[e.n - 1]).toEqual({ n: parent?.n, x: xOf(dir, parent as ExperimentRecord) });
+      expect(xOf(dir, e)).toBe(xOf(dir, parent as ExperimentRecord) - 1);
+      const best = bestOf(before) as ExperimentRecord;
+      if (parent?.n !== best.n) {
+        branchedFromNonBest++;
+        expect(events).toContainEqual({
+          type: "proposal_started",
+          n: e.n,
+          agent: "step-down",
+          parent: parent?.n,
+        });
+      }
+      // Every candidate beats its parent (X - 1): kept when it beats the best too, else a tree node.
+      if (xOf(dir, e) < (best.decision?.metric as number)) {
+        expect(e.decision).toMatchObject({ action: "keep" });
+        expect(e.decision?.treeNode).toBeUndefined();
+      } else {
+        expect(e.decision).toMatchObject({ action: "discard", treeNode: true, metric: xOf(dir, e) });
+        expect(e.decision?.reason).toMatch(/^kept in the tree: .*; the best #\d+ \(.*\) stays$/);
+      }
+    }
+    expect(branchedFromNonBest).toBeGreaterThan(0);
+    expect(exps.some((e) => e.decision?.treeNode)).toBe(true);
+    // The ratchet branch is the best (the last keep); the user's checkout is untouched.
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+    expect(readFileSync(join(dir, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
+  });
+
+  it("frontier: best (the default) never branches: every candidate builds on the best", async () => {
+    const dir = frontierProject("frontier: best");
+    const seen: Array<{ n: number; x: number }> = [];
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 4, agent: stepDown(seen) });
+    const exps = outcome.lab.ledger.listExperiments(outcome.lab.ledger.getRun("t")?.id as number);
+    outcome.lab.ledger.close();
+    expect(exps.map((e) => e.decision?.action)).toEqual(["keep", "keep", "keep", "keep", "keep"]);
+    expect(seen.map((s) => s.n)).toEqual([0, 1, 2, 3]);
+    expect(exps.some((e) => e.decision?.treeNode)).toBe(false);
+  });
+
+  it("refuses --slots with a branching frontier, before the run starts", async () => {
+    const dir = frontierProject("frontier: softmax");
+    const err = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 1,
+      slots: 2,
+      agent: stepDown([]),
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AutolabError);
+    expect((err as AutolabError).code).toBe("FRONTIER_WITH_SLOTS");
+    expect((err as AutolabError).message).toContain("frontier: softmax branches the serial loop only");
+  });
+});
