@@ -25,7 +25,9 @@ export interface StepOptions {
   signal?: AbortSignal;
   /**
    * The researcher has already edited the worktree (an interactive agent through MCP): do not
-   * reset it before proposing; untracked files absent from this snapshot count as new.
+   * reset it before proposing; untracked files absent from this snapshot count as new. The
+   * caller put the worktree at the node this step builds on (Coordination.buildsOn: with a
+   * branching frontier, the one loop-deps.ts frontierNode draws for this notebook).
    */
   prepared?: Snapshot;
   /** Replaces deps.agent.propose for this step (MCP: the proposal is what the agent said it did). */
