@@ -36,6 +36,8 @@ describe("autolab as a library", () => {
       "LocalExecutor",
       "SqliteLedger",
       "createJudge",
+      "treeOf",
+      "chooseNode",
     ])
       expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
   });
