@@ -91,6 +91,50 @@ describe("the tree frontier in a real run", () => {
     expect(readFileSync(join(dir, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
   });
 
+  it("a candidate left undecided on a tree node is judged against that node when the run resumes", async () => {
+    const dir = frontierProject("frontier: { strategy: top_k, k: 3 }");
+    const first = await createRun({ program: dir, tag: "t", maxExperiments: 8, agent: stepDown([]) });
+    const ledger = first.lab.ledger;
+    const run = ledger.getRun("t");
+    if (!run) throw new Error("no run");
+    const before = ledger.listExperiments(run.id);
+    const node = before.find((e) => e.decision?.treeNode);
+    if (!node) throw new Error("the first session made no tree node");
+    // As a crash after the experiment row leaves it: commit + ref + row, no trial, no decision.
+    const wt = join(dir, ".autolab", "worktrees", "t");
+    git(wt, "checkout", "-q", "--detach", node.commit);
+    const x = xOf(dir, node) - 1;
+    writeFileSync(join(wt, "value.mjs"), `export const X = ${x};\n`);
+    git(wt, "commit", "-qam", "candidate on a tree node");
+    const sha = git(wt, "rev-parse", "HEAD");
+    const n = before.length;
+    git(dir, "update-ref", `refs/autolab/t/${n}`, sha);
+    ledger.addExperiment({
+      runId: run.id,
+      n,
+      agent: "step-down",
+      parentCommit: node.commit,
+      commit: sha,
+      ref: `refs/autolab/t/${n}`,
+      hypothesis: `X ${x + 1} → ${x}`,
+      diff: { files: 1, insertions: 1, deletions: 1 },
+    });
+    ledger.close();
+
+    const again = await createRun({ program: dir, tag: "t", maxExperiments: n, agent: stepDown([]) });
+    const exps = again.lab.ledger.listExperiments(run.id);
+    again.lab.ledger.close();
+    expect(exps).toHaveLength(n + 1);
+    const resumed = exps[n] as ExperimentRecord;
+    const best = bestOf(before) as ExperimentRecord;
+    // Not "stale": judged against #node (X one lower beats it), kept or a tree node by the best.
+    expect(resumed.decision?.reason).not.toMatch(/stale/);
+    expect(resumed.parentCommit).toBe(node.commit);
+    if (x < (best.decision?.metric as number)) expect(resumed.decision?.action).toBe("keep");
+    else expect(resumed.decision).toMatchObject({ action: "discard", treeNode: true });
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  });
+
   it("frontier: best (the default) never branches: every candidate builds on the best", async () => {
     const dir = frontierProject("frontier: best");
     const seen: Array<{ n: number; x: number }> = [];
