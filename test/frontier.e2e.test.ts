@@ -11,13 +11,14 @@ import type { Agent, ProposalContext } from "../src/core/types.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
 /** A researcher that lowers X by one from whatever node it is given, and says which node it saw. */
-function stepDown(seen: Array<{ n: number; x: number }>): Agent {
+function stepDown(seen: Array<{ n: number; x: number }>, contexts: string[] = []): Agent {
   return {
     name: "step-down",
     async propose(ctx: ProposalContext) {
       const file = join(ctx.worktree, "value.mjs");
       const x = Number(/X = (-?\d+)/.exec(readFileSync(file, "utf8"))?.[1]);
       seen.push({ n: ctx.best.n, x });
+      contexts.push(ctx.contextText);
       writeFileSync(file, `export const X = ${x - 1};\n`);
       return { hypothesis: `X ${x} → ${x - 1}` };
     },
@@ -43,12 +44,13 @@ describe("the tree frontier in a real run", () => {
   it("grows candidates from kept nodes other than the best, records the parent, and the ratchet follows only the best", async () => {
     const dir = frontierProject("frontier: { strategy: top_k, k: 3 }");
     const seen: Array<{ n: number; x: number }> = [];
+    const contexts: string[] = [];
     const events: LoopEvent[] = [];
     const outcome = await createRun({
       program: dir,
       tag: "t",
       maxExperiments: 8,
-      agent: stepDown(seen),
+      agent: stepDown(seen, contexts),
       onEvent: (e) => events.push(e),
     });
     const exps = outcome.lab.ledger.listExperiments(outcome.lab.ledger.getRun("t")?.id as number);
@@ -74,6 +76,10 @@ describe("the tree frontier in a real run", () => {
           agent: "step-down",
           parent: parent?.n,
         });
+        // The researcher's notebook says where it builds (views.ts), beside the best.
+        expect(contexts[e.n - 1]).toContain(`You build on kept node #${parent?.n} score = `);
+      } else {
+        expect(contexts[e.n - 1]).not.toContain("You build on kept node");
       }
       // Every candidate beats its parent (X - 1): kept when it beats the best too, else a tree node.
       if (xOf(dir, e) < (best.decision?.metric as number)) {

@@ -97,6 +97,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
           ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
           : {}),
         imported: ledger.listImportedResults(),
+        ...(best.n !== ratchet.exp.n ? { buildsOn: best } : {}),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),

@@ -323,9 +323,13 @@ export interface ExperimentView {
 }
 
 export interface ProposalContext {
-  /** The worktree to edit; it is at the current best when propose is called. */
+  /**
+   * The worktree to edit; it is at `best` when propose is called: the current best, or with a
+   * branching `frontier:` the kept node this candidate builds on (docs/loop.md).
+   */
   worktree: string;
   program: Program;
+  /** What the candidate builds on: the best, or the kept node the tree frontier chose. */
   best: { n: number; metric: number; params?: Params };
   history: ExperimentView[];
   /** The notebook rendered as text for agents (autolab context). */

@@ -41,6 +41,11 @@ export interface ContextOptions {
   imported?: readonly ImportedResultRecord[];
   /** Most recent imported results listed (default 15). */
   importedRecent?: number;
+  /**
+   * The kept node the reader builds on when the tree frontier chose one other than the best
+   * (docs/loop.md "The tree frontier"): said right after the best.
+   */
+  buildsOn?: ExperimentRecord;
 }
 
 /**
@@ -78,6 +83,12 @@ export function buildContext(
     if (best) {
       lines.push(
         `Best: #${best.n} ${metric} = ${formatMetric(objectiveOf(best, metric))} (baseline ${formatMetric(bm)}), commit ${best.commit.slice(0, 8)}: ${firstLine(best.hypothesis)}`,
+      );
+    }
+    const on = opts.buildsOn;
+    if (on && on.n !== best?.n) {
+      lines.push(
+        `You build on kept node #${on.n} ${metric} = ${formatMetric(objectiveOf(on, metric))}, commit ${on.commit.slice(0, 8)}: ${firstLine(on.hypothesis)} — the tree frontier chose it, not the best; your worktree holds it. Beat it to grow the tree; beat the best to move it.`,
       );
     }
     const kept = exps.filter((e) => e.decision?.action === "keep" && e.n !== 0);
