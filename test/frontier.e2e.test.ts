@@ -141,6 +141,36 @@ describe("the tree frontier in a real run", () => {
     expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
   });
 
+  it("with the noise-aware rule (the default) on a noisy objective: a candidate on a tree node is judged against that node", async () => {
+    const dir = valueProject({ acceptance: "noise", noise: 0.05 });
+    const p = join(dir, "program.md");
+    writeFileSync(
+      p,
+      readFileSync(p, "utf8").replace(
+        "acceptance: noise\n",
+        "acceptance: noise\nfrontier: { strategy: epsilon_greedy, epsilon: 0.5 }\n",
+      ),
+    );
+    git(dir, "commit", "-qam", "frontier");
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 6, agent: stepDown([]) });
+    const exps = outcome.lab.ledger.listExperiments(outcome.lab.ledger.getRun("t")?.id as number);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(7);
+    let onTreeNodes = 0;
+    for (const e of exps.slice(1)) {
+      expect(e.decision?.reason).not.toMatch(/stale/);
+      const parent = exps.find((x) => x.commit === e.parentCommit && x.n < e.n);
+      expect(parent && isTreeNode(parent)).toBe(true);
+      // The rule names its incumbent: the node the candidate grew from, a tree node included.
+      if (parent?.decision?.treeNode) {
+        onTreeNodes++;
+        expect(e.decision?.reason).toContain(`trials, #${parent.n})`);
+      }
+    }
+    expect(onTreeNodes).toBeGreaterThan(0);
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  });
+
   it("frontier: best (the default) never branches: every candidate builds on the best", async () => {
     const dir = frontierProject("frontier: best");
     const seen: Array<{ n: number; x: number }> = [];
