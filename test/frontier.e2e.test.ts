@@ -182,6 +182,27 @@ describe("the tree frontier in a real run", () => {
     expect(exps.some((e) => e.decision?.treeNode)).toBe(false);
   });
 
+  it("pareto on one objective says it draws like top_k, and branches like it", async () => {
+    const dir = frontierProject("frontier: { strategy: pareto, k: 3 }");
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 5,
+      agent: stepDown([]),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.lab.ledger.getRun("t")?.id as number);
+    outcome.lab.ledger.close();
+    expect(events).toContainEqual({
+      type: "warning",
+      message: "frontier: pareto needs several objectives; with one (score) it draws like top_k (k = 3)",
+    });
+    expect(exps).toHaveLength(6);
+    for (const e of exps.slice(1))
+      expect(exps.some((x) => x.commit === e.parentCommit && isTreeNode(x))).toBe(true);
+  });
+
   it("refuses --slots with a branching frontier, before the run starts", async () => {
     const dir = frontierProject("frontier: softmax");
     const err = await createRun({

@@ -75,6 +75,13 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     };
+    if (session.deps.program.frontier?.strategy === "pareto") {
+      // One objective has a one-node Pareto front: the strategy means top_k until several land.
+      opts.onEvent?.({
+        type: "warning",
+        message: `frontier: pareto needs several objectives; with one (${session.deps.program.objective.metric}) it draws like top_k (k = ${session.deps.program.frontier.k})`,
+      });
+    }
     const summary = isParallel(session.deps.program)
       ? await runParallel(
           await parallelDeps(
