@@ -93,7 +93,14 @@ export function buildContext(
     }
     const kept = exps.filter((e) => e.decision?.action === "keep" && e.n !== 0);
     if (kept.length) {
-      lines.push("", "## Kept changes (the best builds on all of these)");
+      // With the tree frontier a keep may grow on another branch than the one before it.
+      const tree = exps.some((e) => e.decision?.treeNode);
+      lines.push(
+        "",
+        tree
+          ? "## Kept changes (each became the best in turn; the tree frontier grows them on branches)"
+          : "## Kept changes (the best builds on all of these)",
+      );
       for (const e of kept)
         lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
     }
