@@ -22,8 +22,17 @@ export {
   renderPlan,
   type VerifyResult,
 } from "./app/finalize.ts";
+export { type TreeJson, type TreeNodeJson, treeOf } from "./app/tree.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
+export {
+  chooseNode,
+  DEFAULT_FRONTIER,
+  FRONTIER_STRATEGIES,
+  type FrontierConfig,
+  type FrontierNode,
+  type FrontierStrategy,
+} from "./core/frontier.ts";
 export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";
 export type {
   KnowledgeEntry,

@@ -18,6 +18,7 @@ import {
   buildNotebook,
   type FixtureExperiment,
   syntheticExperiments,
+  TREE_LAB,
 } from "./helpers/notebook-fixture.ts";
 import { REPO_ROOT } from "./helpers/toy-project.ts";
 
@@ -323,6 +324,37 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
       if (previous === undefined) delete process.env.AUTOLAB_KNOWLEDGE;
       else process.env.AUTOLAB_KNOWLEDGE = previous;
     }
+  });
+
+  it("draws the tree of a run that branched (the tree frontier), researcher text as text", async () => {
+    const page = await open((await serve(buildNotebook(tempDir(), [{ experiments: TREE_LAB }]))).url);
+    await page.waitForSelector("#tree:not([hidden]) ul.tree");
+    // Nested: #3 sits under #2, which sits under the baseline beside #1.
+    const nested = await page.evaluate(`(() => [...document.querySelectorAll("#tree li")].map((li) => {
+      const parent = li.parentElement.closest("li");
+      return [li.querySelector("a").textContent, parent ? parent.querySelector("a").textContent : null];
+    }))()`);
+    expect(nested).toEqual([
+      ["#0", null],
+      ["#1", "#0"],
+      ["#2", "#0"],
+      ["#3", "#2"],
+    ]);
+    const text = (await page.locator("#tree").textContent()) ?? "";
+    expect(text).toContain("tree node");
+    expect(text).toContain("<img src=x onerror=alert(1)>");
+    expect(await page.locator("#tree img").count()).toBe(0);
+    expect(await page.locator("#tree .badge.keep").textContent()).toBe("best");
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard-tree.png"), fullPage: true });
+    await page.close();
+
+    // A run that never branched has no tree panel.
+    const chain = await open(
+      (await serve(buildNotebook(tempDir(), [{ experiments: [{ action: "keep", metric: 1 }] }]))).url,
+    );
+    await chain.waitForSelector('body[data-chart-drawn="1"]');
+    expect(await chain.locator("#tree").isHidden()).toBe(true);
+    await chain.close();
     expect(errors).toEqual([]);
   });
 

@@ -38,6 +38,8 @@ describe("autolab as a library", () => {
       "createJudge",
       "openKnowledgeStore",
       "knowledgePath",
+      "treeOf",
+      "chooseNode",
     ])
       expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
   });

@@ -54,6 +54,7 @@ describe("autolab mcp", () => {
       "prior_work",
       "run_experiment",
       "status",
+      "tree",
     ]);
     // Nothing kept beyond the baseline yet: a clear tool error.
     const none = await call(client, "finalize_plan");
@@ -166,6 +167,51 @@ describe("autolab mcp", () => {
       rmSync(`${knowledge}-wal`, { force: true });
       rmSync(`${knowledge}-shm`, { force: true });
     }
+  });
+
+  it("with a branching frontier, puts the worktree at the kept node the next experiment builds on", async () => {
+    const dir = valueProject();
+    const p = join(dir, "program.md");
+    writeFileSync(
+      p,
+      readFileSync(p, "utf8").replace(
+        "acceptance: greedy\n",
+        "acceptance: greedy\nfrontier: { strategy: top_k, k: 5 }\n",
+      ),
+    );
+    git(dir, "commit", "-qam", "frontier");
+    const client = await connect(dir);
+    const worktree = join(dir, ".autolab", "worktrees", "m");
+    await call(client, "context");
+    // Each edit lowers X by one from wherever the worktree is (the node the harness chose).
+    const said: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const x = Number(/X = (-?\d+)/.exec(readFileSync(join(worktree, "value.mjs"), "utf8"))?.[1]);
+      writeFileSync(join(worktree, "value.mjs"), `export const X = ${x - 1};\n`);
+      said.push((await call(client, "run_experiment", { hypothesis: `X ${x} → ${x - 1}` })).text);
+    }
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const exps = ledger.listExperiments(ledger.getRun("m")?.id ?? -1);
+    ledger.close();
+    const xOf = (commit: string) => Number(/X = (-?\d+)/.exec(git(dir, "show", `${commit}:value.mjs`))?.[1]);
+    for (const e of exps.slice(1)) {
+      // The recorded parent is the commit the edit was made on: one less than it, every time.
+      expect(xOf(e.commit)).toBe(xOf(e.parentCommit) - 1);
+      expect(exps.some((x) => x.commit === e.parentCommit)).toBe(true);
+    }
+    // It branched (a tree node exists), and said so when the worktree moved off the best.
+    expect(exps.some((e) => e.decision?.treeNode)).toBe(true);
+    expect(said.some((t) => /The worktree is at kept node #\d+ \(the frontier's choice\)/.test(t))).toBe(
+      true,
+    );
+    const tree = JSON.parse((await call(client, "tree")).text) as {
+      branched: boolean;
+      nodes: { n: number }[];
+    };
+    expect(tree.branched).toBe(true);
+    expect(tree.nodes.length).toBe(
+      exps.filter((e) => e.decision?.action === "keep" || e.decision?.treeNode).length,
+    );
   });
 
   it("reports a broken program as a tool error, not a crash", async () => {

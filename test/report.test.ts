@@ -17,6 +17,7 @@ import {
   buildNotebook,
   type FixtureExperiment,
   syntheticExperiments,
+  TREE_LAB,
 } from "./helpers/notebook-fixture.ts";
 import { runCli, spawnCli } from "./helpers/toy-project.ts";
 
@@ -225,6 +226,37 @@ describe("autolab report", () => {
     expect(kept).toContain("-6.67%");
     expect(md).not.toContain("secret_holdout");
     expect(md).toContain("crash: exit code 137");
+  });
+
+  it("draws the tree when the run branched (the tree frontier), researcher text escaped", () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: TREE_LAB }]);
+    const { ledger, run, exps } = open(dir);
+    const md = readFileSync(writeReport(run, exps, join(dir, "report")).markdown, "utf8");
+    ledger.close();
+    const tree = md.split("## Tree")[1]?.split("\n## ")[0] ?? "";
+    expect(tree).toContain("4 nodes, 1 kept in the tree without moving the ratchet");
+    const items = tree.split("\n").filter((l) => /^\s*- #/.test(l));
+    expect(items.map((l) => l.replace(/ — .*/, ""))).toEqual([
+      "- #0 val_bpb 10",
+      "  - #1 val_bpb 8",
+      "  - #2 val_bpb 9 _(tree node)_",
+      "    - #3 val_bpb 7 **(best)**",
+    ]);
+    expect(tree).toContain("&lt;img src=x onerror=alert(1)&gt; further \\[x\\](javascript:alert(1))");
+    // Rendered, the hostile hypothesis is text: no element, no link.
+    const html = marked.parse(tree) as string;
+    expect(html).not.toContain("<img");
+    expect(html).not.toContain("<a ");
+  });
+
+  it("has no tree section when the run never branched", () => {
+    const dir = tempDir();
+    buildNotebook(dir, [{ experiments: LAB }]);
+    const { ledger, run, exps } = open(dir);
+    const md = readFileSync(writeReport(run, exps, join(dir, "report")).markdown, "utf8");
+    ledger.close();
+    expect(md).not.toContain("## Tree");
   });
 
   it("the CLI writes the report (default under .autolab/reports/<tag>), holdouts only with --holdout", async () => {

@@ -17,6 +17,7 @@ import {
   appendExperiment,
   buildNotebook,
   type FixtureExperiment,
+  TREE_LAB,
   writeRun,
 } from "./helpers/notebook-fixture.ts";
 import { runCli, spawnCli } from "./helpers/toy-project.ts";
@@ -575,6 +576,45 @@ describe("API on an organization", () => {
   it("an empty notebook has an empty org", async () => {
     const { body } = await get<Json>(appFor(buildNotebook(tempDir(), [])), "/api/org");
     expect(body).toEqual({ run: null, roles: [], session: null, slots: [], findings: [] });
+  });
+});
+
+describe("API /api/tree (the tree frontier)", () => {
+  it("answers every kept node with the node it grew from, its value, kind and the best", async () => {
+    const path = buildNotebook(tempDir(), [{ tag: "tree", experiments: TREE_LAB }]);
+    const { status, body } = await get<Json>(appFor(path), "/api/tree?run=tree");
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ run: "tree", metric: "val_bpb", direction: "minimize", branched: true });
+    expect(body.nodes.map((x: Json) => [x.n, x.parent, x.metric, x.kind, x.best])).toEqual([
+      [0, null, 10, "keep", false],
+      [1, 0, 8, "keep", false],
+      [2, 0, 9, "node", false],
+      [3, 2, 7, "keep", true],
+    ]);
+    // Researcher text is data: sent as typed, escaped where it is shown.
+    expect(body.nodes[3].hypothesis).toContain("<img src=x onerror=alert(1)>");
+  });
+
+  it("a run that never branched is a chain (branched false); an unknown run is a 404", async () => {
+    // As the single-branch ratchet records it: every candidate's parent is the best of its time.
+    const sha = (i: number) => String(i).padStart(40, "c");
+    const chain: FixtureExperiment[] = [
+      { action: "keep", metric: 3, commit: sha(0) },
+      { action: "discard", metric: 3.5, commit: sha(1), parent: sha(0) },
+      { action: "keep", metric: 2, commit: sha(2), parent: sha(0) },
+      { action: "crash", commit: sha(3), parent: sha(2) },
+      { action: "keep", metric: 1, commit: sha(4), parent: sha(2) },
+    ];
+    const path = buildNotebook(tempDir(), [{ tag: "chain", experiments: chain }]);
+    const { body } = await get<Json>(appFor(path), "/api/tree");
+    expect(body.branched).toBe(false);
+    expect(body.nodes.map((x: Json) => [x.n, x.parent, x.kind, x.best])).toEqual([
+      [0, null, "keep", false],
+      [2, 0, "keep", false],
+      [4, 2, "keep", true],
+    ]);
+    const missing = await get<Json>(appFor(path), "/api/tree?run=nope");
+    expect(missing.status).toBe(404);
   });
 });
 

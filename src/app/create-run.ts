@@ -87,6 +87,13 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     };
+    if (session.deps.program.frontier?.strategy === "pareto") {
+      // One objective has a one-node Pareto front: the strategy means top_k until several land.
+      opts.onEvent?.({
+        type: "warning",
+        message: `frontier: pareto needs several objectives; with one (${session.deps.program.objective.metric}) it draws like top_k (k = ${session.deps.program.frontier.k})`,
+      });
+    }
     const summary = isParallel(session.deps.program)
       ? await runParallel(
           await parallelDeps(
@@ -202,6 +209,13 @@ export async function openRunSession(
         };
     }
     if (opts.slots !== undefined) {
+      if (program.frontier && program.frontier.strategy !== "best") {
+        throw new AutolabError(
+          "FRONTIER_WITH_SLOTS",
+          `program.md's frontier: ${program.frontier.strategy} branches the serial loop only; --slots ${opts.slots} asks for a parallel run, whose candidates all build on the best.`,
+          'Drop --slots, or set frontier: best in program.md (docs/loop.md "The tree frontier").',
+        );
+      }
       const given = program.slots;
       program.slots = {
         ...(given?.gpus ? { gpus: given.gpus } : {}),

@@ -9,6 +9,7 @@ import { holdoutOf } from "./experiment-json.ts";
 import { mdCode, mdText } from "./markdown.ts";
 import { progressSeries } from "./progress-series.ts";
 import { statusOf } from "./status.ts";
+import { treeMarkdown, treeOf } from "./tree.ts";
 
 export interface ReportOptions {
   /** Holdout metrics as extra columns of the kept-changes table (for people only). */
@@ -140,6 +141,18 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
       );
       if (m !== undefined) prev = m;
     }
+  }
+
+  // The tree frontier: drawn when the run branched (otherwise the kept changes are the chain).
+  const tree = treeOf(run, exps);
+  if (tree.branched) {
+    const nodes = tree.nodes.filter((x) => x.kind === "node").length;
+    lines.push("", "## Tree", "");
+    lines.push(
+      `Every kept node and the node it grew from (${tree.nodes.length} nodes, ${nodes} kept in the tree without moving the ratchet: they beat their parent, not the best).`,
+      "",
+    );
+    lines.push(...treeMarkdown(tree));
   }
 
   if (s.imported && opts.imported) {

@@ -91,6 +91,10 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
       case "setup_finished":
         print(e.ok ? `setup done in ${formatSeconds(e.wallS)}` : `setup failed: ${e.reason ?? ""}`);
         break;
+      case "proposal_started":
+        // The tree frontier chose a kept node other than the best to build on.
+        if (e.parent !== undefined) print(`#${e.n} builds on #${e.parent} (frontier)`);
+        break;
       case "experiment_created":
         hypotheses.set(e.n, e.hypothesis);
         break;

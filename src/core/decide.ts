@@ -6,19 +6,22 @@ import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
+import { formatMetric } from "./format.ts";
+import { isBetter } from "./frontier.ts";
 import type { ExperimentRecord } from "./ledger.ts";
-import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
+import { branches, coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { verifyRatchet } from "./ratchet.ts";
-import type { Decision } from "./types.ts";
+import type { Decision, Direction } from "./types.ts";
 
 /** Writes the decision and moves the ratchet; in a parallel run a winner on an old best is merged. */
 export async function recordDecision(
   deps: LoopDeps,
   exp: ExperimentRecord,
-  decision: Decision,
+  decided: Decision,
   emit: (e: LoopEvent) => void,
 ): Promise<void> {
   const { program, ledger, run, workspace: ws } = deps;
+  let decision = decided;
   const metric = program.objective.metric;
   const exps = ledger.listExperiments(run.id);
   const best = bestOf(exps);
@@ -31,6 +34,11 @@ export async function recordDecision(
   if (decision.action === "keep" && exp.parentCommit !== bestCommit && keepOnMovedBest) {
     await keepOnMovedBest(deps, exp, decision, best, exps, emit);
     return;
+  }
+  // The tree frontier: a keep against another kept node moves the ratchet only when it beats
+  // the best too; otherwise it stays in the tree as a node (docs/loop.md "The tree frontier").
+  if (decision.action === "keep" && exp.parentCommit !== bestCommit && branches(program)) {
+    decision = onTree(decision, best.n, bestMetric, program.objective.direction);
   }
   // What the rule found about the run (a deterministic objective) is said once in the notebook.
   if (decision.notice && !ledger.listNotes(run.id).some((n) => n.text === decision.notice)) {
@@ -60,4 +68,27 @@ export async function recordDecision(
     ...(decision.metric !== undefined ? { metric: decision.metric } : {}),
     best: newBest,
   });
+}
+
+/**
+ * A candidate kept against the kept node it grew from (not the best): kept, moving the ratchet,
+ * when its value beats the best's too; else a tree node — a discard others may build on.
+ */
+export function onTree(
+  decision: Decision,
+  bestN: number,
+  bestMetric: number,
+  direction: Direction,
+): Decision {
+  const v = decision.metric;
+  const shown = `the best #${bestN} (${formatMetric(bestMetric)})`;
+  if (v !== undefined && isBetter(v, bestMetric, direction)) {
+    return { ...decision, reason: `${decision.reason}; beats ${shown} too` };
+  }
+  return {
+    ...decision,
+    action: "discard",
+    treeNode: true,
+    reason: `kept in the tree: ${decision.reason}; ${shown} stays`,
+  };
 }

@@ -20,7 +20,8 @@ export type LoopEvent =
     }
   | { type: "setup_started"; command: string }
   | { type: "setup_finished"; ok: boolean; wallS: number; reason?: string }
-  | { type: "proposal_started"; n: number; agent: string }
+  /** `parent`: the kept node it builds on, when a branching frontier chose one other than the best. */
+  | { type: "proposal_started"; n: number; agent: string; parent?: number }
   | { type: "experiment_created"; n: number; hypothesis: string; commit: string }
   | {
       type: "trial_started";

@@ -6,6 +6,7 @@
 import type { Confinement } from "./confinement.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
+import { chooseNode, frontierRandom, isTreeNode, treeNodesOf } from "./frontier.ts";
 import type { Judge } from "./judge.ts";
 import type { PriorWorkSource } from "./knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
@@ -121,9 +122,50 @@ export function serialCoordination(deps: LoopDeps): Coordination {
   return {
     lock: (fn) => fn(),
     allocate: () => Math.max(...deps.ledger.listExperiments(deps.run.id).map((e) => e.n)) + 1,
-    buildsOn: (d, exps) => measuredBest(d.program, exps),
-    judgedOn: () => deps.workspace.bestCommit(),
+    buildsOn: (d, exps) => frontierNode(d, exps),
+    // A candidate the frontier built on another kept node is judged against that node.
+    judgedOn: async (exp) => treeParent(deps, exp)?.commit ?? deps.workspace.bestCommit(),
   };
+}
+
+/** Whether program.md's `frontier:` may branch from a node other than the best. */
+export function branches(program: Program): boolean {
+  return program.frontier !== undefined && program.frontier.strategy !== "best";
+}
+
+/**
+ * The kept node `exp` was built on when the frontier branches and that node is in the tree
+ * (a keep or a tree node); undefined otherwise (the single-branch ratchet: judged on the best).
+ */
+export function treeParent(deps: LoopDeps, exp: ExperimentRecord): ExperimentRecord | undefined {
+  if (!branches(deps.program)) return undefined;
+  return deps.ledger.listExperiments(deps.run.id).find((e) => e.commit === exp.parentCommit && isTreeNode(e));
+}
+
+/**
+ * The node a new candidate builds on (program.md `frontier:`, src/core/frontier.ts): the best,
+ * or with a branching strategy a kept node drawn from the tree with the run's seed and the next
+ * experiment number (the same notebook draws the same node again).
+ */
+export function frontierNode(
+  deps: LoopDeps,
+  exps: ExperimentRecord[],
+): { exp: ExperimentRecord; metric: number } | undefined {
+  const { program, run } = deps;
+  const best = measuredBest(program, exps);
+  if (!best || !program.frontier || !branches(program)) return best;
+  const nodes = treeNodesOf(exps, program.objective.metric);
+  const next = Math.max(0, ...exps.map((e) => e.n)) + 1;
+  const n = chooseNode(
+    program.frontier,
+    nodes,
+    best.exp.n,
+    program.objective.direction,
+    frontierRandom(run.seed, next),
+  );
+  const exp = exps.find((e) => e.n === n);
+  const metric = exp ? objectiveOf(exp, program.objective.metric) : undefined;
+  return exp && metric !== undefined ? { exp, metric } : best;
 }
 
 /** The best of `exps` with its objective value, if it has one. */

@@ -15,7 +15,7 @@ import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import { afterDecisionEnv, runHook } from "./hooks.ts";
 import type { ExperimentRecord, HookRunRecord } from "./ledger.ts";
-import { coordinationOf, type LoopDeps } from "./loop-deps.ts";
+import { coordinationOf, type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
 import { buildContext, toView } from "./views.ts";
@@ -26,7 +26,9 @@ export interface StepOptions {
   signal?: AbortSignal;
   /**
    * The researcher has already edited the worktree (an interactive agent through MCP): do not
-   * reset it before proposing; untracked files absent from this snapshot count as new.
+   * reset it before proposing; untracked files absent from this snapshot count as new. The
+   * caller put the worktree at the node this step builds on (Coordination.buildsOn: with a
+   * branching frontier, the one loop-deps.ts frontierNode draws for this notebook).
    */
   prepared?: Snapshot;
   /** Replaces deps.agent.propose for this step (MCP: the proposal is what the agent said it did). */
@@ -62,7 +64,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const coordination = coordinationOf(deps);
   const base = coordination.buildsOn(deps, exps);
   if (!base) throw new AutolabError("NO_BEST", "the run has no measured best.");
+  // What it builds on: the best, or with a branching frontier any kept node (frontier.ts).
   const { exp: best, metric: bestMetric } = base;
+  const ratchet = measuredBest(program, exps) ?? base;
   // The ledger is the truth and the branch was reconciled with it at start: no git call needed.
   const bestCommit = best.commit;
   let before = opts.prepared;
@@ -82,7 +86,12 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     return undefined;
   }
   if (beforeHook) before = await ws.snapshot();
-  emit({ type: "proposal_started", n, agent: deps.role ?? agent.name });
+  emit({
+    type: "proposal_started",
+    n,
+    agent: deps.role ?? agent.name,
+    ...(best.n !== ratchet.exp.n ? { parent: best.n } : {}),
+  });
 
   const agentLogDir = join(deps.logDir, String(n), "agent");
   await mkdir(agentLogDir, { recursive: true });
@@ -101,6 +110,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
         imported: ledger.listImportedResults(),
         hooks: hooksForContext(deps, beforeHook),
         ...(deps.priorWork ? { priorWork: deps.priorWork.for(exps) } : {}),
+        ...(best.n !== ratchet.exp.n ? { buildsOn: best } : {}),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
@@ -154,7 +164,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   if (reject) {
     const action = failure ? "crash" : "reject";
     ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
-    const bestNow = { n: best.n, metric: bestMetric };
+    const bestNow = { n: ratchet.exp.n, metric: ratchet.metric };
     emit({ type: "decision", n, action, reason: reject, best: bestNow });
     await ws.resetTo(bestCommit, changed);
     await runHook(deps, "after", n, {
@@ -171,7 +181,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       n,
       action: "queued",
       reason: "recorded; a slot evaluates it",
-      best: { n: best.n, metric: bestMetric },
+      best: { n: ratchet.exp.n, metric: ratchet.metric },
       researcherFailed: false,
       experiment: exp,
     };

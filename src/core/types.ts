@@ -2,6 +2,7 @@
  * The shared vocabulary of autolab (see docs/architecture.md). Everything here is plain data
  * or an interface; core imports nothing from adapters (runner, workspace, ledger, agents).
  */
+import type { FrontierConfig } from "./frontier.ts";
 
 export type Direction = "minimize" | "maximize";
 
@@ -152,6 +153,11 @@ export interface Program {
    * recorded and never stops the run. Absent when program.md has no `hooks:`.
    */
   hooks?: { before?: string; after?: string; budgetMs: number; graceMs: number };
+  /**
+   * The tree frontier (docs/loop.md "The tree frontier"): which kept node each candidate builds
+   * on. Absent: `best`, the single-branch ratchet.
+   */
+  frontier?: FrontierConfig;
   /** The markdown body: research directions for agents. */
   directions: string;
   /**
@@ -288,6 +294,12 @@ export interface Decision {
   /** Whether the candidate's stated mechanism held up; null when unknown. */
   mechanismConfirmed?: boolean | null;
   /**
+   * The tree frontier (program.md `frontier:`): a discard that credibly beat the kept node it
+   * was built on, but not the best, stays in the tree as a node later candidates may build on.
+   * The ratchet did not move; only keeps move it.
+   */
+  treeNode?: boolean;
+  /**
    * A fact about the run the rule found while deciding (e.g. the objective is deterministic):
    * the loop writes it to the notebook once, the first time it is given (not stored with the decision).
    */
@@ -323,9 +335,13 @@ export interface ExperimentView {
 }
 
 export interface ProposalContext {
-  /** The worktree to edit; it is at the current best when propose is called. */
+  /**
+   * The worktree to edit; it is at `best` when propose is called: the current best, or with a
+   * branching `frontier:` the kept node this candidate builds on (docs/loop.md).
+   */
   worktree: string;
   program: Program;
+  /** What the candidate builds on: the best, or the kept node the tree frontier chose. */
   best: { n: number; metric: number; params?: Params };
   history: ExperimentView[];
   /** The notebook rendered as text for agents (autolab context). */

@@ -52,6 +52,11 @@ export interface ContextOptions {
    * prior work not measured in this run.
    */
   priorWork?: readonly KnowledgeHit[];
+  /**
+   * The kept node the reader builds on when the tree frontier chose one other than the best
+   * (docs/loop.md "The tree frontier"): said right after the best.
+   */
+  buildsOn?: ExperimentRecord;
 }
 
 /**
@@ -91,9 +96,22 @@ export function buildContext(
         `Best: #${best.n} ${metric} = ${formatMetric(objectiveOf(best, metric))} (baseline ${formatMetric(bm)}), commit ${best.commit.slice(0, 8)}: ${firstLine(best.hypothesis)}`,
       );
     }
+    const on = opts.buildsOn;
+    if (on && on.n !== best?.n) {
+      lines.push(
+        `You build on kept node #${on.n} ${metric} = ${formatMetric(objectiveOf(on, metric))}, commit ${on.commit.slice(0, 8)}: ${firstLine(on.hypothesis)} — the tree frontier chose it, not the best; your worktree holds it. Beat it to grow the tree; beat the best to move it.`,
+      );
+    }
     const kept = exps.filter((e) => e.decision?.action === "keep" && e.n !== 0);
     if (kept.length) {
-      lines.push("", "## Kept changes (the best builds on all of these)");
+      // With the tree frontier a keep may grow on another branch than the one before it.
+      const tree = exps.some((e) => e.decision?.treeNode);
+      lines.push(
+        "",
+        tree
+          ? "## Kept changes (each became the best in turn; the tree frontier grows them on branches)"
+          : "## Kept changes (the best builds on all of these)",
+      );
       for (const e of kept)
         lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
     }

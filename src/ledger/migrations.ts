@@ -151,4 +151,10 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX hook_runs_run ON hook_runs(run_id, n);
   `,
+  // 9: the tree frontier (program.md frontier:, docs/loop.md): a candidate that credibly beat the
+  // kept node it grew from, but not the best, is kept in the tree (1) while its action stays
+  // discard (the ratchet did not move); null everywhere else
+  `
+  ALTER TABLE decisions ADD COLUMN tree_node INTEGER;
+  `,
 ];

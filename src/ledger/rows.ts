@@ -65,6 +65,8 @@ interface DecisionColumns {
   d_metric: number | null;
   mechanism_confirmed: number | null;
   decided_at: string;
+  /** Migration 8 (the tree frontier): 1 for a tree node, else null. */
+  tree_node?: number | null;
 }
 
 /** A trial_starts row with its result's columns (LEFT JOIN trial_results: all null while open). */
@@ -207,6 +209,7 @@ export function toExperiment(r: ExperimentRow, trials: TrialRecord[]): Experimen
       ...(r.d_metric !== null ? { metric: r.d_metric } : {}),
       mechanismConfirmed: r.mechanism_confirmed === null ? null : r.mechanism_confirmed === 1,
       decidedAt: r.decided_at,
+      ...(r.tree_node === 1 ? { treeNode: true } : {}),
     };
   }
   return exp;

@@ -246,8 +246,8 @@ export class SqliteLedger implements Ledger, NotebookReader {
 
   decide(experimentId: number, d: Decision): void {
     this.stmt(
-      `INSERT INTO decisions (experiment_id, action, reason, metric, mechanism_confirmed, decided_at)
-          VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO decisions (experiment_id, action, reason, metric, mechanism_confirmed, decided_at, tree_node)
+          VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       experimentId,
       d.action,
@@ -259,6 +259,7 @@ export class SqliteLedger implements Ledger, NotebookReader {
           ? 1
           : 0,
       now(),
+      d.treeNode ? 1 : null,
     );
     if (this.runs.size > 0) this.reread([experimentId]);
   }
@@ -497,7 +498,8 @@ export class SqliteLedger implements Ledger, NotebookReader {
   /** Experiments matching `where` (over `e`, experiments) with their trials, ordered by n. */
   private queryExperiments(where: string, args: SQLInputValue[]): ExperimentRecord[] {
     const rows = this.stmt(
-      `SELECT e.*, d.action, d.reason AS d_reason, d.metric AS d_metric, d.mechanism_confirmed, d.decided_at
+      `SELECT e.*, d.action, d.reason AS d_reason, d.metric AS d_metric, d.mechanism_confirmed, d.decided_at,
+         d.tree_node
        FROM experiments e LEFT JOIN decisions d ON d.experiment_id = e.id
        WHERE ${where} ORDER BY e.n`,
     ).all(...args) as unknown as ExperimentRow[];

@@ -6,10 +6,12 @@ import { planFinalize, renderPlan } from "../app/finalize.ts";
 import { AUTOLAB_VERSION } from "../app/init.ts";
 import { searchPriorWork } from "../app/prior-work.ts";
 import { statusOf } from "../app/status.ts";
+import { treeOf } from "../app/tree.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { formatMetric, shortLine } from "../core/format.ts";
 import { priorWorkQuery } from "../core/knowledge.ts";
 import { runLoop } from "../core/loop.ts";
+import { frontierNode } from "../core/loop-deps.ts";
 import { runStep } from "../core/propose.ts";
 import type { Agent } from "../core/types.ts";
 import {
@@ -81,10 +83,22 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
       s.lab.ledger.close();
       throw err;
     }
-    snapshot = await s.workspace.snapshot();
+    await atNode(s);
     session = s;
     log(`autolab mcp: run ${s.run.tag}, worktree ${s.workspace.projectDir}`);
     return s;
+  };
+
+  /**
+   * Puts the worktree at the node the next experiment builds on — the best, or with a branching
+   * `frontier:` the kept node it draws (deterministic for the notebook: runStep draws the same)
+   * — and snapshots it. Returns that node's number.
+   */
+  const atNode = async (s: RunSession): Promise<number | undefined> => {
+    const node = frontierNode(s.deps, s.lab.ledger.listExperiments(s.run.id));
+    await s.workspace.resetTo(node?.exp.commit ?? (await s.workspace.bestCommit()));
+    snapshot = await s.workspace.snapshot();
+    return node?.exp.n;
   };
 
   const guarded = async (fn: () => Promise<string>): Promise<ToolResult> => {
@@ -199,18 +213,35 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
               ...(expected ? { expected } : {}),
             }),
           });
-          // Back to the best, ready for the next edit (a kept change is the best now).
-          await s.workspace.resetTo(await s.workspace.bestCommit());
-          snapshot = await s.workspace.snapshot();
+          // Back to the best (or the frontier's next node), ready for the next edit.
+          const next = await atNode(s);
           if (!step) return "stopped before the experiment was recorded.";
           const metric = s.lab.program.objective.metric;
           const value = step.metric !== undefined ? ` ${metric} = ${formatMetric(step.metric)}.` : "";
           // A crash reason can quote what the trial printed, holdout lines included.
           const reason = redactHoldouts(step.reason, holdoutNames(s.lab.program, s.run));
-          return `Experiment #${step.n}: ${step.action}.${value} ${reason}\nBest: #${step.best.n} ${metric} = ${formatMetric(step.best.metric)}. The worktree is at the best again.`;
+          const at =
+            next === undefined || next === step.best.n
+              ? "The worktree is at the best again."
+              : `The worktree is at kept node #${next} (the frontier's choice): build on it.`;
+          return `Experiment #${step.n}: ${step.action}.${value} ${reason}\nBest: #${step.best.n} ${metric} = ${formatMetric(step.best.metric)}. ${at}`;
         } finally {
           busy = false;
         }
+      }),
+  );
+
+  server.registerTool(
+    "tree",
+    {
+      description:
+        "The run's tree as JSON: every kept node with the node it grew from, its objective value, and whether it is the best (a chain unless program.md's frontier: branches).",
+    },
+    () =>
+      guarded(async () => {
+        const s = await open();
+        const tree = treeOf(s.run, s.lab.ledger.listExperiments(s.run.id));
+        return JSON.stringify(redactHoldoutsDeep(tree, holdoutNames(s.lab.program, s.run)), null, 2);
       }),
   );
 

@@ -6,6 +6,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
+import { DEFAULT_FRONTIER, type FrontierConfig } from "../core/frontier.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
@@ -71,6 +72,9 @@ export function parseProgram(text: string, path: string): Program {
     const r = raw as { slots?: unknown; org?: unknown };
     if (typeof r.slots === "number") r.slots = { count: r.slots };
     if (typeof r.org === "string") r.org = { roles: r.org };
+    // `frontier: top_k` is shorthand for `frontier: { strategy: top_k }`.
+    const f = raw as { frontier?: unknown };
+    if (typeof f.frontier === "string") f.frontier = { strategy: f.frontier };
     // `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }`.
     const l = raw as { ladder?: unknown };
     if (Array.isArray(l.ladder)) l.ladder = { budgets: l.ladder };
@@ -135,6 +139,7 @@ export function parseProgram(text: string, path: string): Program {
     ...(fm.hooks && (fm.hooks.before !== undefined || fm.hooks.after !== undefined)
       ? { hooks: toHooks(fm.hooks) }
       : {}),
+    ...(fm.frontier ? { frontier: toFrontier(fm.frontier) } : {}),
     directions: split.body,
     ...(fm.prior_work ? {} : { priorWork: false }),
   };
@@ -157,6 +162,16 @@ function toHooks(h: NonNullable<Frontmatter["hooks"]>): NonNullable<Program["hoo
     ...(h.after !== undefined ? { after: h.after } : {}),
     budgetMs,
     graceMs: defaultGraceMs(budgetMs),
+  };
+}
+
+/** The strategy with its defaults filled in (src/core/frontier.ts DEFAULT_FRONTIER). */
+function toFrontier(f: NonNullable<Frontmatter["frontier"]>): FrontierConfig {
+  return {
+    strategy: f.strategy,
+    k: f.k ?? DEFAULT_FRONTIER.k,
+    epsilon: f.epsilon ?? DEFAULT_FRONTIER.epsilon,
+    temperature: f.temperature ?? DEFAULT_FRONTIER.temperature,
   };
 }
 

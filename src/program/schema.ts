@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { isGlob, normalizePath, patternProblem } from "../core/file-patterns.ts";
+import { FRONTIER_STRATEGIES } from "../core/frontier.ts";
 import type { Knob, ParamValue } from "../core/types.ts";
 import { METRIC_NAME, parseConstraint } from "../trust/constraints.ts";
 import { parseDuration } from "./duration.ts";
@@ -273,6 +274,24 @@ const slotsShape = {
   proposers: z.number().int().min(1, { error: "at least 1 proposer" }).max(64).optional(),
 };
 
+/** The tree frontier (docs/loop.md): which kept node a candidate builds on. */
+const frontierShape = {
+  strategy: z.enum(FRONTIER_STRATEGIES, {
+    error: (iss) =>
+      `${describe(iss.input)} is not a frontier strategy: use one of ${FRONTIER_STRATEGIES.join(", ")}`,
+  }),
+  k: z.number().int().min(1, { error: "top_k draws from the k best nodes: at least 1" }).max(1000).optional(),
+  epsilon: z
+    .number()
+    .min(0, { error: "is a share of proposals: between 0 and 1" })
+    .max(1, { error: "is a share of proposals: between 0 and 1" })
+    .optional(),
+  temperature: z
+    .number()
+    .gt(0, { error: "must be above 0 (0.25: the worst node drawn e^-4 as often as the best)" })
+    .optional(),
+};
+
 const orgShape = {
   roles: text.default("org"),
   policy: z.enum(["bandit", "round-robin"]).default("bandit"),
@@ -378,6 +397,8 @@ const topShape = {
   slots: z.strictObject(slotsShape).default({}),
   /** `org: org/` is shorthand for `org: { roles: org/ }` (expanded in parse.ts). */
   org: z.strictObject(orgShape).optional(),
+  /** `frontier: top_k` is shorthand for `frontier: { strategy: top_k }` (expanded in parse.ts). */
+  frontier: z.strictObject(frontierShape).optional(),
   /** `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }` (expanded in parse.ts). */
   ladder: z.strictObject(ladderShape).optional(),
   /** What the command writes for the evaluate step (a checkpoint, predictions): all evaluate sees besides the committed files and setup's. */
@@ -419,6 +440,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "search.*": Object.keys(knobShape),
   slots: Object.keys(slotsShape),
   org: Object.keys(orgShape),
+  frontier: Object.keys(frontierShape),
   ladder: Object.keys(ladderShape),
   hooks: Object.keys(hooksShape),
   sandbox: Object.keys(sandboxShape),
@@ -504,6 +526,12 @@ export const EXAMPLES: Record<string, string> = {
   "slots.proposers": "proposers: 2   # proposals prepared at once (default: one per slot)",
   org: "org: org/   # role files org/*.md; or: org: { roles: org/, policy: bandit }   # or round-robin",
   "org.roles": "roles: org/",
+  frontier:
+    "frontier: top_k   # which kept node a candidate builds on: best (default), top_k, epsilon_greedy, softmax, pareto\n# or: frontier: { strategy: top_k, k: 3 }",
+  "frontier.strategy": `strategy: top_k   # one of ${FRONTIER_STRATEGIES.join(", ")}`,
+  "frontier.k": "k: 3   # top_k: build on one of the 3 best kept nodes",
+  "frontier.epsilon": "epsilon: 0.2   # epsilon_greedy: 20% of proposals build on any kept node",
+  "frontier.temperature": "temperature: 0.25   # softmax: lower builds on the best more often",
   "org.policy": "policy: bandit   # or round-robin",
   ladder:
     "ladder:\n  budgets: [30s, 2m]   # cheaper rungs, ascending, each below run.budget (the top rung)\n  promote: 0.3         # fraction of each rung that climbs on (default 1/3)",

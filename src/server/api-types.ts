@@ -9,6 +9,7 @@ import type { ExperimentJson, HookJson } from "../app/experiment-json.ts";
 import type { OpenTrial, RunSummary } from "../app/lab-reader.ts";
 import type { OrgView } from "../app/org-view.ts";
 import type { StatusJson } from "../app/status.ts";
+import type { TreeJson } from "../app/tree.ts";
 import type { ChartSeries } from "../chart/progress-chart.ts";
 import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
@@ -74,6 +75,9 @@ export interface PriorWorkResponse {
   hits: KnowledgeHit[];
   error?: string;
 }
+
+/** GET /api/tree: the run's kept nodes and the node each grew from (the tree frontier). */
+export type TreeResponse = TreeJson;
 
 /** GET /api/org (`run` null and everything empty in an empty notebook). */
 export type OrgResponse = OrgView & { run: string | null };

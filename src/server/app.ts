@@ -13,6 +13,7 @@ import { orgView } from "../app/org-view.ts";
 import { knowledgePath, priorWorkOf } from "../app/prior-work.ts";
 import { progressSeries } from "../app/progress-series.ts";
 import { statusOf } from "../app/status.ts";
+import { treeOf } from "../app/tree.ts";
 import { ERROR_CODES } from "../core/error-codes.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { lastResult } from "../core/experiments.ts";
@@ -30,6 +31,7 @@ import type {
   OrgResponse,
   PriorWorkResponse,
   StatusResponse,
+  TreeResponse,
 } from "./api-types.ts";
 import { EventHub } from "./event-hub.ts";
 import { applyExperimentQuery, parseExperimentQuery } from "./experiment-query.ts";
@@ -358,6 +360,12 @@ export function createApp(deps: AppDeps): LabApp {
       explain: noise.explain,
       reason: noise.reason,
     } satisfies NoiseResponse);
+  });
+
+  // The tree of kept nodes (the tree frontier; a chain when the run never branched).
+  app.get("/api/tree", (c) => {
+    const run = lab.run(c.req.query("run"));
+    return c.json(treeOf(run, lab.experiments(run)) satisfies TreeResponse);
   });
 
   // Roles with their credit, the latest session's slots, the findings board (src/app/org-view.ts).

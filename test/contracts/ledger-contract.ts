@@ -425,6 +425,18 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
         expect(l.getExperiment(run.id, 0)?.decision).toEqual(d0);
       });
 
+      it("records a tree node (the tree frontier): treeNode true, absent on every other decision", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const [a, b] = [1, 2].map((n) => l.addExperiment(newExperiment(run.id, n)).id);
+        l.decide(a as number, { action: "discard", reason: "kept in the tree", metric: 2, treeNode: true });
+        l.decide(b as number, { action: "keep", reason: "better", metric: 1 });
+        const [da, db] = l.listExperiments(run.id).map((e) => e.decision);
+        expect(da).toMatchObject({ action: "discard", metric: 2, treeNode: true });
+        expect(db).not.toHaveProperty("treeNode");
+        expect(l.getExperiment(run.id, 1)?.decision).toEqual(da);
+      });
+
       it("takes one decision per experiment: a second one throws and the first stands", () => {
         const l = fresh();
         const run = l.createRun(newRun());

@@ -33,6 +33,8 @@ export interface FixtureExperiment {
   rebaseOf?: number;
   /** The slot its trial ran on (absent: a serial run). */
   slot?: number;
+  /** A discard kept in the tree (the tree frontier): it beat its parent, not the best. */
+  treeNode?: boolean;
 }
 
 export interface FixtureRun {
@@ -143,6 +145,7 @@ export function appendExperiment(
     reason: x.reason ?? defaultReason(x.action, x.metric),
     ...(x.metric !== undefined && x.action !== "crash" ? { metric: x.metric } : {}),
     mechanismConfirmed: x.action === "keep" ? true : x.action === "discard" ? false : null,
+    ...(x.treeNode ? { treeNode: true } : {}),
   });
 }
 
@@ -215,3 +218,30 @@ export function buildNotebook(dir: string, runs: FixtureRun[], opts: { bulk?: bo
   }
   return path;
 }
+
+/**
+ * A run that branched (the tree frontier): #2 grew from the baseline and stays a tree node, #3
+ * grew from #2 and beat the best (the ratchet moved to it), #4 grew from #1 and was discarded.
+ * Tree: 0 → {1 → {4}, 2 → {3}}. #3's hypothesis is hostile markup.
+ */
+export const TREE_LAB: FixtureExperiment[] = [
+  { action: "keep", metric: 10, commit: fakeSha(100) },
+  { action: "keep", metric: 8, commit: fakeSha(101), parent: fakeSha(100), hypothesis: "steep side" },
+  {
+    action: "discard",
+    treeNode: true,
+    metric: 9,
+    commit: fakeSha(102),
+    parent: fakeSha(100),
+    hypothesis: "gentle side",
+    reason: "kept in the tree: better than #0; the best #1 (8) stays",
+  },
+  {
+    action: "keep",
+    metric: 7,
+    commit: fakeSha(103),
+    parent: fakeSha(102),
+    hypothesis: "<img src=x onerror=alert(1)> further [x](javascript:alert(1))",
+  },
+  { action: "discard", metric: 8.5, commit: fakeSha(104), parent: fakeSha(101), hypothesis: "steeper" },
+];

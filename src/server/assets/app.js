@@ -21,6 +21,7 @@ import { chartLayout, pointPosition, pointSummary, renderProgressChart } from ".
  * @typedef {import("../api-types.ts").NoiseResponse} NoiseResponse
  * @typedef {import("../api-types.ts").OrgResponse} OrgResponse
  * @typedef {import("../api-types.ts").PriorWorkResponse} PriorWorkResponse
+ * @typedef {import("../api-types.ts").TreeResponse} TreeResponse
  * @typedef {import("../api-types.ts").EventMessage} EventMessage
  * @typedef {import("../api-types.ts").ErrorResponse} ErrorResponse
  * @typedef {import("../../chart/progress-chart.ts").ChartPoint} ChartPoint
@@ -232,6 +233,7 @@ async function loadAll(boot) {
       loadOrg(),
       loadAlarms(),
       loadPriorWork(),
+      loadTree(),
     ]).catch(showError);
     const n = currentExperiment();
     if (n !== null) await loadExperiment(n).catch(showError);
@@ -302,6 +304,43 @@ async function loadTable() {
 
 async function loadOrg() {
   renderOrg(await api("/api/org", { run: state.run }));
+}
+
+async function loadTree() {
+  renderTree(await api("/api/tree", { run: state.run }));
+}
+
+/**
+ * The tree frontier's tree: every kept node under the node it grew from, with its value; shown
+ * only when the run branched (otherwise the kept changes are a chain, as the table shows).
+ * @param {TreeResponse} tree
+ */
+function renderTree(tree) {
+  const panel = $("tree");
+  panel.hidden = !tree.branched;
+  if (!tree.branched) return;
+  /** @type {Map<number | null, TreeResponse["nodes"]>} */
+  const children = new Map();
+  for (const node of tree.nodes) {
+    const list = children.get(node.parent) ?? [];
+    list.push(node);
+    children.set(node.parent, list);
+  }
+  /** @param {number | null} parent @returns {Markup} */
+  const list = (parent) => {
+    const nodes = children.get(parent) ?? [];
+    if (!nodes.length) return "";
+    return html`<ul class="tree">${nodes.map(
+      (node) => html`<li><a href="#/${node.n}">#${node.n}</a> <span class="num">${fmt(node.metric)}</span>
+        ${node.best ? badge("keep", "best") : node.kind === "node" ? html`<span class="muted" title="kept in the tree: beat its parent, not the best">tree node</span>` : ""}
+        <span class="muted">${firstLine(node.hypothesis)}</span>${list(node.n)}</li>`,
+    )}</ul>`;
+  };
+  const kept = tree.nodes.filter((x) => x.kind === "node").length;
+  render(
+    html`<p class="muted small">${tree.nodes.length} kept nodes, ${kept} kept in the tree without moving the ratchet (they beat the node they grew from, not the best); ${tree.metric}, ${tree.direction === "minimize" ? "lower" : "higher"} is better.</p>${list(null)}`,
+    $("tree-body"),
+  );
 }
 
 /** Seconds as `45s`, `16m05s`, `1h02m` (as `autolab status` prints them). @param {number} seconds */
@@ -751,6 +790,7 @@ const refreshSoon = debounce(() => {
   loadStatus().catch(() => {});
   loadTable().catch(() => {});
   loadOrg().catch(() => {});
+  loadTree().catch(() => {});
   const n = currentExperiment();
   if (n !== null) loadExperiment(n).catch(() => {});
 }, 250);
