@@ -180,6 +180,14 @@ async function judgeCandidate(
       run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
       // The share of the run's budget left (this experiment counts as started).
       ...(deps.budget ? { budget: budgetLeft(deps.budget, now, exp.n) } : {}),
+      // Several objectives: every metric of every other experiment (the front, each metric's σ).
+      ...(program.objectives
+        ? {
+            experiments: now
+              .filter((e) => e.n !== exp.n)
+              .map((e) => ({ n: e.n, kept: e.decision?.action === "keep", trials: okTrials(e) })),
+          }
+        : {}),
     };
   };
   /** Why no further trial may start (the run's budget is spent), else undefined. */

@@ -6,7 +6,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
-import type { AgentConfig, Program } from "../core/types.ts";
+import type { AgentConfig, Direction, ObjectiveMetric, Program } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
 import { locateLine } from "./locate.ts";
@@ -94,7 +94,7 @@ export function parseProgram(text: string, path: string): Program {
   return {
     path: resolve(path),
     name: fm.name,
-    objective: fm.objective,
+    ...toObjectives(fm.objective),
     run: {
       ...(fm.run.setup !== undefined && { setup: fm.run.setup }),
       command: fm.run.command,
@@ -133,6 +133,25 @@ export function parseProgram(text: string, path: string): Program {
     ...(fm.org ? { org: { roles: fm.org.roles, policy: fm.org.policy } } : {}),
     ...(fm.ladder ? { ladder: toLadder(fm.ladder, fm.run.grace) } : {}),
     directions: split.body,
+  };
+}
+
+/**
+ * `objective:` → the primary objective (the one metric, or the first listed) and, with several,
+ * `objectives` (the checks already made sure the form is whole).
+ */
+function toObjectives(o: Frontmatter["objective"]): Pick<Program, "objective" | "objectives"> {
+  if (!o.metrics) {
+    return { objective: { metric: o.metric as string, direction: o.direction as Direction } };
+  }
+  const metrics = o.metrics.map((m) => ({ metric: m.metric, direction: m.direction }));
+  return {
+    objective: metrics[0] as ObjectiveMetric,
+    objectives: {
+      metrics,
+      mode: o.mode ?? "pareto",
+      ...(o.threshold ? { threshold: { metric: o.threshold.metric, bar: o.threshold.bar } } : {}),
+    },
   };
 }
 
