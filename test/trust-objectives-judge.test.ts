@@ -49,13 +49,18 @@ function trial(values: Record<string, number>, seed: number): TrialResult {
 /** An experiment: its true values, drawn with noise SIGMA per trial (seeds from 42). */
 class Config {
   trials: TrialResult[] = [];
-  constructor(
-    readonly n: number,
-    readonly truth: Truth,
-    readonly kept: boolean,
-    private readonly draw: () => number,
-    readonly sigma: number = SIGMA,
-  ) {}
+  readonly n: number;
+  readonly truth: Truth;
+  readonly kept: boolean;
+  private readonly draw: () => number;
+  readonly sigma: number;
+  constructor(n: number, truth: Truth, kept: boolean, draw: () => number, sigma: number = SIGMA) {
+    this.n = n;
+    this.truth = truth;
+    this.kept = kept;
+    this.draw = draw;
+    this.sigma = sigma;
+  }
   add(): void {
     const values: Record<string, number> = {};
     for (const [k, v] of Object.entries(this.truth)) values[k] = v + this.sigma * this.draw();
