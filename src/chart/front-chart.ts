@@ -24,8 +24,12 @@ export interface FrontChartInput {
   title?: string;
 }
 
+/** Characters XML forbids (C0 controls but tab, newline and CR; U+FFFE, U+FFFF). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
+
 function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return s.replace(NOT_XML, "\ufffd").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function tick(v: number): string {
