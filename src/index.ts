@@ -8,6 +8,8 @@
  * - Read and validate a program.md: `loadProgram`, `parseProgram`.
  * - Read a notebook: `SqliteLedger` implements `Ledger`.
  * - Turn a run's kept changes into reviewable branches: `finalizeRun` (what `autolab finalize` calls).
+ * - Several objectives: `judgeFor(program)` (the rule a run uses), `createObjectivesJudge`,
+ *   `paretoFront`, and `frontOf` (the front status shows).
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
@@ -20,6 +22,7 @@ export {
   renderPlan,
   type VerifyResult,
 } from "./app/finalize.ts";
+export { type FrontPointJson, frontOf, type StatusFront } from "./app/front.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
 export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";
@@ -33,6 +36,9 @@ export type {
   Executor,
   ExperimentView,
   Knob,
+  ObjectiveMetric,
+  ObjectiveMode,
+  Objectives,
   Params,
   Program,
   Proposal,
@@ -45,4 +51,5 @@ export type {
 export { SqliteLedger } from "./ledger/sqlite-ledger.ts";
 export { loadProgram, parseProgram } from "./program/index.ts";
 export { LocalExecutor } from "./runner/local-executor.ts";
-export { type AcceptanceRule, createJudge } from "./trust/acceptance.ts";
+export { type AcceptanceRule, createJudge, judgeFor } from "./trust/acceptance.ts";
+export { createObjectivesJudge, type FrontPoint, paretoFront } from "./trust/objectives-judge.ts";

@@ -36,6 +36,10 @@ describe("autolab as a library", () => {
       "LocalExecutor",
       "SqliteLedger",
       "createJudge",
+      "judgeFor",
+      "createObjectivesJudge",
+      "paretoFront",
+      "frontOf",
     ])
       expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
   });

@@ -75,7 +75,10 @@ describe("objective: several metrics", () => {
   threshold: { metric: accuracy, bar: 0.9 }`),
       "p.md",
     );
-    expect(t.objectives).toMatchObject({ mode: "threshold_then_optimize", threshold: { metric: "accuracy", bar: 0.9 } });
+    expect(t.objectives).toMatchObject({
+      mode: "threshold_then_optimize",
+      threshold: { metric: "accuracy", bar: 0.9 },
+    });
   });
 
   it("the same metric twice: reported on the second entry's line", () => {
@@ -164,9 +167,7 @@ describe("objective: several metrics", () => {
   });
 
   it("an objective metric cannot be a holdout", () => {
-    const err = failure(
-      program(PARETO).replace("files:", "metrics: { holdout: [latency_ms] }\nfiles:"),
-    );
+    const err = failure(program(PARETO).replace("files:", "metrics: { holdout: [latency_ms] }\nfiles:"));
     expect(err.message).toContain('"latency_ms" is an objective metric');
   });
 });
