@@ -11,6 +11,7 @@ import { reportMarkdown, writeReport } from "../src/app/report.ts";
 import { statusOf } from "../src/app/status.ts";
 import { renderFrontChart } from "../src/chart/front-chart.ts";
 import { frontLines } from "../src/cli/views.ts";
+import { buildContext } from "../src/core/views.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { parseProgram } from "../src/program/parse.ts";
 import { createApp } from "../src/server/app.ts";
@@ -113,6 +114,17 @@ describe("the front", () => {
     ).toBe("PNG");
     // Without the program (one objective) there is no front section or chart.
     expect(reportMarkdown(run, exps)).not.toContain("## Front");
+  });
+
+  it("the researcher's context names every objective and the mode", () => {
+    const { program } = lab();
+    const ctx = buildContext(program, undefined, []);
+    expect(ctx).toContain(
+      "Several objectives (pareto): minimize loss, minimize latency. A change is kept when it is credibly better",
+    );
+    expect(buildContext({ ...program, objectives: undefined }, undefined, [])).not.toContain(
+      "Several objectives",
+    );
   });
 
   it("GET /api/status carries the front", async () => {

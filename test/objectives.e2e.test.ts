@@ -17,12 +17,25 @@ const git = (cwd: string, ...args: string[]) =>
   execFileSync("git", [...ID, ...args], { cwd, encoding: "utf8" }).trim();
 
 /** values.mjs holds A and B (editable); evaluate.mjs prints them as the two metrics. */
-function twoMetricProject(objective: string, a: number, b: number, names: [string, string]): string {
+function twoMetricProject(
+  objective: string,
+  a: number,
+  b: number,
+  names: [string, string],
+  /** Seeded noise on each metric (amplitude of a value in [-amp, amp], from AUTOLAB_SEED). */
+  amp = 0,
+): string {
   const dir = mkdtempSync(join(tmpdir(), "autolab-objectives-"));
   writeFileSync(join(dir, "values.mjs"), `export const A = ${a};\nexport const B = ${b};\n`);
   writeFileSync(
     join(dir, "run.mjs"),
-    `import { writeFileSync } from "node:fs";\nimport { A, B } from "./values.mjs";\nwriteFileSync("out.json", JSON.stringify([A, B]));\n`,
+    `import { writeFileSync } from "node:fs";
+import { A, B } from "./values.mjs";
+const seed = Number(process.env.AUTOLAB_SEED ?? 0);
+const na = ${amp} * (((seed * 7919 + 13) % 101) / 50 - 1);
+const nb = ${amp} * (((seed * 104729 + 7) % 97) / 48 - 1);
+writeFileSync("out.json", JSON.stringify([A + na, B + nb]));
+`,
   );
   writeFileSync(
     join(dir, "evaluate.mjs"),
@@ -109,6 +122,36 @@ describe("several objectives, real runs", () => {
     const report = await runCli(["report", "--out", join(dir, "rep")], { cwd: dir });
     expect(report.code).toBe(0);
     expect(report.stdout).toContain("front.svg");
+  }, 180_000);
+
+  it("pareto with noisy metrics: the trade-off is kept on repeated trials, the dominated one discarded", async () => {
+    const dir = twoMetricProject(
+      `objective:
+  metrics:
+    - { metric: loss, direction: minimize }
+    - { metric: latency, direction: minimize }`,
+      5,
+      5,
+      ["loss", "latency"],
+      0.3,
+    );
+    const { experiments } = await runScripted(dir, [
+      set(3, 7, "lower loss, slower"),
+      set(4, 8, "worse on both than #1"),
+    ]);
+    expect(experiments.map((e) => [e.n, e.decision?.action])).toEqual([
+      [0, "keep"],
+      [1, "keep"],
+      [2, "discard"],
+    ]);
+    // The noise was measured (no exact comparisons), and the keep rests on more than one trial.
+    const values = experiments[0]?.trials.map((t) => t.result?.metrics.loss);
+    expect(new Set(values).size).toBeGreaterThan(1);
+    expect(experiments[1]?.decision?.reason).toContain("credibly better than #0 on loss");
+    expect(experiments[1]?.decision?.reason).toMatch(/margin \d+(\.\d)?σ \(paired/);
+    expect(experiments[1]?.trials.length).toBeGreaterThanOrEqual(2);
+    expect(experiments[2]?.decision?.reason).toContain("not credibly better than #1 on any objective");
+    expect(experiments[2]?.decision?.reason).toContain("clear loss");
   }, 180_000);
 
   it("threshold_then_optimize: below the bar the bar metric is optimized; past it, the other, never falling back below", async () => {
