@@ -73,6 +73,8 @@ describe("the front", () => {
       "Front (pareto over minimize loss, minimize latency): 2 of 4 kept experiments non-dominated",
     );
     expect(text).toMatch(/ {4}1 +0\.8 +12 +1 +wider model/);
+    expect(s.front?.head).toBe(4);
+    expect(text).toContain("the branch holds #4 (the last kept), no longer on the front");
   });
 
   it("status without several objectives has no front", () => {

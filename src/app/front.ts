@@ -20,6 +20,8 @@ export interface StatusFront {
   points: FrontPointJson[];
   /** Kept experiments in all (on the front or since dominated). */
   kept: number;
+  /** The experiment the branch holds (the last kept), on the front or not; null before any keep. */
+  head: number | null;
 }
 
 export interface FrontPointJson {
@@ -78,5 +80,6 @@ export function frontOf(program: Program | undefined, exps: readonly ExperimentR
         head: p.n === head,
       })),
     kept: points.length,
+    head: head ?? null,
   };
 }

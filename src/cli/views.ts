@@ -148,7 +148,12 @@ export function frontLines(f: StatusFront): string[] {
     );
   }
   if (f.points.length === 1) lines.push("  (one point: nothing has traded one objective for another yet)");
-  lines.push("  * the branch holds it (the last kept)");
+  if (f.points.some((p) => p.head)) lines.push("  * the branch holds it (the last kept)");
+  else if (f.head !== null) {
+    lines.push(
+      `  the branch holds #${f.head} (the last kept), no longer on the front: a kept experiment is as good on every objective and better on one (by their means)`,
+    );
+  }
   return lines;
 }
 

@@ -464,7 +464,11 @@ function renderFront(f) {
           .map((m) => `${m.direction} ${m.metric}`)
           .join(", ")}`;
   render(
-    html`<p class="front-mode">${how}: ${f.points.length} of ${f.kept} kept non-dominated; ★ the branch holds it (the last kept)</p>
+    html`<p class="front-mode">${how}: ${f.points.length} of ${f.kept} kept non-dominated; ${
+      f.points.some((p) => p.head) || f.head === null
+        ? "★ the branch holds it (the last kept)"
+        : html`the branch holds <a href="#/e/${f.head}">#${f.head}</a> (the last kept), no longer on the front`
+    }</p>
       <table class="front">
         <thead><tr><th class="num">#</th>${f.metrics.map((m) => html`<th class="num">${m.metric}</th>`)}<th class="num">trials</th><th>hypothesis</th></tr></thead>
         <tbody>${f.points.map(
