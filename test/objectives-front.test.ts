@@ -10,7 +10,7 @@ import { frontOf } from "../src/app/front.ts";
 import { reportMarkdown, writeReport } from "../src/app/report.ts";
 import { statusOf } from "../src/app/status.ts";
 import { renderFrontChart } from "../src/chart/front-chart.ts";
-import { frontLines } from "../src/cli/views.ts";
+import { frontLines } from "../src/cli/front-lines.ts";
 import { buildContext } from "../src/core/views.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { parseProgram } from "../src/program/parse.ts";

@@ -126,7 +126,7 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
       }),
   );
 
-  server.registerTool("status", { description: "The run at a glance as JSON: baseline, best, counts." }, () =>
+  server.registerTool("status", { description: "The run at a glance as JSON: baseline, best, counts; with several objectives, the front." }, () =>
     guarded(async () => {
       const s = await open();
       // `autolab status --json` for an agent: the holdout canary's alarms left out, holdout
