@@ -154,6 +154,31 @@ describe("several objectives, real runs", () => {
     expect(experiments[2]?.decision?.reason).toContain("clear loss");
   }, 180_000);
 
+  it("a baseline that does not print every objective metric stops the run, naming the missing one", async () => {
+    const dir = twoMetricProject(
+      `objective:
+  metrics:
+    - { metric: loss, direction: minimize }
+    - { metric: latency, direction: minimize }`,
+      5,
+      5,
+      ["loss", "latncy"],
+    );
+    const r = await runCli(["run", "-n", "1"], { cwd: dir });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("the baseline (the unmodified project) failed");
+    expect(r.stderr).toContain(
+      'objective metric "latency" missing or not finite: every trial must print each of loss, latency',
+    );
+    expect(r.stderr).toContain(
+      "fix: Make `node evaluate.mjs` print every objective metric (latency is missing)",
+    );
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    // The failed baseline is in the notebook.
+    const log = JSON.parse((await runCli(["log", "--json"], { cwd: dir })).stdout);
+    expect(log[0].decision).toBe("crash");
+  }, 180_000);
+
   it("threshold_then_optimize: below the bar the bar metric is optimized; past it, the other, never falling back below", async () => {
     const dir = twoMetricProject(
       `objective:

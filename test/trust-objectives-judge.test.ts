@@ -200,6 +200,20 @@ describe("several objectives: pareto", () => {
     expect(trials).toBeGreaterThan(1);
   });
 
+  it("exact values: compared exactly, and the rule's notice about it is passed on", () => {
+    const base = new Config(0, { loss: 1.0, latency: 1.0 }, true, gaussian(40), 0).addN(3);
+    const { decision, trials } = judgeLoop(
+      judge,
+      program,
+      [base],
+      base,
+      new Config(1, { loss: 0.999, latency: 2 }, false, gaussian(41), 0),
+    );
+    expect(decision.action).toBe("keep");
+    expect(trials).toBe(2);
+    expect(decision.notice).toMatch(/^noise: deterministic/);
+  });
+
   it("a trial without one of the metrics is a crash that names it", () => {
     const base = new Config(0, { loss: 1.0, latency: 1.0 }, true, gaussian(15)).addN(3);
     const d = judge.decide({

@@ -188,6 +188,9 @@ export function createObjectivesJudge(inner: Judge, objectives: Objectives): Jud
         const verdicts = metrics.map((m) => ({ m, v: verdictOn(m) }));
         const failed = verdicts.find(({ v }) => failedAction(v));
         if (failed) return failed.v;
+        // What the rule found about the run (a deterministic metric) is said once in the notebook.
+        const notice = verdicts.map(({ v }) => (isDecision(v) ? v.notice : undefined)).find((x) => x);
+        const noted = (d: Decision): Decision => (notice ? { ...d, notice } : d);
         const better = verdicts.filter(({ v }) => v.action === "keep");
         const says = verdicts.map(({ m, v }) => `${m.metric}: ${v.reason}`).join(" | ");
         if (better.length > 0) {
@@ -220,8 +223,10 @@ export function createObjectivesJudge(inner: Judge, objectives: Objectives): Jud
                     `${x.m.metric} ${formatMetric(mean(x.kv))} vs ${formatMetric(mean(x.cv))} (${fmtZ(x.k.z)})`,
                 )
                 .join(", ");
-              return discard(
-                `dominated: better than #${input.best.n} on ${on}, but kept #${k.n} is credibly better on ${where} and not credibly worse on any objective`,
+              return noted(
+                discard(
+                  `dominated: better than #${input.best.n} on ${on}, but kept #${k.n} is credibly better on ${where} and not credibly worse on any objective`,
+                ),
               );
             }
             if (!maybe && cmp.every((x) => x.k.ahead) && !cmp.some((x) => x.c.ahead)) {
@@ -235,9 +240,11 @@ export function createObjectivesJudge(inner: Judge, objectives: Objectives): Jud
             );
           }
           const primaryVerdict = verdicts.find(({ m }) => m.metric === primary)?.v;
-          return keep(
-            `pareto: credibly better than #${input.best.n} on ${on}; not credibly dominated by a kept experiment${maybe ? ` (${maybe})` : ""} — ${says}`,
-            primaryVerdict,
+          return noted(
+            keep(
+              `pareto: credibly better than #${input.best.n} on ${on}; not credibly dominated by a kept experiment${maybe ? ` (${maybe})` : ""} — ${says}`,
+              primaryVerdict,
+            ),
           );
         }
         const wanting = verdicts.filter(({ v }) => v.action === "more");
@@ -247,7 +254,7 @@ export function createObjectivesJudge(inner: Judge, objectives: Objectives): Jud
             wanting.some(({ v }) => v.action === "more" && v.incumbent === true),
           );
         }
-        return discard(`pareto: not credibly better than #${input.best.n} on any objective — ${says}`);
+        return noted(discard(`pareto: not credibly better than #${input.best.n} on any objective — ${says}`));
       }
 
       // threshold_then_optimize
