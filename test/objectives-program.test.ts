@@ -3,6 +3,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { AutolabError } from "../src/core/errors.ts";
+import { contractChanges, contractOf } from "../src/program/contract.ts";
 import { parseProgram } from "../src/program/parse.ts";
 
 /** A program whose objective section is `objective` (starting on line 3). */
@@ -164,6 +165,21 @@ describe("objective: several metrics", () => {
     - { metric: size, directon: minimize }`),
     );
     expect(err.message).toContain('did you mean "direction"');
+  });
+
+  it("the listed metrics are part of the run's contract; the mode and the bar are not", () => {
+    const p = parseProgram(program(PARETO), "p.md");
+    const one = parseProgram(program("objective: { metric: loss, direction: minimize }"), "p.md");
+    expect(contractOf(one)).not.toHaveProperty(["objective.metrics"]);
+    const changed = contractChanges(contractOf(one), contractOf(p));
+    expect(changed).toEqual([expect.stringMatching(/^objective\.metrics: null → \[\{"metric":"loss"/)]);
+    const threshold = parseProgram(
+      program(
+        `${PARETO.replace("mode: pareto", "mode: threshold_then_optimize")}\n  threshold: { metric: loss, bar: 1 }`,
+      ),
+      "p.md",
+    );
+    expect(contractChanges(contractOf(p), contractOf(threshold))).toEqual([]);
   });
 
   it("an objective metric cannot be a holdout", () => {
