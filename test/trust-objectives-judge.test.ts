@@ -174,6 +174,41 @@ describe("several objectives: pareto", () => {
     expect(decision.reason).toContain("not credibly dominated");
   });
 
+  it("a kept point ahead on every metric but inside the noise: more trials first, then kept", () => {
+    const base = new Config(0, { loss: 1.0, latency: 1.0 }, true, gaussian(50)).addN(3);
+    const k1 = new Config(1, {}, true, gaussian(51));
+    k1.trials.push(trial({ loss: 0.89, latency: 0.99 }, 42)); // one draw, 0.5σ ahead of the candidate
+    const parent = new Config(2, { loss: 1.2, latency: 0.5 }, true, gaussian(52)).addN(8);
+    const wobble = [0.01, -0.01, 0.005, -0.005, 0.01, -0.01, 0.005, -0.005, 0, 0];
+    const cand = (n: number) =>
+      wobble.slice(0, n).map((w, k) => trial({ loss: 0.9 + w, latency: 1.0 - w }, 42 + k));
+    const input = (n: number): JudgeInput => ({
+      program,
+      trials: cand(n),
+      best: {
+        n: 2,
+        metric: 1.2,
+        values: parent.trials.map((t) => t.metrics.loss as number),
+        trials: parent.trials,
+      },
+      baseline: base.trials.map((t) => t.metrics.loss as number),
+      experiments: [base, k1, parent].map((c) => ({ n: c.n, kept: c.kept, trials: c.trials })),
+    });
+    const at8 = judge.decide(input(8));
+    expect(at8.action).toBe("more");
+    expect(at8.reason).toContain("kept #1 is ahead on every objective, not yet credibly");
+    const at10 = judge.decide(input(10));
+    expect(at10.action).toBe("keep");
+    expect(at10.reason).toContain("not credibly dominated by a kept experiment (kept #1 is ahead");
+    // The same #1, far ahead (10σ on both): dominated.
+    k1.trials[0] = trial({ loss: 0.7, latency: 0.8 }, 42);
+    const far = judge.decide(input(8));
+    expect(far.action).toBe("discard");
+    expect(far.reason).toMatch(
+      /^dominated: better than #2 on loss, but kept #1 is credibly better on loss 0\.7 vs 0\.9/,
+    );
+  });
+
   it("a one-trial lucky improvement is not kept: the rule asks for more trials and they tell", () => {
     const base = new Config(0, { loss: 1.0, latency: 1.0 }, true, gaussian(13)).addN(3);
     // Truly the same as the baseline; its first trial is made lucky by 5σ on loss.
