@@ -196,7 +196,7 @@ function objectiveIssues(raw: unknown): ProgramIssue[] {
   if (typeof tm === "string" && !names.includes(tm)) {
     issues.push({
       path: ["objective", "threshold", "metric"],
-      message: `${JSON.stringify(tm)} is not one of the objective's metrics (${names.join(", ")}): the bar is on a listed metric`,
+      message: `${JSON.stringify(tm)} is not one of the objective's metrics (${[...new Set(names)].join(", ")}): the bar is on a listed metric`,
     });
   }
   return issues;
