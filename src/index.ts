@@ -10,6 +10,8 @@
  * - Turn a run's kept changes into reviewable branches: `finalizeRun` (what `autolab finalize` calls).
  * - Search what runs on this machine found: `openKnowledgeStore(knowledgePath())` (what
  *   `autolab knowledge` reads and a new run's researcher is shown as prior work).
+ * - Several objectives: `judgeFor(program)` (the rule a run uses), `createObjectivesJudge`,
+ *   `paretoFront`, and `frontOf` (the front status shows).
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
@@ -22,6 +24,7 @@ export {
   renderPlan,
   type VerifyResult,
 } from "./app/finalize.ts";
+export { type FrontPointJson, frontOf, type StatusFront } from "./app/front.ts";
 export { type TreeJson, type TreeNodeJson, treeOf } from "./app/tree.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
@@ -59,6 +62,9 @@ export type {
   Executor,
   ExperimentView,
   Knob,
+  ObjectiveMetric,
+  ObjectiveMode,
+  Objectives,
   Params,
   Program,
   Proposal,
@@ -72,4 +78,5 @@ export { knowledgePath, openKnowledgeStore } from "./ledger/knowledge-store.ts";
 export { SqliteLedger } from "./ledger/sqlite-ledger.ts";
 export { loadProgram, parseProgram } from "./program/index.ts";
 export { LocalExecutor } from "./runner/local-executor.ts";
-export { type AcceptanceRule, createJudge } from "./trust/acceptance.ts";
+export { type AcceptanceRule, createJudge, judgeFor } from "./trust/acceptance.ts";
+export { createObjectivesJudge, type FrontPoint, paretoFront } from "./trust/objectives-judge.ts";

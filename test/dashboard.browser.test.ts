@@ -3,7 +3,7 @@
  * notebooks served by `startServer`. Skipped, with a message, where no chromium is installed
  * (.ci/run installs it). The screenshots land in test-artifacts/ (gitignored).
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -355,6 +355,53 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     await chain.waitForSelector('body[data-chart-drawn="1"]');
     expect(await chain.locator("#tree").isHidden()).toBe(true);
     await chain.close();
+  });
+
+  it("several objectives: the Front panel lists the kept non-dominated experiments, researcher text inert", async () => {
+    const dir = tempDir();
+    const programPath = join(dir, "program.md");
+    writeFileSync(
+      programPath,
+      "---\nname: two\nobjective:\n  metrics:\n    - { metric: loss, direction: minimize }\n    - { metric: latency, direction: minimize }\nrun:\n  command: node t.js\n  budget: 5s\nfiles:\n  editable: [t.js]\n---\n",
+    );
+    const path = buildNotebook(dir, [
+      {
+        programPath,
+        metric: "loss",
+        experiments: [
+          { action: "keep", metric: 1, metrics: { latency: 10 } },
+          {
+            action: "keep",
+            metric: 0.8,
+            metrics: { latency: 12 },
+            hypothesis: "<img src=x onerror=alert(1)>",
+          },
+          { action: "discard", metric: 1.1, metrics: { latency: 13 } },
+          { action: "keep", metric: 0.9, metrics: { latency: 5 }, hypothesis: "faster" },
+        ],
+      },
+    ]);
+    const page = await open((await serve(path)).url);
+    await page.waitForSelector("#front table.front tbody tr");
+    expect(await page.locator("#front").isVisible()).toBe(true);
+    const rows = await page.locator("#front tbody tr").allTextContents();
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toContain("#1");
+    expect(rows[0]).toContain("<img src=x onerror=alert(1)>");
+    expect(rows[1]).toContain("★");
+    expect(await page.locator("#front img").count()).toBe(0);
+    expect(await page.locator(".front-mode").textContent()).toContain(
+      "pareto over minimize loss, minimize latency",
+    );
+    await page.locator("#front").screenshot({ path: join(ARTIFACTS, "dashboard-front.png") });
+    await page.close();
+    // One objective: no panel.
+    const one = await open(
+      (await serve(buildNotebook(tempDir(), [{ experiments: [{ action: "keep", metric: 1 }] }]))).url,
+    );
+    await one.waitForSelector('body[data-chart-drawn="1"]');
+    expect(await one.locator("#front").isVisible()).toBe(false);
+    await one.close();
     expect(errors).toEqual([]);
   });
 

@@ -40,6 +40,10 @@ describe("autolab as a library", () => {
       "knowledgePath",
       "treeOf",
       "chooseNode",
+      "judgeFor",
+      "createObjectivesJudge",
+      "paretoFront",
+      "frontOf",
     ])
       expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
   });

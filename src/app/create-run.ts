@@ -12,7 +12,7 @@ import type { Agent, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { DEFAULT_HOOK_BUDGET_MS, defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
-import { createJudge } from "../trust/acceptance.ts";
+import { judgeFor } from "../trust/acceptance.ts";
 import { createPruner } from "../trust/pruner.ts";
 import { git } from "../workspace/git.ts";
 import {
@@ -302,7 +302,7 @@ export async function openRunSession(
         workspace,
         executor: opts.executor ?? new LocalExecutor(),
         agent,
-        judge: createJudge(program.acceptance),
+        judge: judgeFor(program),
         makePruner: (best) => createPruner(best, { direction: program.objective.direction }),
         checkAlarms: (exps) => alarmsOf(program, exps),
         logDir: join(lab.stateDir, "logs", run.tag),

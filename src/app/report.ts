@@ -1,11 +1,14 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Resvg } from "@resvg/resvg-js";
+import { renderFrontChart } from "../chart/front-chart.ts";
 import { renderProgressChart } from "../chart/progress-chart.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatComputeTime, formatMetric, formatMetricTo } from "../core/format.ts";
 import type { ExperimentRecord, ImportedResultRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
+import type { Program } from "../core/types.ts";
 import { holdoutOf } from "./experiment-json.ts";
+import { frontOf, keptObjectivePoints } from "./front.ts";
 import { mdCode, mdText } from "./markdown.ts";
 import { progressSeries } from "./progress-series.ts";
 import { statusOf } from "./status.ts";
@@ -21,12 +24,17 @@ export interface ReportOptions {
   sessions?: SessionRecord[];
   /** The notebook's imported results (`autolab init --from`): drawn and listed as prior history. */
   imported?: readonly ImportedResultRecord[];
+  /** The run's program.md: with several objectives, the report shows the front (table and front.svg/png). */
+  program?: Program;
 }
 
 export interface ReportFiles {
   markdown: string;
   svg: string;
   png: string;
+  /** The front's scatter (several objectives only). */
+  frontSvg?: string;
+  frontPng?: string;
 }
 
 /**
@@ -53,8 +61,38 @@ export function writeReport(
   };
   writeFileSync(files.svg, svg);
   writeFileSync(files.png, svgToPng(svg, 2));
+  const front = opts.program ? frontSvgOf(opts.program, exps) : undefined;
+  const more: Pick<ReportFiles, "frontSvg" | "frontPng"> = {};
+  if (front) {
+    more.frontSvg = join(outDir, "front.svg");
+    more.frontPng = join(outDir, "front.png");
+    writeFileSync(more.frontSvg, front);
+    writeFileSync(more.frontPng, svgToPng(front, 2));
+  }
   writeFileSync(files.markdown, reportMarkdown(run, exps, opts));
-  return files;
+  return { ...files, ...more };
+}
+
+/** The front's scatter over the first two objective metrics; undefined with one objective. */
+export function frontSvgOf(program: Program, exps: ExperimentRecord[]): string | undefined {
+  const f = frontOf(program, exps);
+  const [x, y] = f?.metrics ?? [];
+  if (!f || !x || !y) return undefined;
+  const onFront = new Set(f.points.map((p) => p.id));
+  const head = f.points.find((p) => p.head)?.id ?? keptObjectivePoints(program, exps).at(-1)?.n;
+  return renderFrontChart({
+    x,
+    y,
+    points: keptObjectivePoints(program, exps).map((p) => ({
+      n: p.n,
+      x: p.values[x.metric] ?? Number.NaN,
+      y: p.values[y.metric] ?? Number.NaN,
+      front: onFront.has(p.n),
+      head: p.n === head,
+    })),
+    ...(f.threshold ? { bar: { metric: f.threshold.metric, value: f.threshold.bar } } : {}),
+    title: `${program.name} · front of the kept experiments (${f.mode})`,
+  });
 }
 
 /** Rasterizes an SVG with resvg at `scale` (system fonts; text needs at least one installed font). */
@@ -122,6 +160,32 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
   lines.push(`| rejected | ${c.rejected} |`);
   if (c.pending) lines.push(`| pending | ${c.pending} |`);
   lines.push(`| trial time | ${formatComputeTime(s.trialSeconds)} |`);
+
+  const front = frontOf(opts.program, exps);
+  if (front) {
+    const how =
+      front.mode === "pareto"
+        ? `pareto over ${front.metrics.map((m) => `${m.direction} ${mdCode(m.metric)}`).join(", ")}`
+        : `threshold then optimize: ${mdCode(front.threshold?.metric ?? "")} past ${formatMetric(front.threshold?.bar)}, then ${front.metrics
+            .filter((m) => m.metric !== front.threshold?.metric)
+            .map((m) => `${m.direction} ${mdCode(m.metric)}`)
+            .join(", ")}`;
+    lines.push("", "## Front", "");
+    lines.push(
+      `Several objectives (${how}): the ${front.points.length} of ${front.kept} kept experiments no other kept one dominates, each metric the mean of its full-budget trials. The branch holds the last kept (marked \\*).`,
+      "",
+    );
+    if (front.metrics.length >= 2) lines.push("![front](front.png)", "", "Chart: [front.svg](front.svg)", "");
+    lines.push(
+      `| # | ${front.metrics.map((m) => mdText(m.metric)).join(" | ")} | trials | commit | hypothesis |`,
+    );
+    lines.push(`|---:|${front.metrics.map(() => "---:|").join("")}---:|---|---|`);
+    for (const p of front.points) {
+      lines.push(
+        `| ${p.id}${p.head ? " \\*" : ""} | ${front.metrics.map((m) => formatMetric(p.values[m.metric])).join(" | ")} | ${p.trials} | ${mdCode(p.commit.slice(0, 8))} | ${mdText(firstLine(p.hypothesis, 160))} |`,
+      );
+    }
+  }
 
   const kept = exps.filter((e) => e.decision?.action === "keep");
   lines.push("", "## Kept changes", "");

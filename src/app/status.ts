@@ -11,6 +11,7 @@ import {
 import type { Alarm, Program } from "../core/types.ts";
 import { type PredictedBest, predictedBest } from "../trust/posterior.ts";
 import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
+import { frontOf, type StatusFront } from "./front.ts";
 import { orgView, type RoleCredit, type SlotUse } from "./org-view.ts";
 import { type PriorHistory, priorHistoryOf } from "./prior-history.ts";
 
@@ -68,6 +69,11 @@ export interface StatusJson {
    * never the baseline or the best); null when the notebook has none.
    */
   imported: PriorHistory | null;
+  /**
+   * Several objectives (program.md `objective.metrics`): the kept experiments no other kept one
+   * dominates, with each metric (src/app/front.ts); null with one objective.
+   */
+  front: StatusFront | null;
 }
 
 /** One step of the proxy ladder: candidates measured on `low`, promoted to `high`, and the rungs' rank correlation. */
@@ -164,6 +170,7 @@ export function statusOf(
     sandbox: [...(org.sessions ?? [])].reverse().find((s) => s.sandbox !== undefined)?.sandbox ?? null,
     unsandboxed: (org.sessions ?? []).some((s) => s.sandbox?.startsWith("unsandboxed") === true),
     imported: priorHistoryOf(org.imported ?? [], run.metric),
+    front: frontOf(program, exps),
   };
 }
 

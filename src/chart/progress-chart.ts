@@ -605,7 +605,11 @@ function r(x: number): number {
 }
 
 function esc(s: string): string {
-  return s.replace(/[&<>"]/g, (c) =>
-    c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : "&quot;",
-  );
+  return s
+    .replace(NOT_XML, "\ufffd")
+    .replace(/[&<>"]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : "&quot;"));
 }
+
+/** Characters XML forbids (C0 controls but tab, newline and CR; U+FFFE, U+FFFF): an SVG with one does not parse. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;

@@ -1,6 +1,8 @@
 import { join, relative } from "node:path";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { writeReport } from "../app/report.ts";
+import type { Program } from "../core/types.ts";
+import { loadProgram } from "../program/index.ts";
 import { safeText } from "./safe-text.ts";
 
 export interface ReportFlags {
@@ -16,10 +18,18 @@ export function reportCommand(flags: ReportFlags): void {
   try {
     const run = selectRun(ledger, flags.tag);
     const out = flags.out ?? join(stateDir, "reports", run.tag);
+    // The front needs the objectives; a program that cannot be read still gets the rest.
+    let program: Program | undefined;
+    try {
+      program = loadProgram(run.programPath);
+    } catch {
+      program = undefined;
+    }
     const files = writeReport(run, ledger.listExperiments(run.id), out, {
       holdout: flags.holdout ?? false,
       sessions: ledger.listSessions(run.id),
       imported: ledger.listImportedResults(),
+      ...(program ? { program } : {}),
     });
     const show = (p: string) => {
       const r = relative(process.cwd(), p);
@@ -27,7 +37,7 @@ export function reportCommand(flags: ReportFlags): void {
     };
     process.stdout.write(
       safeText(
-        `Report of run ${run.tag}:\n  ${show(files.markdown)}\n  ${show(files.svg)}\n  ${show(files.png)}\n`,
+        `Report of run ${run.tag}:\n  ${show(files.markdown)}\n  ${show(files.svg)}\n  ${show(files.png)}\n${files.frontSvg && files.frontPng ? `  ${show(files.frontSvg)}\n  ${show(files.frontPng)}\n` : ""}`,
       ),
     );
   } finally {

@@ -5,6 +5,7 @@ import type { LoopEvent } from "../core/events.ts";
 import { formatChange, formatMetric } from "../core/format.ts";
 import { onOutputClosed } from "./closed-output.ts";
 import { handleError } from "./errors.ts";
+import { frontLines } from "./front-lines.ts";
 import { createProgress } from "./progress.ts";
 import { safeText } from "./safe-text.ts";
 
@@ -137,7 +138,7 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
   );
   if (s.baseline?.metric != null && s.best?.metric != null) {
     out.push(
-      `${run.metric}: baseline ${formatMetric(s.baseline.metric)} → best ${formatMetric(s.best.metric)} (#${s.best.id}, ${formatChange(s.baseline.metric, s.best.metric)})${s.selfReported ? "  [self-reported]" : ""}`,
+      `${run.metric}${s.front ? " (the first objective)" : ""}: baseline ${formatMetric(s.baseline.metric)} → best ${formatMetric(s.best.metric)} (#${s.best.id}, ${formatChange(s.baseline.metric, s.best.metric)})${s.selfReported ? "  [self-reported]" : ""}`,
     );
   }
   const predicted = predictedBestLine(s);
@@ -148,7 +149,8 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
     for (const e of kept)
       out.push(`  #${e.n} ${e.commit.slice(0, 8)} ${e.hypothesis} → ${formatMetric(e.decision?.metric)}`);
   }
-  out.push(`Best code: branch ${run.branch} in ${lab.dir}`);
+  if (s.front) out.push(...frontLines(s.front));
+  out.push(`${s.front ? "Last kept" : "Best code"}: branch ${run.branch} in ${lab.dir}`);
   out.push(`Notebook: ${lab.stateDir}/lab.db  (autolab log${demo ? ` -p ${lab.dir}` : ""})`);
   process.stdout.write(`${safeText(out.join("\n"))}\n`);
 }

@@ -17,6 +17,7 @@ import { buildContext, failuresText, hookOutputLines, redactHoldouts } from "../
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
+import { frontLines } from "./front-lines.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
 interface ViewFlags {
@@ -114,6 +115,7 @@ export function statusCommand(flags: ViewFlags): void {
       lines.push(`Ladder: ${steps.join("; ")}`);
     }
     lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
+    if (s.front) lines.push(...frontLines(s.front));
     if (s.imported) lines.push(priorHistoryLine(s.imported, s.metric));
     lines.push(...orgLines(s));
     print(lines.join("\n"));

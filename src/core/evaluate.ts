@@ -18,7 +18,7 @@ import { budgetLeft, trialsSpent } from "./run-budget.ts";
 import { mean as meanOf, sampleSd } from "./stats.ts";
 import { runTrial } from "./trial-step.ts";
 import { isFullBudget } from "./trial-values.ts";
-import type { Decision, TrialResult } from "./types.ts";
+import type { Decision, Program, TrialResult } from "./types.ts";
 
 /**
  * Runs the trials of `exp` and, unless interrupted, decides it and moves the ratchet. Four
@@ -140,7 +140,9 @@ async function decideBaseline(
   }
   const results = finished();
   const bad =
-    rungs === "top" ? results.find((r) => r.status !== "ok") : { reason: rungs.reason, status: "crash" };
+    rungs === "top"
+      ? (results.find((r) => r.status !== "ok") ?? missingObjective(program, results))
+      : { reason: rungs.reason, status: "crash" };
   const values = results.map((r) => r.metrics[metric] as number);
   const mean = values.length ? meanOf(values) : 0;
   const decision = bad
@@ -206,6 +208,14 @@ async function judgeCandidate(
       run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
       // The share of the run's budget left (this experiment counts as started).
       ...(deps.budget ? { budget: budgetLeft(deps.budget, now, exp.n) } : {}),
+      // Several objectives: every metric of every other experiment (the front, each metric's σ).
+      ...(program.objectives
+        ? {
+            experiments: now
+              .filter((e) => e.n !== exp.n)
+              .map((e) => ({ n: e.n, kept: e.decision?.action === "keep", trials: okTrials(e) })),
+          }
+        : {}),
     };
   };
   /** Why no further trial may start (the run's budget is spent), else undefined. */
@@ -265,6 +275,27 @@ async function judgeCandidate(
   }
   const decided = decision;
   await coordinationOf(deps).lock(() => recordDecision(deps, exp, decided, emit));
+}
+
+/**
+ * Several objectives: a baseline trial that printed the primary metric but not another listed
+ * one fails the baseline (every candidate would crash on it), naming the metric.
+ */
+function missingObjective(
+  program: Program,
+  results: TrialResult[],
+): { reason: string; status: string } | undefined {
+  const listed = program.objectives?.metrics ?? [];
+  for (const r of results) {
+    const missing = listed.find((m) => !Number.isFinite(r.metrics[m.metric]));
+    if (missing) {
+      return {
+        status: "crash",
+        reason: `objective metric "${missing.metric}" missing or not finite: every trial must print each of ${listed.map((m) => m.metric).join(", ")} (docs/objectives.md)`,
+      };
+    }
+  }
+  return undefined;
 }
 
 /** "± sd" of a few values, for reasons people read. */

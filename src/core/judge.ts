@@ -31,6 +31,12 @@ export interface JudgeInput {
    * Absent: an unbounded run, judged the same way throughout.
    */
   budget?: { left: number; total: number };
+  /**
+   * Several objectives (src/trust/objectives-judge.ts): every other experiment of the run with
+   * its full-budget ok trials (all metrics) and whether it was kept — the front and each
+   * metric's noise come from them. Single-objective judges ignore it.
+   */
+  experiments?: { n: number; kept: boolean; trials: TrialResult[] }[];
 }
 
 /** Another trial is wanted before deciding (a first result inside the noise band). */

@@ -122,6 +122,14 @@ function baselineAdvice(program: Program, result: TrialResult | undefined): { fo
   if (result?.status === "nonfinite_metric") {
     return { fix: `Make ${step} print a finite number for ${metric} (it printed ${result.metrics[metric]})` };
   }
+  const unprinted =
+    result?.status === "ok"
+      ? program.objectives?.metrics.find((m) => !Number.isFinite(result.metrics[m.metric]))
+      : undefined;
+  if (unprinted) {
+    // Several objectives: the primary was printed, another listed metric was not.
+    return { fix: `Make ${step} print every objective metric (${unprinted.metric} is missing)` };
+  }
   if (result?.status !== "missing_metric") {
     return { fix: `Fix the program so that \`${program.run.command}\` works on the committed code` };
   }

@@ -62,12 +62,40 @@ export interface AgentConfig {
   env: Record<string, string>;
 }
 
+/** One metric of several objectives. */
+export interface ObjectiveMetric {
+  metric: string;
+  direction: Direction;
+}
+
+export const OBJECTIVE_MODES = ["pareto", "threshold_then_optimize"] as const;
+export type ObjectiveMode = (typeof OBJECTIVE_MODES)[number];
+
+/**
+ * `objective: { metrics: [...], mode }` (2–3 metrics, each once). pareto: keep a candidate that is
+ * credibly better than its parent on one metric and not credibly dominated by a kept point.
+ * threshold_then_optimize (exactly two metrics): raise `threshold.metric` past `threshold.bar`,
+ * then optimize the other metric without falling back below the bar.
+ */
+export interface Objectives {
+  metrics: ObjectiveMetric[];
+  mode: ObjectiveMode;
+  threshold?: { metric: string; bar: number };
+}
+
 /** A validated program.md. Durations are in milliseconds. */
 export interface Program {
   /** Absolute path of the program.md this came from. */
   path: string;
   name: string;
+  /**
+   * The primary objective: the only one with `objective: { metric, direction }`; with several
+   * (`objectives`), the first listed. Every single-metric reader (the chart, the decision's
+   * metric, the researcher's view) uses it.
+   */
   objective: { metric: string; direction: Direction };
+  /** Several objectives (docs/objectives.md); absent with one. */
+  objectives?: Objectives;
   run: {
     /** Runs once per workspace (worktree), before its first trial. */
     setup?: string;

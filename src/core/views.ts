@@ -83,6 +83,17 @@ export function buildContext(
         ? ` Protected (never edit): ${program.files.protected.join(", ")}.`
         : ""),
   );
+  const several = program.objectives;
+  if (several) {
+    // Several objectives (docs/objectives.md): the values below are the primary metric's.
+    const listed = several.metrics.map((m) => `${m.direction} ${m.metric}`).join(", ");
+    const t = several.threshold;
+    lines.push(
+      several.mode === "pareto"
+        ? `Several objectives (pareto): ${listed}. A change is kept when it is credibly better than the best on at least one of them and no kept experiment beats it on all; trading one for another is fine. Values below are ${metric}'s.`
+        : `Several objectives (threshold_then_optimize): ${listed}. First bring ${t?.metric} past ${t?.bar}; once the best is past it, improve the other without falling back below it. Values below are ${metric}'s.`,
+    );
+  }
   if (opts.role) lines.push("", `## Your role: ${opts.role.name}`, opts.role.instructions.trim());
   if (!run) {
     lines.push("", "No run yet. `autolab run` starts one (the first experiment measures the baseline).");

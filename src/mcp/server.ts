@@ -176,16 +176,21 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
       }),
   );
 
-  server.registerTool("status", { description: "The run at a glance as JSON: baseline, best, counts." }, () =>
-    guarded(async () => {
-      const s = await open();
-      // `autolab status --json` for an agent: the holdout canary's alarms left out, holdout
-      // values taken out of every other text (src/core/views.ts).
-      const holdout = holdoutNames(s.lab.program, s.run);
-      const status = statusOf(s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program);
-      const shown = redactHoldoutsDeep({ ...status, alarms: agentAlarms(status.alarms, holdout) }, holdout);
-      return JSON.stringify(shown, null, 2);
-    }),
+  server.registerTool(
+    "status",
+    {
+      description: "The run at a glance as JSON: baseline, best, counts; with several objectives, the front.",
+    },
+    () =>
+      guarded(async () => {
+        const s = await open();
+        // `autolab status --json` for an agent: the holdout canary's alarms left out, holdout
+        // values taken out of every other text (src/core/views.ts).
+        const holdout = holdoutNames(s.lab.program, s.run);
+        const status = statusOf(s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program);
+        const shown = redactHoldoutsDeep({ ...status, alarms: agentAlarms(status.alarms, holdout) }, holdout);
+        return JSON.stringify(shown, null, 2);
+      }),
   );
 
   server.registerTool(

@@ -84,17 +84,122 @@ export function crossFieldIssues(raw: unknown): ProgramIssue[] {
     });
   }
 
-  const objective = at(raw, ["objective", "metric"]);
+  const listed = objectiveNames(raw);
   for (const [i, h] of strings(raw, ["metrics", "holdout"])) {
-    if (h !== objective) continue;
+    if (!listed.includes(h)) continue;
     issues.push({
       path: ["metrics", "holdout", i],
-      message: `${JSON.stringify(h)} is the objective metric: it cannot also be a holdout (holdouts are never shown to agents)`,
+      message: `${JSON.stringify(h)} is ${listed.length > 1 ? "an" : "the"} objective metric: it cannot also be a holdout (holdouts are never shown to agents)`,
     });
   }
+  issues.push(...objectiveIssues(raw));
   issues.push(...ladderIssues(raw));
   issues.push(...searchIssues(raw));
   issues.push(...frontierIssues(raw));
+  return issues;
+}
+
+/** The objective's metric names as written (one, or the `metrics:` list's). */
+function objectiveNames(raw: unknown): string[] {
+  const list = at(raw, ["objective", "metrics"]);
+  if (Array.isArray(list)) {
+    return list.flatMap((m) => {
+      const name = at({ m }, ["m", "metric"]);
+      return typeof name === "string" ? [name] : [];
+    });
+  }
+  const one = at(raw, ["objective", "metric"]);
+  return typeof one === "string" ? [one] : [];
+}
+
+const SEVERAL = "several objectives: 2 or 3 entries under metrics:, each { metric, direction }";
+
+/**
+ * `objective:` is either { metric, direction } or { metrics: [2–3 of them], mode, threshold? }
+ * (docs/objectives.md): the form, the count, duplicates, the mode and its threshold.
+ */
+function objectiveIssues(raw: unknown): ProgramIssue[] {
+  const o = at(raw, ["objective"]);
+  if (typeof o !== "object" || o === null || Array.isArray(o)) return [];
+  const obj = o as Record<string, unknown>;
+  const issues: ProgramIssue[] = [];
+  const list = obj.metrics;
+  if (list === undefined) {
+    for (const key of ["metric", "direction"] as const) {
+      if (obj[key] === undefined) issues.push({ path: ["objective", key], message: "is required" });
+    }
+    for (const key of ["mode", "threshold"] as const) {
+      if (obj[key] !== undefined) {
+        issues.push({
+          path: ["objective", key],
+          message: `applies to several objectives only (objective.metrics); with one metric there is nothing to trade off`,
+        });
+      }
+    }
+    return issues;
+  }
+  for (const key of ["metric", "direction"] as const) {
+    if (obj[key] !== undefined) {
+      issues.push({
+        path: ["objective", key],
+        message: `give either metric/direction (one objective) or metrics: (${SEVERAL}), not both`,
+      });
+    }
+  }
+  if (!Array.isArray(list)) return issues; // the schema says it must be a list
+  if (list.length < 2 || list.length > 3) {
+    issues.push({
+      path: ["objective", "metrics"],
+      message:
+        list.length < 2
+          ? `lists ${list.length} metric${list.length === 1 ? "" : "s"}: ${SEVERAL} (one objective is written objective: { metric, direction })`
+          : `lists ${list.length} metrics: ${SEVERAL} (a front over more is too thin to judge)`,
+    });
+  }
+  const names = objectiveNames(raw);
+  const seen = new Map<string, number>();
+  list.forEach((m, i) => {
+    const name = at({ m }, ["m", "metric"]);
+    if (typeof name !== "string") return;
+    const first = seen.get(name);
+    if (first !== undefined) {
+      issues.push({
+        path: ["objective", "metrics", i, "metric"],
+        message: `${JSON.stringify(name)} is listed twice (also objective.metrics[${first}]): each metric once`,
+      });
+    } else seen.set(name, i);
+  });
+  const mode = obj.mode ?? "pareto";
+  const threshold = obj.threshold;
+  if (mode === "threshold_then_optimize") {
+    if (threshold === undefined) {
+      issues.push({
+        path: ["objective", "mode"],
+        message:
+          "threshold_then_optimize needs threshold: { metric, bar } (the metric to bring past the bar first)",
+        example: "threshold: { metric: accuracy, bar: 0.9 }",
+      });
+    }
+    if (list.length > 2) {
+      issues.push({
+        path: ["objective", "metrics"],
+        message: `threshold_then_optimize takes exactly two metrics (the one with the bar, the one optimized after it), not ${list.length}`,
+      });
+    }
+  } else if (mode === "pareto" && threshold !== undefined) {
+    issues.push({
+      path: ["objective", "threshold"],
+      message: "a threshold applies to mode: threshold_then_optimize only (pareto has no bar)",
+      example: "mode: threshold_then_optimize",
+    });
+  }
+  const tm = at(raw, ["objective", "threshold", "metric"]);
+  if (typeof tm === "string" && !names.includes(tm)) {
+    issues.push({
+      path: ["objective", "threshold", "metric"],
+      message: `${JSON.stringify(tm)} is not one of the objective's metrics (${[...new Set(names)].join(", ")}): the bar is on a listed metric`,
+    });
+  }
   return issues;
 }
 

@@ -4,7 +4,8 @@ import type { Program } from "../core/types.ts";
  * The part of a program that makes experiments of one run comparable: what is measured, how
  * it runs, which files may change. A run records it at its start; resuming with a different
  * contract would compare numbers that do not mean the same thing. Directions, agent, search
- * knobs and constraints may change between invocations (that is how a person steers a run).
+ * knobs, constraints and the mode or bar of several objectives may change between invocations
+ * (that is how a person steers a run).
  */
 export function contractOf(p: Program): Record<string, unknown> {
   return {
@@ -19,6 +20,8 @@ export function contractOf(p: Program): Record<string, unknown> {
     // Added later: present only when used, so runs recorded before them resume unchanged.
     ...(p.files.holdout.length ? { "files.holdout": [...p.files.holdout].sort() } : {}),
     ...(p.outputs.length ? { outputs: [...p.outputs].sort() } : {}),
+    // Several objectives: the metrics measured are the contract; the mode and the bar steer.
+    ...(p.objectives ? { "objective.metrics": p.objectives.metrics } : {}),
   };
 }
 

@@ -7,7 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { DEFAULT_FRONTIER, type FrontierConfig } from "../core/frontier.ts";
-import type { AgentConfig, Program } from "../core/types.ts";
+import type { AgentConfig, Direction, ObjectiveMetric, Program } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
 import { locateLine } from "./locate.ts";
@@ -98,7 +98,7 @@ export function parseProgram(text: string, path: string): Program {
   return {
     path: resolve(path),
     name: fm.name,
-    objective: fm.objective,
+    ...toObjectives(fm.objective),
     run: {
       ...(fm.run.setup !== undefined && { setup: fm.run.setup }),
       command: fm.run.command,
@@ -142,6 +142,25 @@ export function parseProgram(text: string, path: string): Program {
     ...(fm.frontier ? { frontier: toFrontier(fm.frontier) } : {}),
     directions: split.body,
     ...(fm.prior_work ? {} : { priorWork: false }),
+  };
+}
+
+/**
+ * `objective:` → the primary objective (the one metric, or the first listed) and, with several,
+ * `objectives` (the checks already made sure the form is whole).
+ */
+function toObjectives(o: Frontmatter["objective"]): Pick<Program, "objective" | "objectives"> {
+  if (!o.metrics) {
+    return { objective: { metric: o.metric as string, direction: o.direction as Direction } };
+  }
+  const metrics = o.metrics.map((m) => ({ metric: m.metric, direction: m.direction }));
+  return {
+    objective: metrics[0] as ObjectiveMetric,
+    objectives: {
+      metrics,
+      mode: o.mode ?? "pareto",
+      ...(o.threshold ? { threshold: { metric: o.threshold.metric, bar: o.threshold.bar } } : {}),
+    },
   };
 }
 

@@ -96,9 +96,19 @@ const constraint = z.string().superRefine((expr, ctx) => {
   }
 });
 
+const direction = z.enum(["minimize", "maximize"]);
+
+/**
+ * One objective (`metric` + `direction`), or several (`metrics` + `mode`, docs/objectives.md).
+ * Which of the two forms, how many metrics, duplicates and the threshold's metric are rules
+ * across fields (checks.ts objectiveIssues), so each is reported on its own line.
+ */
 const objectiveShape = {
-  metric: metricName,
-  direction: z.enum(["minimize", "maximize"]),
+  metric: metricName.optional(),
+  direction: direction.optional(),
+  metrics: z.array(z.strictObject({ metric: metricName, direction })).optional(),
+  mode: z.enum(["pareto", "threshold_then_optimize"]).optional(),
+  threshold: z.strictObject({ metric: metricName, bar: z.number() }).optional(),
 };
 
 const runShape = {
@@ -433,6 +443,8 @@ export interface Vocabulary {
 export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "": Object.keys(topShape),
   objective: Object.keys(objectiveShape),
+  "objective.metrics": ["metric", "direction"],
+  "objective.threshold": ["metric", "bar"],
   run: Object.keys(runShape),
   files: Object.keys(filesShape),
   metrics: Object.keys(metricsShape),
@@ -470,6 +482,11 @@ export const EXAMPLES: Record<string, string> = {
   "": MINIMAL_PROGRAM,
   name: "name: tiny-lm",
   objective: "objective: { metric: val_bpb, direction: minimize }   # or maximize",
+  "objective.metrics":
+    "metrics:\n  - { metric: val_loss, direction: minimize }\n  - { metric: latency_ms, direction: minimize }\nmode: pareto   # or threshold_then_optimize (with threshold:)",
+  "objective.mode": "mode: pareto   # or threshold_then_optimize",
+  "objective.threshold":
+    "threshold: { metric: accuracy, bar: 0.9 }   # reach accuracy ≥ 0.9 (its direction), then optimize the other metric",
   run: "run:\n  setup: node prepare.ts      # optional\n  command: node train.ts\n  evaluate: node evaluate.ts   # optional\n  budget: 30s",
   "run.setup": "setup: node prepare.ts",
   "run.command": "command: node train.ts",

@@ -5,8 +5,10 @@
 
 import { AutolabError } from "../core/errors.ts";
 import type { Judge } from "../core/judge.ts";
+import type { Program } from "../core/types.ts";
 import { greedyJudge } from "./greedy-judge.ts";
 import { createNoiseJudge, type NoiseJudgeOptions } from "./noise-judge.ts";
+import { createObjectivesJudge } from "./objectives-judge.ts";
 
 export const ACCEPTANCE_RULES = ["noise", "greedy"] as const;
 export type AcceptanceRule = (typeof ACCEPTANCE_RULES)[number];
@@ -20,4 +22,13 @@ export function createJudge(rule: string = DEFAULT_ACCEPTANCE, options: NoiseJud
     `unknown acceptance rule "${rule}"`,
     `use one of ${ACCEPTANCE_RULES.join(", ")} (default ${DEFAULT_ACCEPTANCE})`,
   );
+}
+
+/** The program's judge: its acceptance rule, wrapped for several objectives when it has them. */
+export function judgeFor(
+  program: Pick<Program, "acceptance" | "objectives">,
+  options: NoiseJudgeOptions = {},
+): Judge {
+  const rule = createJudge(program.acceptance, options);
+  return program.objectives ? createObjectivesJudge(rule, program.objectives) : rule;
 }

@@ -523,7 +523,47 @@ function renderStatus() {
     ),
     $("summary"),
   );
+  renderFront(s.front);
   renderRunning();
+}
+
+/**
+ * Several objectives: the kept experiments no other kept one dominates, one row each with every
+ * objective metric (status.front, src/app/front.ts); the panel is hidden with one objective.
+ * @param {StatusResponse["front"]} f
+ */
+function renderFront(f) {
+  const el = $("front");
+  if (!f) {
+    el.hidden = true;
+    return;
+  }
+  el.hidden = false;
+  const threshold = f.threshold;
+  const how =
+    f.mode === "pareto"
+      ? `pareto over ${f.metrics.map((m) => `${m.direction} ${m.metric}`).join(", ")}`
+      : `threshold then optimize: ${threshold ? `${threshold.metric} past ${fmt(threshold.bar)}, then ` : ""}${f.metrics
+          .filter((m) => m.metric !== threshold?.metric)
+          .map((m) => `${m.direction} ${m.metric}`)
+          .join(", ")}`;
+  render(
+    html`<p class="front-mode">${how}: ${f.points.length} of ${f.kept} kept non-dominated; ${
+      f.points.some((p) => p.head) || f.head === null
+        ? "★ the branch holds it (the last kept)"
+        : html`the branch holds <a href="#/e/${f.head}">#${f.head}</a> (the last kept), no longer on the front`
+    }</p>
+      <table class="front">
+        <thead><tr><th class="num">#</th>${f.metrics.map((m) => html`<th class="num">${m.metric}</th>`)}<th class="num">trials</th><th>hypothesis</th></tr></thead>
+        <tbody>${f.points.map(
+          (p) =>
+            html`<tr data-n=${p.id}><td class="num"><a href="#/e/${p.id}">#${p.id}</a>${p.head ? " ★" : ""}</td>${f.metrics.map(
+              (m) => html`<td class="num">${fmt(p.values[m.metric])}</td>`,
+            )}<td class="num">${p.trials}</td><td class="hyp">${firstLine(p.hypothesis)}</td></tr>`,
+        )}</tbody>
+      </table>`,
+    $("front-body"),
+  );
 }
 
 function renderRunning() {

@@ -1,0 +1,224 @@
+/**
+ * Several objectives end to end: real git, real trial processes, the real notebook. A toy
+ * project prints two metrics whose values a scripted researcher sets; the noise rule judges
+ * them (the values are exact: after two identical repeats the rule compares exactly).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ScriptedStep } from "../src/agents/scripted-agent.ts";
+import { runScripted } from "./helpers/scripted-run.ts";
+import { runCli } from "./helpers/toy-project.ts";
+
+const ID = ["-c", "user.name=t", "-c", "user.email=t@localhost"];
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", [...ID, ...args], { cwd, encoding: "utf8" }).trim();
+
+/** values.mjs holds A and B (editable); evaluate.mjs prints them as the two metrics. */
+function twoMetricProject(
+  objective: string,
+  a: number,
+  b: number,
+  names: [string, string],
+  /** Seeded noise on each metric (amplitude of a value in [-amp, amp], from AUTOLAB_SEED). */
+  amp = 0,
+): string {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-objectives-"));
+  writeFileSync(join(dir, "values.mjs"), `export const A = ${a};\nexport const B = ${b};\n`);
+  writeFileSync(
+    join(dir, "run.mjs"),
+    `import { writeFileSync } from "node:fs";
+import { A, B } from "./values.mjs";
+const seed = Number(process.env.AUTOLAB_SEED ?? 0);
+const na = ${amp} * (((seed * 7919 + 13) % 101) / 50 - 1);
+const nb = ${amp} * (((seed * 104729 + 7) % 97) / 48 - 1);
+writeFileSync("out.json", JSON.stringify([A + na, B + nb]));
+`,
+  );
+  writeFileSync(
+    join(dir, "evaluate.mjs"),
+    `import { readFileSync } from "node:fs";\nconst [a, b] = JSON.parse(readFileSync("out.json", "utf8"));\nconsole.log(\`${names[0]}: \${a}\`);\nconsole.log(\`${names[1]}: \${b}\`);\n`,
+  );
+  writeFileSync(join(dir, ".gitignore"), "out.json\n");
+  writeFileSync(
+    join(dir, "program.md"),
+    `---
+name: two-metrics
+${objective}
+run:
+  command: node run.mjs
+  evaluate: node evaluate.mjs
+  budget: 5s
+files:
+  editable: [values.mjs]
+  protected: [run.mjs, evaluate.mjs]
+outputs: [out.json]
+acceptance: noise
+---
+Trade them off.
+`,
+  );
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "init");
+  return dir;
+}
+
+const set = (a: number, b: number, hypothesis: string): ScriptedStep => ({
+  hypothesis,
+  edits: { "values.mjs": `export const A = ${a};\nexport const B = ${b};\n` },
+});
+
+describe("several objectives, real runs", () => {
+  it("pareto: a trade-off is kept, a candidate its parent or another kept point dominates is discarded; status and report show the front", async () => {
+    const dir = twoMetricProject(
+      `objective:
+  metrics:
+    - { metric: loss, direction: minimize }
+    - { metric: latency, direction: minimize }
+  mode: pareto`,
+      5,
+      5,
+      ["loss", "latency"],
+    );
+    const { experiments } = await runScripted(dir, [
+      set(3, 7, "lower loss, slower"),
+      set(4, 8, "worse on both than #1"),
+      set(6, 2, "much faster, a bit worse loss"),
+      set(5.5, 6, "better loss than #3, but #0 beats it on both"),
+    ]);
+    const decided = experiments.map((e) => [e.n, e.decision?.action]);
+    expect(decided).toEqual([
+      [0, "keep"],
+      [1, "keep"],
+      [2, "discard"],
+      [3, "keep"],
+      [4, "discard"],
+    ]);
+    expect(experiments[1]?.decision?.reason).toContain("credibly better than #0 on loss");
+    expect(experiments[2]?.decision?.reason).toContain("not credibly better than #1 on any objective");
+    expect(experiments[3]?.decision?.reason).toContain("credibly better than #1 on latency");
+    expect(experiments[4]?.decision?.reason).toMatch(
+      /^dominated: better than #3 on loss, but kept #0 is credibly better/,
+    );
+    // The decision's metric is the primary (loss); the branch holds the last kept front point.
+    expect(experiments[3]?.decision?.metric).toBe(6);
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(experiments[3]?.commit);
+
+    const status = await runCli(["status"], { cwd: dir });
+    expect(status.code).toBe(0);
+    const out = status.stdout;
+    expect(out).toContain(
+      "Front (pareto over minimize loss, minimize latency): 3 of 3 kept experiments non-dominated",
+    );
+    expect(out).toMatch(/^ {4} +0 +5 +5 /m);
+    expect(out).toMatch(/^ {4} +1 +3 +7 .*lower loss, slower$/m);
+    expect(out).toMatch(/^ {2}\* +3 +6 +2 .*much faster/m);
+    const json = JSON.parse((await runCli(["status", "--json"], { cwd: dir })).stdout);
+    expect(json.front.points.map((p: { id: number }) => p.id)).toEqual([0, 1, 3]);
+
+    const report = await runCli(["report", "--out", join(dir, "rep")], { cwd: dir });
+    expect(report.code).toBe(0);
+    expect(report.stdout).toContain("front.svg");
+  }, 180_000);
+
+  it("pareto with noisy metrics: the trade-off is kept on repeated trials, the dominated one discarded", async () => {
+    const dir = twoMetricProject(
+      `objective:
+  metrics:
+    - { metric: loss, direction: minimize }
+    - { metric: latency, direction: minimize }`,
+      5,
+      5,
+      ["loss", "latency"],
+      0.3,
+    );
+    const { experiments } = await runScripted(dir, [
+      set(3, 7, "lower loss, slower"),
+      set(4, 8, "worse on both than #1"),
+    ]);
+    expect(experiments.map((e) => [e.n, e.decision?.action])).toEqual([
+      [0, "keep"],
+      [1, "keep"],
+      [2, "discard"],
+    ]);
+    // The noise was measured (no exact comparisons), and the keep rests on more than one trial.
+    const values = experiments[0]?.trials.map((t) => t.result?.metrics.loss);
+    expect(new Set(values).size).toBeGreaterThan(1);
+    expect(experiments[1]?.decision?.reason).toContain("credibly better than #0 on loss");
+    expect(experiments[1]?.decision?.reason).toMatch(/margin \d+(\.\d)?σ \(paired/);
+    expect(experiments[1]?.trials.length).toBeGreaterThanOrEqual(2);
+    expect(experiments[2]?.decision?.reason).toContain("not credibly better than #1 on any objective");
+    expect(experiments[2]?.decision?.reason).toContain("clear loss");
+  }, 180_000);
+
+  it("a baseline that does not print every objective metric stops the run, naming the missing one", async () => {
+    const dir = twoMetricProject(
+      `objective:
+  metrics:
+    - { metric: loss, direction: minimize }
+    - { metric: latency, direction: minimize }`,
+      5,
+      5,
+      ["loss", "latncy"],
+    );
+    const r = await runCli(["run", "-n", "1"], { cwd: dir });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("the baseline (the unmodified project) failed");
+    expect(r.stderr).toContain(
+      'objective metric "latency" missing or not finite: every trial must print each of loss, latency',
+    );
+    expect(r.stderr).toContain(
+      "fix: Make `node evaluate.mjs` print every objective metric (latency is missing)",
+    );
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    // The failed baseline is in the notebook.
+    const log = JSON.parse((await runCli(["log", "--json"], { cwd: dir })).stdout);
+    expect(log[0].decision).toBe("crash");
+  }, 180_000);
+
+  it("threshold_then_optimize: below the bar the bar metric is optimized; past it, the other, never falling back below", async () => {
+    const dir = twoMetricProject(
+      `objective:
+  metrics:
+    - { metric: accuracy, direction: maximize }
+    - { metric: size, direction: minimize }
+  mode: threshold_then_optimize
+  threshold: { metric: accuracy, bar: 0.9 }`,
+      0.5,
+      10,
+      ["accuracy", "size"],
+    );
+    const { experiments } = await runScripted(dir, [
+      set(0.7, 20, "more accurate, bigger"),
+      set(0.6, 5, "smaller but less accurate (below the bar size does not count)"),
+      set(0.95, 30, "past the bar"),
+      set(0.97, 30, "more accurate still (past the bar accuracy alone does not count)"),
+      set(0.85, 3, "much smaller, but below the bar"),
+      set(0.92, 25, "smaller, still past the bar"),
+    ]);
+    expect(experiments.map((e) => [e.n, e.decision?.action])).toEqual([
+      [0, "keep"],
+      [1, "keep"],
+      [2, "discard"],
+      [3, "keep"],
+      [4, "discard"],
+      [5, "discard"],
+      [6, "keep"],
+    ]);
+    expect(experiments[1]?.decision?.reason).toMatch(
+      /^below the bar \(accuracy ≥ 0\.9 not yet reached by #0/,
+    );
+    expect(experiments[3]?.decision?.reason).toMatch(/^below the bar/);
+    expect(experiments[4]?.decision?.reason).toMatch(
+      /^bar reached \(accuracy ≥ 0\.9 since #3\): optimizing size/,
+    );
+    expect(experiments[5]?.decision?.reason).toContain("falls below the bar");
+    expect(experiments[6]?.decision?.reason).toContain("stays past the bar");
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(experiments[6]?.commit);
+    const status = await runCli(["status"], { cwd: dir });
+    expect(status.stdout).toContain("Front (threshold_then_optimize: accuracy ≥ 0.9, then minimize size)");
+  }, 180_000);
+});
