@@ -45,6 +45,8 @@ export interface RunOptions {
   slots?: number;
   /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
   agent?: string | Agent;
+  /** The advisor (program.md's `advisor.agent` by default), or an Agent object (tests, embedding). */
+  advisor?: Agent;
   /** Where trials run (embedding): the local, sandboxed executor by default. */
   executor?: Executor;
   seed?: number;
@@ -173,6 +175,10 @@ export async function openRunSession(
       typeof opts.agent === "object"
         ? opts.agent
         : await createAgent(agentConfigFor(program, opts.agent), program, run?.seed ?? opts.seed ?? 0);
+    // The advisor's backend is checked the same way, before anything is written.
+    const advisor =
+      opts.advisor ??
+      (program.advisor ? await createAgent(program.advisor.agent, program, run?.seed ?? opts.seed ?? 0) : undefined);
     if (!run) {
       const tag = opts.tag ?? (await newTag(lab, repo.root));
       const baseCommit = (await git(repo.root, ["rev-parse", "HEAD"])).trim();
@@ -237,6 +243,7 @@ export async function openRunSession(
         workspace,
         executor: opts.executor ?? new LocalExecutor(),
         agent,
+        ...(advisor ? { advisor } : {}),
         judge: createJudge(program.acceptance),
         makePruner: (best) => createPruner(best, { direction: program.objective.direction }),
         checkAlarms: (exps) => alarmsOf(program, exps),

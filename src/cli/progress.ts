@@ -132,6 +132,18 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         print(`#${e.n} ${ACTION_LABEL[e.action]} ${value.padEnd(metric.length + 10)} ${hyp}  (${e.reason})`);
         break;
       }
+      case "advice_started":
+        print(`advisor (${e.agent}) asked: ${e.trigger}`);
+        break;
+      case "advice":
+        print(
+          e.verdict === "ideas"
+            ? `advisor (${e.agent}) after #${e.afterN}: ${e.ideas.map((i) => `IDEA: ${i}`).join(" | ")}`
+            : e.verdict === "stop"
+              ? `advisor (${e.agent}) after #${e.afterN}: STOP — ${e.reason}`
+              : `advisor (${e.agent}) after #${e.afterN}: answer not used (${e.reason}); the run goes on`,
+        );
+        break;
       case "warning":
         print(`warning: ${e.message}`);
         break;

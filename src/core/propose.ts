@@ -88,6 +88,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
           ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
           : {}),
         imported: ledger.listImportedResults(),
+        advice: ledger.listAdvice(run.id),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),

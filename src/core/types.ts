@@ -145,6 +145,18 @@ export interface Program {
     /** Candidates measured on both of two adjacent rungs before the alarm judges them. */
     minPairs: number;
   };
+  /**
+   * The advisor (docs/advisor.md): a researcher backend asked, after `afterDiscards` discards in
+   * a row or `plateau` experiments without a keep, for up to three ideas or a stop verdict.
+   * Absent: no advisor.
+   */
+  advisor?: {
+    agent: AgentConfig;
+    /** Discards in a row (crashes and rejections skipped) that call the advisor. */
+    afterDiscards?: number;
+    /** Experiments decided without a keep that call the advisor. */
+    plateau?: number;
+  };
   /** The markdown body: research directions for agents. */
   directions: string;
 }
@@ -320,6 +332,11 @@ export interface ProposalContext {
   contextText: string;
   /** Where the agent keeps its own logs (transcripts, raw output) for this proposal. */
   logDir: string;
+  /**
+   * What is asked: "propose" (the default) an experiment by editing files, or "advise" (the
+   * advisor, src/core/advisor.ts): answer in the summary with IDEA:/STOP: lines, edit nothing.
+   */
+  task?: "propose" | "advise";
   signal?: AbortSignal;
   /**
    * How a researcher that runs as a process (a coding-agent CLI, the command backend) is

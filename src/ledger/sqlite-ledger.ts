@@ -3,9 +3,11 @@ import { dirname } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { AutolabError } from "../core/errors.ts";
 import type {
+  AdviceRecord,
   ExperimentRecord,
   ImportedResultRecord,
   Ledger,
+  NewAdvice,
   NewExperiment,
   NewImportedResult,
   NewTrial,
@@ -18,6 +20,7 @@ import type { EventFeed, NotebookReader } from "../core/notebook-reader.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
+  type AdviceRow,
   type ExperimentRow,
   type ImportedResultRow,
   type MaxRow,
@@ -25,6 +28,7 @@ import {
   type RunRow,
   type SessionRow,
   type TrialRow,
+  toAdvice,
   toExperiment,
   toImportedResult,
   toNote,
@@ -350,6 +354,31 @@ export class SqliteLedger implements Ledger, NotebookReader {
        ORDER BY s.first, i.seq`,
     ).all();
     return (rows as unknown as ImportedResultRow[]).map((r) => deepFreeze(toImportedResult(r)));
+  }
+
+  addAdvice(advice: NewAdvice): AdviceRecord {
+    const createdAt = now();
+    const ideas = [...advice.ideas];
+    const res = this.stmt(
+      `INSERT INTO advice (run_id, trigger, decided, after_n, agent, verdict, ideas, reason, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      advice.runId,
+      advice.trigger,
+      advice.decided,
+      advice.afterN,
+      advice.agent,
+      advice.verdict,
+      JSON.stringify(ideas),
+      advice.reason,
+      createdAt,
+    );
+    return deepFreeze({ ...advice, ideas, id: Number(res.lastInsertRowid), createdAt });
+  }
+
+  listAdvice(runId: number): AdviceRecord[] {
+    const rows = this.stmt("SELECT * FROM advice WHERE run_id = ? ORDER BY id").all(runId);
+    return (rows as unknown as AdviceRow[]).map((r) => deepFreeze(toAdvice(r)));
   }
 
   /** Another connection's commit moves PRAGMA data_version; this connection's own writes move total_changes. */

@@ -357,6 +357,24 @@ const ladderShape = {
     .default(12),
 };
 
+/** The advisor: a researcher backend asked for ideas or a stop verdict when the run stalls (docs/advisor.md). */
+const advisorShape = {
+  agent: agent.refine((a) => a.backend !== "builtin", {
+    error:
+      "the built-in optimizer cannot advise (it only tunes knobs): name a researcher backend such as claude, llm or command",
+  }),
+  after_discards: z
+    .number()
+    .int()
+    .min(1, { error: "must be at least 1 (discards in a row before the advisor is asked)" })
+    .optional(),
+  plateau: z
+    .number()
+    .int()
+    .min(1, { error: "must be at least 1 (experiments without a keep before the advisor is asked)" })
+    .optional(),
+};
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -373,6 +391,8 @@ const topShape = {
   org: z.strictObject(orgShape).optional(),
   /** `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }` (expanded in parse.ts). */
   ladder: z.strictObject(ladderShape).optional(),
+  /** `advisor: claude` is shorthand for `advisor: { agent: claude }` (expanded in parse.ts). */
+  advisor: z.strictObject(advisorShape).optional(),
   /** What the command writes for the evaluate step (a checkpoint, predictions): all evaluate sees besides the committed files and setup's. */
   outputs: z.array(relPath).default([]),
   /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
@@ -405,6 +425,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   slots: Object.keys(slotsShape),
   org: Object.keys(orgShape),
   ladder: Object.keys(ladderShape),
+  advisor: Object.keys(advisorShape),
+  "advisor.agent": Object.keys(agentShape),
   sandbox: Object.keys(sandboxShape),
   "sandbox.limits": Object.keys(limitsShape),
 };
@@ -482,6 +504,11 @@ export const EXAMPLES: Record<string, string> = {
   org: "org: org/   # role files org/*.md; or: org: { roles: org/, policy: bandit }   # or round-robin",
   "org.roles": "roles: org/",
   "org.policy": "policy: bandit   # or round-robin",
+  advisor:
+    "advisor:\n  agent: { backend: claude }   # any researcher backend but builtin\n  after_discards: 8            # discards in a row before it is asked (default 8)\n  plateau: 20                  # or: experiments without a keep (default: off)",
+  "advisor.agent": "agent: { backend: claude, model: claude-sonnet-4-5 }   # or: agent: llm",
+  "advisor.after_discards": "after_discards: 8   # discards in a row before the advisor is asked",
+  "advisor.plateau": "plateau: 20   # experiments decided without a keep before the advisor is asked",
   ladder:
     "ladder:\n  budgets: [30s, 2m]   # cheaper rungs, ascending, each below run.budget (the top rung)\n  promote: 0.3         # fraction of each rung that climbs on (default 1/3)",
   "ladder.budgets":
