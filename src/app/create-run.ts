@@ -178,7 +178,9 @@ export async function openRunSession(
     // The advisor's backend is checked the same way, before anything is written.
     const advisor =
       opts.advisor ??
-      (program.advisor ? await createAgent(program.advisor.agent, program, run?.seed ?? opts.seed ?? 0) : undefined);
+      (program.advisor
+        ? await createAgent(program.advisor.agent, program, run?.seed ?? opts.seed ?? 0)
+        : undefined);
     if (!run) {
       const tag = opts.tag ?? (await newTag(lab, repo.root));
       const baseCommit = (await git(repo.root, ["rev-parse", "HEAD"])).trim();

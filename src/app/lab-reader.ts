@@ -1,5 +1,11 @@
 import { dirname, join } from "node:path";
-import type { ExperimentRecord, ImportedResultRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
+import type {
+  AdviceRecord,
+  ExperimentRecord,
+  ImportedResultRecord,
+  RunRecord,
+  SessionRecord,
+} from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { gitRaw } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -95,6 +101,11 @@ export class LabReader {
     const rows = this.ledger.listImportedResults();
     this.importedCache = { version, rows };
     return rows;
+  }
+
+  /** The run's advice, oldest first (docs/advisor.md). */
+  advice(run: RunRecord): AdviceRecord[] {
+    return this.ledger.listAdvice(run.id);
   }
 
   /** The run's harness sessions, oldest first (re-read only when the notebook changed). */

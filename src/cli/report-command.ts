@@ -20,6 +20,7 @@ export function reportCommand(flags: ReportFlags): void {
       holdout: flags.holdout ?? false,
       sessions: ledger.listSessions(run.id),
       imported: ledger.listImportedResults(),
+      advice: ledger.listAdvice(run.id),
     });
     const show = (p: string) => {
       const r = relative(process.cwd(), p);

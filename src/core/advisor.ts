@@ -82,10 +82,16 @@ const IDEA = /^IDEA\s*\d*\s*[:.)\-–—]\s*(.*)$/i;
  */
 export function parseAdvice(text: string): ParsedAdvice {
   if (text.length > MAX_ANSWER_CHARS)
-    return { verdict: "garbage", reason: `the answer is too long (${text.length} characters, at most ${MAX_ANSWER_CHARS})` };
-  const lines = text
-    .split(/\r?\n/)
-    .map((l) => l.trim().replace(/^(?:[-*•]|\d+[.)])\s+/, "").replace(/^\*\*(IDEA|STOP)\*\*/i, "$1"));
+    return {
+      verdict: "garbage",
+      reason: `the answer is too long (${text.length} characters, at most ${MAX_ANSWER_CHARS})`,
+    };
+  const lines = text.split(/\r?\n/).map((l) =>
+    l
+      .trim()
+      .replace(/^(?:[-*•]|\d+[.)])\s+/, "")
+      .replace(/^\*\*(IDEA|STOP)\*\*/i, "$1"),
+  );
   const stops = lines.flatMap((l) => STOP.exec(l)?.[1]?.trim() ?? []);
   const ideas = lines.flatMap((l) => IDEA.exec(l)?.[1]?.trim() ?? []).filter((i) => i.length > 0);
   if (stops.length && ideas.length)

@@ -159,7 +159,9 @@ function advisorIdeas(a: AdviceRecord, line: (s: string) => string): string[] {
     ...a.ideas.map((i) => `- [advisor] ${line(i)}`),
   ];
   if (a.ideas.some((i) => /^\s*revisit\s+#\d+/i.test(i)))
-    out.push("If you take a revisit idea, start your hypothesis with `revisit #<n>:` (the experiment it tries again).");
+    out.push(
+      "If you take a revisit idea, start your hypothesis with `revisit #<n>:` (the experiment it tries again).",
+    );
   return out;
 }
 
@@ -205,7 +207,8 @@ export function buildAdvisorContext(
   const kept = exps.filter((e) => e.decision?.action === "keep" && e.n !== 0);
   lines.push("", "## Kept changes (the best builds on all of these)");
   if (!kept.length) lines.push("- none yet: the best is the baseline");
-  for (const e of kept) lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
+  for (const e of kept)
+    lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
   const byCommit = new Map(exps.map((e) => [e.commit, e]));
   const discards = exps.filter((e) => e.decision?.action === "discard").slice(-(opts.discards ?? 12));
   if (discards.length) {
@@ -225,16 +228,26 @@ export function buildAdvisorContext(
   const refuted = exps.filter((e) => e.decision?.mechanismConfirmed === false && e.mechanism);
   if (refuted.length) {
     lines.push("", "## Refuted mechanisms (hypothesis — mechanism)");
-    for (const e of refuted.slice(-10)) lines.push(`- #${e.n} ${firstLine(e.hypothesis)} — ${firstLine(e.mechanism ?? "")}`);
+    for (const e of refuted.slice(-10))
+      lines.push(`- #${e.n} ${firstLine(e.hypothesis)} — ${firstLine(e.mechanism ?? "")}`);
   }
   const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
-  if (failed.length) lines.push("", `Crashed or rejected: ${failed.length} (last: ${failed.slice(-3).map((e) => `#${e.n} ${firstLine(e.decision?.reason ?? "")}`).join("; ")}).`);
+  if (failed.length)
+    lines.push(
+      "",
+      `Crashed or rejected: ${failed.length} (last: ${failed
+        .slice(-3)
+        .map((e) => `#${e.n} ${firstLine(e.decision?.reason ?? "")}`)
+        .join("; ")}).`,
+    );
   const earlier = (opts.advice ?? []).slice(-3);
   if (earlier.length) {
     lines.push("", "## Your earlier advice");
     for (const a of earlier) {
       const said =
-        a.verdict === "ideas" ? a.ideas.map((i) => `IDEA: ${firstLine(i)}`).join(" / ") : `${a.verdict.toUpperCase()}: ${firstLine(a.reason)}`;
+        a.verdict === "ideas"
+          ? a.ideas.map((i) => `IDEA: ${firstLine(i)}`).join(" / ")
+          : `${a.verdict.toUpperCase()}: ${firstLine(a.reason)}`;
       lines.push(`- after #${a.afterN}: ${said}`);
     }
   }
@@ -249,7 +262,8 @@ export function buildAdvisorContext(
   ].join("\n");
   let text = redactHoldouts(lines.join("\n"), names);
   const maxChars = opts.maxChars ?? 8_000;
-  if (text.length > maxChars) text = `${text.slice(0, maxChars - 40)}\n… (brief truncated to ${maxChars} chars)`;
+  if (text.length > maxChars)
+    text = `${text.slice(0, maxChars - 40)}\n… (brief truncated to ${maxChars} chars)`;
   text += question;
   return text;
 }

@@ -108,7 +108,11 @@ function advisorPrompt(ctx: ProposalContext, opts: PromptOptions): string {
     "",
     "## When you are done",
     "",
-    ...(opts.summaryTool ? [`Call the \`${opts.summaryTool}\` tool with your answer as the hypothesis, then also end your final answer as below.`] : []),
+    ...(opts.summaryTool
+      ? [
+          `Call the \`${opts.summaryTool}\` tool with your answer as the hypothesis, then also end your final answer as below.`,
+        ]
+      : []),
     'End your final answer with this JSON block (and nothing after it); your answer goes in "hypothesis", one tagged line each:',
     "",
     "```json",
