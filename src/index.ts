@@ -8,6 +8,8 @@
  * - Read and validate a program.md: `loadProgram`, `parseProgram`.
  * - Read a notebook: `SqliteLedger` implements `Ledger`.
  * - Turn a run's kept changes into reviewable branches: `finalizeRun` (what `autolab finalize` calls).
+ * - The advisor (docs/advisor.md): `RunOptions.advisor` takes your own `Agent`; `parseAdvice`
+ *   reads an answer, `adviceDue` says when a run would ask, `revisitOf` finds a revisit.
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
@@ -20,10 +22,18 @@ export {
   renderPlan,
   type VerifyResult,
 } from "./app/finalize.ts";
+export { adviceDue, type ParsedAdvice, parseAdvice, revisitOf } from "./core/advisor.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
 export type { Judge, JudgeInput, MoreTrials } from "./core/judge.ts";
-export type { ExperimentRecord, Ledger, RunRecord, TrialRecord } from "./core/ledger.ts";
+export type {
+  AdviceRecord,
+  AdviceVerdict,
+  ExperimentRecord,
+  Ledger,
+  RunRecord,
+  TrialRecord,
+} from "./core/ledger.ts";
 export type { LoopSummary } from "./core/loop-deps.ts";
 export type {
   Agent,

@@ -45,8 +45,11 @@ export interface RunOptions {
   slots?: number;
   /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
   agent?: string | Agent;
-  /** The advisor (program.md's `advisor.agent` by default), or an Agent object (tests, embedding). */
-  advisor?: Agent;
+  /**
+   * The advisor (program.md's `advisor.agent` by default), or an Agent object (tests,
+   * embedding); false: none (`autolab mcp`, whose client is asked through its `advise` tool).
+   */
+  advisor?: Agent | false;
   /** Where trials run (embedding): the local, sandboxed executor by default. */
   executor?: Executor;
   seed?: number;
