@@ -437,7 +437,11 @@ function renderStatus() {
   if (a) {
     cards.push(
       a.stop
-        ? ["advisor", "stopped", html`<span id="advisor-stop">after #${a.stop.afterN}: ${a.stop.reason}</span>`]
+        ? [
+            "advisor",
+            "stopped",
+            html`<span id="advisor-stop">after #${a.stop.afterN}: ${a.stop.reason}</span>`,
+          ]
         : [
             "advisor",
             `asked ${a.asked}×`,
