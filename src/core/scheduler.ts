@@ -184,7 +184,6 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   let advising: Promise<AdviceRecord | undefined> | undefined;
   let advisorStopped: string | undefined;
   const consult = async (i: number): Promise<void> => {
-    if (!deps.advisor) return;
     advising ??= consultAdvisor(deps, { emit, signal, workspace: deps.proposers[i] as Workspace }).finally(
       () => {
         advising = undefined;
@@ -204,13 +203,17 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
         await changed();
         continue;
       }
-      try {
-        await consult(i);
-      } catch (err) {
-        fail(err);
-        return;
+      if (deps.advisor) {
+        try {
+          await consult(i);
+        } catch (err) {
+          fail(err);
+          return;
+        }
+        if (stopped() || advisorStopped) return;
+        // Others may have taken the room (or the budget) while this proposer waited for the advisor.
+        if (full() || spent()) continue;
       }
-      if (stopped() || advisorStopped) return;
       proposing++;
       issued++;
       const researcher = researcherOf(deps.chooser?.next());
