@@ -147,6 +147,36 @@ describe("the advisor", () => {
     expect(JSON.parse(show.stdout)).toMatchObject({ id: 3, revisitOf: 1 });
   });
 
+  it("marks in its brief the discards judged against a best that has since been superseded", async () => {
+    const dir = project("{ agent: claude, after_discards: 2 }");
+    const adv = advisor([{ hypothesis: "STOP: enough" }]);
+    const r = researcher([
+      { hypothesis: "X 5 → 3", edits: setX(3) },
+      { hypothesis: "X 3 → 4", edits: setX(4) },
+      { hypothesis: "X 3 → 1", edits: setX(1) },
+      { hypothesis: "X 1 → 2", edits: setX(2) },
+      { hypothesis: "X 1 → 6", edits: setX(6) },
+    ]);
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 9, agent: r, advisor: adv });
+    outcome.lab.ledger.close();
+    const { exps } = notebook(dir);
+    expect(exps.map((e) => e.decision?.action)).toEqual([
+      "keep",
+      "keep",
+      "discard",
+      "keep",
+      "discard",
+      "discard",
+    ]);
+    const text = adv.contexts[0]?.contextText ?? "";
+    expect(text).toContain("Best: #3 score = 1 (baseline 5).");
+    expect(text).toMatch(
+      /- #2 X 3 → 4 \(score=4\) → .*\[judged against #1, since superseded by #3: may be revisited as `revisit #2`\]/,
+    );
+    expect(text).not.toContain("revisit #4");
+    expect(text).not.toContain("revisit #5");
+  });
+
   it("records garbage (unparseable, a crash, a timeout, an edit) and the run goes on", async () => {
     const dir = project("{ agent: claude, after_discards: 1 }");
     const adv = advisor([
@@ -275,5 +305,23 @@ describe("the advisor", () => {
     expect(status.stdout).toContain(
       "Stopped by the advisor (command) after #1: the command advisor has seen enough",
     );
+  });
+
+  it("through the CLI: an advisor that hangs is killed at its timeout, recorded, and the run goes on", async () => {
+    const dir = project(
+      '{ agent: { backend: command, command: "sleep 60", timeout: 2s }, after_discards: 1 }',
+      'agent: { backend: command, command: "echo \'export const X = 9;\' > value.mjs; echo \'{\\"hypothesis\\": \\"X to 9\\"}\'" }\n',
+    );
+    const res = await runCli(["run", "--tag", "t", "-n", "2"], { cwd: dir });
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain("Run t stopped: reached --max-experiments 2.");
+    expect(res.stdout).toMatch(/advisor \(command\) after #1: answer not used \(the advisor timed out/);
+    const { exps, advice } = notebook(dir);
+    expect(exps.map((e) => e.decision?.action)).toEqual(["keep", "discard", "discard"]);
+    expect(advice.map((a) => a.verdict)).toEqual(["garbage"]);
+    expect(advice[0]?.reason).toMatch(/^the advisor timed out/);
+    // `autolab context` shows a researcher's view: no ideas came, so none is listed.
+    const ctx = await runCli(["context"], { cwd: dir });
+    expect(ctx.stdout).not.toContain("[advisor]");
   });
 });

@@ -363,7 +363,10 @@ export function contextCommand(flags: ViewFlags): void {
     const run = selectRun(ledger, flags.tag);
     const program = loadProgram(run.programPath);
     print(
-      buildContext(program, run, ledger.listExperiments(run.id), { imported: ledger.listImportedResults() }),
+      buildContext(program, run, ledger.listExperiments(run.id), {
+        imported: ledger.listImportedResults(),
+        advice: ledger.listAdvice(run.id),
+      }),
     );
   } finally {
     ledger.close();
