@@ -13,6 +13,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { isAgentFailure } from "./agent-failure.ts";
+import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";
 import { shortLine } from "./format.ts";
 import type { AdviceRecord, ExperimentRecord, NewAdvice } from "./ledger.ts";
@@ -222,6 +223,7 @@ export async function consultAdvisor(
     reason: parsed.verdict === "ideas" ? "" : parsed.reason,
   };
   const record = ledger.addAdvice(row);
+  crashPoint("after-advice");
   opts.emit?.({
     type: "advice",
     agent: record.agent,

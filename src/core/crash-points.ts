@@ -13,7 +13,8 @@ export type CrashPoint =
   | "after-trial-start" // trial start row written, process not yet spawned
   | "after-trial-result" // trial result written, no decision
   | "after-decision" // decision written, branch not yet advanced
-  | "after-merge-commit"; // parallel: a winner rebased onto the new best (commit + ref), no merge row yet
+  | "after-merge-commit" // parallel: a winner rebased onto the new best (commit + ref), no merge row yet
+  | "after-advice"; // the advisor's answer written, the next proposal not begun
 
 export function crashPoint(point: CrashPoint): void {
   if (point !== target) return;
