@@ -324,4 +324,18 @@ describe("the advisor", () => {
     const ctx = await runCli(["context"], { cwd: dir });
     expect(ctx.stdout).not.toContain("[advisor]");
   });
+
+  it("through the CLI: a broken advisor config is a clear error before anything is written", async () => {
+    const noCommand = project("{ agent: command, after_discards: 2 }");
+    const res = await runCli(["run", "--tag", "t", "-n", "1"], { cwd: noCommand });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("program.md `advisor.agent`: agent backend command needs agent.command");
+    expect(res.stderr).not.toMatch(/\bat .*\.ts:\d+/);
+    expect(git(noCommand, "branch", "--list", "autolab/*")).toBe("");
+
+    const builtin = project("builtin");
+    const bad = await runCli(["run", "--tag", "t", "-n", "1"], { cwd: builtin });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/program\.md:\d+ .*the built-in optimizer cannot advise/s);
+  });
 });

@@ -1,14 +1,14 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
-import { AutolabError } from "../core/errors.ts";
+import { AutolabError, isAutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import { formatDuration } from "../core/format.ts";
 import type { RunRecord } from "../core/ledger.ts";
 import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
-import type { Agent, Executor, Program } from "../core/types.ts";
+import type { Agent, AgentConfig, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
@@ -180,10 +180,12 @@ export async function openRunSession(
         : await createAgent(agentConfigFor(program, opts.agent), program, run?.seed ?? opts.seed ?? 0);
     // The advisor's backend is checked the same way, before anything is written.
     const advisor =
-      opts.advisor ??
-      (program.advisor
-        ? await createAgent(program.advisor.agent, program, run?.seed ?? opts.seed ?? 0)
-        : undefined);
+      opts.advisor === false
+        ? undefined
+        : (opts.advisor ??
+          (program.advisor
+            ? await createAdvisor(program.advisor.agent, program, run?.seed ?? opts.seed ?? 0)
+            : undefined));
     if (!run) {
       const tag = opts.tag ?? (await newTag(lab, repo.root));
       const baseCommit = (await git(repo.root, ["rev-parse", "HEAD"])).trim();
@@ -265,6 +267,20 @@ export async function openRunSession(
   } catch (err) {
     lab.ledger.close();
     throw err;
+  }
+}
+
+/** The advisor's agent (program.md `advisor.agent`); a problem with it says that it is the advisor's. */
+async function createAdvisor(config: AgentConfig, program: Program, seed: number): Promise<Agent> {
+  try {
+    return await createAgent(config, program, seed);
+  } catch (err) {
+    if (!isAutolabError(err)) throw err;
+    throw new AutolabError(
+      err.code,
+      `program.md \`advisor.agent\`: ${err.message}`,
+      err.hint?.replaceAll("`agent:`", "`advisor: { agent: … }`"),
+    );
   }
 }
 
