@@ -20,7 +20,7 @@ import {
   type ToyProject,
   toysOfFile,
 } from "./helpers/toy-project.ts";
-import { git as vgit, valueProject } from "./helpers/value-project.ts";
+import { valueProject, git as vgit } from "./helpers/value-project.ts";
 
 const { toy } = toysOfFile();
 
