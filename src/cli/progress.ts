@@ -1,3 +1,4 @@
+import { adviceLine } from "../core/advisor.ts";
 import type { LoopEvent } from "../core/events.ts";
 import { formatMetric, formatSeconds } from "../core/format.ts";
 import { safeText } from "./safe-text.ts";
@@ -136,13 +137,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         print(`advisor (${e.agent}) asked: ${e.trigger}`);
         break;
       case "advice":
-        print(
-          e.verdict === "ideas"
-            ? `advisor (${e.agent}) after #${e.afterN}: ${e.ideas.map((i) => `IDEA: ${i}`).join(" | ")}`
-            : e.verdict === "stop"
-              ? `advisor (${e.agent}) after #${e.afterN}: STOP — ${e.reason}`
-              : `advisor (${e.agent}) after #${e.afterN}: answer not used (${e.reason}); the run goes on`,
-        );
+        print(adviceLine(e));
         break;
       case "warning":
         print(`warning: ${e.message}`);

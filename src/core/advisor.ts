@@ -121,6 +121,20 @@ export function revisitOf(hypothesis: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** An advisor's answer on one line (`autolab run`'s progress, `autolab watch`). */
+export function adviceLine(a: {
+  agent: string;
+  afterN: number;
+  verdict: AdviceRecord["verdict"];
+  ideas: readonly string[];
+  reason: string;
+}): string {
+  const who = `advisor (${a.agent}) after #${a.afterN}`;
+  if (a.verdict === "ideas") return `${who}: ${a.ideas.map((i) => `IDEA: ${i}`).join(" | ")}`;
+  if (a.verdict === "stop") return `${who}: STOP — ${a.reason}`;
+  return `${who}: answer not used (${a.reason}); the run goes on`;
+}
+
 /** LoopSummary.stoppedBecause for a stop verdict: names the advisor and its reason. */
 export function advisorStopReason(a: Pick<AdviceRecord, "agent" | "reason" | "afterN">): string {
   return `the advisor (${a.agent}) stopped the run after #${a.afterN}: ${shortLine(a.reason)}`;
