@@ -13,6 +13,7 @@ import { AgentFailure } from "../src/core/agent-failure.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import type { Agent, Proposal, ProposalContext } from "../src/core/types.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { probeSandbox } from "../src/runner/sandbox.ts";
 import { runCli } from "./helpers/toy-project.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
@@ -338,4 +339,22 @@ describe("the advisor", () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/program\.md:\d+ .*the built-in optimizer cannot advise/s);
   });
+
+  it.skipIf(!probeSandbox().ok && process.env.CI !== "true")(
+    "through the CLI: the advisor runs in the researcher's sandbox (the notebook out of its sight)",
+    async () => {
+      // The advisor looks for the notebook (.autolab/lab.db, two levels above its worktree) and
+      // says in its stop reason whether it could see it.
+      const look = `test -e ../../lab.db && r=SEEN || r=HIDDEN; echo "{\\"hypothesis\\": \\"STOP: notebook $r\\"}"`;
+      const dir = project(
+        `{ agent: { backend: command, command: ${JSON.stringify(look)} }, after_discards: 1 }`,
+        'agent: { backend: command, command: "echo \'export const X = 9;\' > value.mjs; echo \'{\\"hypothesis\\": \\"X to 9\\"}\'" }\n',
+      );
+      const res = await runCli(["run", "--tag", "t", "-n", "3"], { cwd: dir });
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stdout).not.toContain("UNSANDBOXED");
+      const { advice } = notebook(dir);
+      expect(advice.map((a) => [a.verdict, a.reason])).toEqual([["stop", "notebook HIDDEN"]]);
+    },
+  );
 });
