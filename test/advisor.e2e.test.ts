@@ -285,6 +285,9 @@ describe("the advisor", () => {
     // Far fewer than 12; every candidate proposed is decided (the queue was drained).
     expect(exps.length).toBeLessThan(8);
     for (const e of exps) expect(e.decision).toBeDefined();
+    // Candidates proposed while it answered were finished; status still names the stop.
+    const status = await runCli(["status"], { cwd: dir });
+    expect(status.stdout).toContain("Stopped by the advisor (scripted-advisor) after #");
   });
 
   it("through the CLI with the command backend: a stop ends `autolab run` and status says why", async () => {

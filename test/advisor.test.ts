@@ -225,20 +225,13 @@ describe("adviceDue", () => {
     expect(adviceDue(cfg(3), merged, [])).toBe("3 discards in a row");
   });
 
-  it("a stop is the run's stop until a new experiment is proposed after it", () => {
-    const some = exps([
-      ["keep", 5],
-      ["discard", 6],
-    ]);
+  it("a stop is the run's stop until a harness session starts after it", () => {
     const stop = advice({ verdict: "stop", reason: "flat", createdAt: "2026-01-01T00:00:30.000Z" });
-    expect(advisorStop(some, [stop])).toBe(stop);
-    expect(advisorStop(some, [stop, advice({ verdict: "garbage" })])).toBeUndefined();
-    const later = exps([
-      ["keep", 5],
-      ["discard", 6],
-      ["discard", 7],
-    ]).map((e, i) => (i === 2 ? { ...e, createdAt: "2026-01-01T00:00:31.000Z" } : e));
-    expect(advisorStop(later, [stop])).toBeUndefined();
+    const session = (startedAt: string) => ({ startedAt });
+    expect(advisorStop([stop], [])).toBe(stop);
+    expect(advisorStop([stop], [session("2026-01-01T00:00:01.000Z")])).toBe(stop);
+    expect(advisorStop([stop], [session("2026-01-01T00:00:31.000Z")])).toBeUndefined();
+    expect(advisorStop([stop, advice({ verdict: "garbage" })], [])).toBeUndefined();
   });
 });
 

@@ -82,7 +82,7 @@ export interface StatusAdvisor {
   garbage: number;
   /** Its newest ideas (what researchers read as the advisor's). */
   ideas: { afterN: number; ideas: string[] } | null;
-  /** Its stop verdict, when that is how the run ended (no experiment proposed after it). */
+  /** Its stop verdict, when that is how the run ended (no harness session started after it). */
   stop: { agent: string; afterN: number; reason: string; at: string; stoppedBecause: string } | null;
   /** Its newest answer. */
   last: { agent: string; afterN: number; trigger: string; verdict: string; reason: string; at: string };
@@ -184,15 +184,18 @@ export function statusOf(
     sandbox: [...(org.sessions ?? [])].reverse().find((s) => s.sandbox !== undefined)?.sandbox ?? null,
     unsandboxed: (org.sessions ?? []).some((s) => s.sandbox?.startsWith("unsandboxed") === true),
     imported: priorHistoryOf(org.imported ?? [], run.metric),
-    advisor: advisorStatus(exps, org.advice ?? []),
+    advisor: advisorStatus(org.advice ?? [], org.sessions ?? []),
   };
 }
 
-function advisorStatus(exps: ExperimentRecord[], advice: readonly AdviceRecord[]): StatusAdvisor | null {
+function advisorStatus(
+  advice: readonly AdviceRecord[],
+  sessions: readonly SessionRecord[],
+): StatusAdvisor | null {
   const last = advice.at(-1);
   if (!last) return null;
   const ideas = advice.filter((a) => a.verdict === "ideas").at(-1);
-  const stop = advisorStop(exps, advice);
+  const stop = advisorStop(advice, sessions);
   return {
     asked: advice.length,
     garbage: advice.filter((a) => a.verdict === "garbage").length,

@@ -16,7 +16,7 @@ import { isAgentFailure } from "./agent-failure.ts";
 import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";
 import { shortLine } from "./format.ts";
-import type { AdviceRecord, ExperimentRecord, NewAdvice } from "./ledger.ts";
+import type { AdviceRecord, ExperimentRecord, NewAdvice, SessionRecord } from "./ledger.ts";
 import { type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { Program, Proposal, ProposalContext } from "./types.ts";
@@ -141,17 +141,18 @@ export function advisorStopReason(a: Pick<AdviceRecord, "agent" | "reason" | "af
 }
 
 /**
- * The run's stop by its advisor, if the newest advice is a stop and no experiment was proposed
- * after it (`autolab run` continues a stopped run; then the stop is history; candidates already
- * running when it came are finished): what status, the report and the dashboard say.
+ * The run's stop by its advisor, if the newest advice is a stop and no harness session started
+ * after it (`autolab run` continues a stopped run; then the stop is history. Candidates still
+ * being proposed or queued when it came are finished by the session it stopped): what status,
+ * the report and the dashboard say.
  */
 export function advisorStop(
-  exps: readonly ExperimentRecord[],
   advice: readonly AdviceRecord[],
+  sessions: readonly Pick<SessionRecord, "startedAt">[],
 ): AdviceRecord | undefined {
   const last = advice.at(-1);
   if (last?.verdict !== "stop") return undefined;
-  return exps.some((e) => e.createdAt > last.createdAt) ? undefined : last;
+  return sessions.some((s) => s.startedAt > last.createdAt) ? undefined : last;
 }
 
 export interface ConsultOptions {
