@@ -259,6 +259,12 @@ describe("the advisor's brief (views.ts buildAdvisorContext)", () => {
     );
     // #4 lost to the current best: nothing to revisit.
     expect(text).toMatch(/- #4 .* → discard #4\n/);
+    // A winner rebased onto a newer best (#5 merges #2) is no discard to the advisor.
+    const merged = [
+      ...history,
+      { ...(history[3] as ExperimentRecord), id: 6, n: 5, commit: "c5", rebaseOf: 2 },
+    ];
+    expect(buildAdvisorContext(program(), RUN, merged, { trigger: "x" })).not.toContain("- #2 lr 3e-4 (loss=4.5)");
     expect(text).toContain("## Refuted mechanisms (hypothesis — mechanism)\n- #2 lr 3e-4 — mechanism 2");
     expect(text).toContain("- after #1: IDEA: try warmup");
     expect(text).toContain("## Research directions\nMake loss small.");

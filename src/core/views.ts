@@ -210,7 +210,11 @@ export function buildAdvisorContext(
   for (const e of kept)
     lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
   const byCommit = new Map(exps.map((e) => [e.commit, e]));
-  const discards = exps.filter((e) => e.decision?.action === "discard").slice(-(opts.discards ?? 12));
+  // A winner discarded because it was rebased onto a newer best (a parallel run's merge) is no loss.
+  const rebased = new Set(exps.map((e) => e.rebaseOf));
+  const discards = exps
+    .filter((e) => e.decision?.action === "discard" && !rebased.has(e.n))
+    .slice(-(opts.discards ?? 12));
   if (discards.length) {
     lines.push("", "## Recent discards (hypothesis → why)");
     for (const e of discards) {
