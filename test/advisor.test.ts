@@ -264,7 +264,9 @@ describe("the advisor's brief (views.ts buildAdvisorContext)", () => {
       ...history,
       { ...(history[3] as ExperimentRecord), id: 6, n: 5, commit: "c5", rebaseOf: 2 },
     ];
-    expect(buildAdvisorContext(program(), RUN, merged, { trigger: "x" })).not.toContain("- #2 lr 3e-4 (loss=4.5)");
+    expect(buildAdvisorContext(program(), RUN, merged, { trigger: "x" })).not.toContain(
+      "- #2 lr 3e-4 (loss=4.5)",
+    );
     expect(text).toContain("## Refuted mechanisms (hypothesis — mechanism)\n- #2 lr 3e-4 — mechanism 2");
     expect(text).toContain("- after #1: IDEA: try warmup");
     expect(text).toContain("## Research directions\nMake loss small.");
