@@ -12,6 +12,8 @@
  *   `autolab knowledge` reads and a new run's researcher is shown as prior work).
  * - Several objectives: `judgeFor(program)` (the rule a run uses), `createObjectivesJudge`,
  *   `paretoFront`, and `frontOf` (the front status shows).
+ * - The advisor (docs/advisor.md): `RunOptions.advisor` takes your own `Agent`; `parseAdvice`
+ *   reads an answer, `adviceDue` says when a run would ask, `revisitOf` finds a revisit.
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
@@ -26,6 +28,7 @@ export {
 } from "./app/finalize.ts";
 export { type FrontPointJson, frontOf, type StatusFront } from "./app/front.ts";
 export { type TreeJson, type TreeNodeJson, treeOf } from "./app/tree.ts";
+export { adviceDue, type ParsedAdvice, parseAdvice, revisitOf } from "./core/advisor.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
 export type { LoopEvent, LoopEventListener } from "./core/events.ts";
 export {
@@ -45,6 +48,8 @@ export type {
   KnowledgeStore,
 } from "./core/knowledge.ts";
 export type {
+  AdviceRecord,
+  AdviceVerdict,
   ExperimentRecord,
   HookPhase,
   HookRunRecord,

@@ -402,6 +402,42 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     await one.waitForSelector('body[data-chart-drawn="1"]');
     expect(await one.locator("#front").isVisible()).toBe(false);
     await one.close();
+  });
+
+  it("shows the advisor's stop, escaped, and marks a revisit in the experiment table", async () => {
+    const path = buildNotebook(tempDir(), [
+      {
+        experiments: [
+          { action: "keep", metric: 3 },
+          { action: "discard", metric: 3.2, hypothesis: "wider" },
+          { action: "discard", metric: 3.1, hypothesis: "revisit #1: wider on the new best" },
+        ],
+      },
+    ]);
+    const writer = new SqliteLedger(path);
+    const run = writer.latestRun();
+    if (!run) throw new Error("fixture run missing");
+    writer.addAdvice({
+      runId: run.id,
+      trigger: "2 discards in a row",
+      decided: 2,
+      afterN: 2,
+      agent: "claude",
+      verdict: "stop",
+      ideas: [],
+      reason: "<img src=x onerror=alert(1)> nothing left",
+    });
+    writer.close();
+    const page = await open((await serve(path)).url);
+    await page.waitForSelector("#advisor-stop");
+    expect(await page.locator("#advisor-stop").textContent()).toBe(
+      "after #2: <img src=x onerror=alert(1)> nothing left",
+    );
+    expect(await page.locator("#summary img").count()).toBe(0);
+    await page.waitForSelector("#experiments tbody tr.row");
+    expect(await page.locator('#experiments tr[data-n="2"] .badge.revisit').textContent()).toBe("revisit");
+    expect(await page.locator('#experiments tr[data-n="1"] .badge.revisit').count()).toBe(0);
+    await page.close();
     expect(errors).toEqual([]);
   });
 

@@ -16,6 +16,7 @@ import {
   type DoctorEnv,
   type ProgramOutput,
   realEnv,
+  researchersOf,
   runDoctor,
 } from "../src/app/doctor.ts";
 import { renderChecks } from "../src/cli/doctor-command.ts";
@@ -187,6 +188,14 @@ describe("doctor: researchers", () => {
   afterAll(() => new Promise<void>((done) => server.close(() => done())));
 
   const program = () => loaded(project(""));
+
+  it("checks the advisor's backend too (program.md advisor:)", () => {
+    const withAdvisor = { ...program(), advisor: { agent: agent({ backend: "codex" }), afterDiscards: 8 } };
+    expect(researchersOf(withAdvisor).map((r) => [r.who, r.config.backend])).toEqual([
+      ["agent", "builtin"],
+      ["advisor", "codex"],
+    ]);
+  });
 
   it("the built-in optimizer needs nothing", async () => {
     const [c] = await checkResearcher(fakeEnv(), program(), "agent", agent({ backend: "builtin" }));

@@ -22,6 +22,7 @@ import type { ExperimentRecord, RunRecord } from "../src/core/ledger.ts";
 import type { Program, ProposalContext } from "../src/core/types.ts";
 import {
   agentAlarms,
+  buildAdvisorContext,
   buildContext,
   failuresText,
   HOLDOUT_REDACTED,
@@ -181,6 +182,35 @@ describe("agent views of a notebook whose trials and alarms carry holdout values
     // The contract's holdouts count even when program.md no longer lists them.
     const drifted = { ...program, metrics: { holdout: [] } } as unknown as Program;
     expectNoHoldoutValue(buildContext(drifted, run, exps));
+    // The advisor's brief (docs/advisor.md), with an earlier answer that quoted a log line.
+    const quoted = {
+      id: 1,
+      runId: run.id,
+      trigger: "2 discards in a row",
+      decided: 2,
+      afterN: 2,
+      agent: "claude",
+      verdict: "garbage" as const,
+      ideas: [],
+      reason: `no IDEA: line in: ${LEAK_LINES[0]}`,
+      createdAt: "",
+    };
+    for (const p of [program, drifted]) {
+      const brief = buildAdvisorContext(p, run, exps, { trigger: "x", advice: [quoted] });
+      expect(brief).toContain("## Your earlier advice");
+      expectNoHoldoutValue(brief);
+      const ctx: ProposalContext = {
+        worktree: dir,
+        program: p,
+        best: { n: 1, metric: 3 },
+        history: [],
+        contextText: brief,
+        logDir: dir,
+        task: "advise",
+      };
+      expectNoHoldoutValue(buildPrompt(ctx));
+      expectNoHoldoutValue(researcherInstructions(ctx, 10));
+    }
 
     // The researchers' prompts, even from a context text built without the views.
     for (const contextText of [context, `${LEAK_LINES.join("\n")}\nholdout_score moved 7772.25 → 7774.25`]) {

@@ -9,6 +9,7 @@ import { createLlmAgent, TRANSCRIPT_FILE } from "../src/agents/llm/llm-agent.ts"
 import { costOf } from "../src/agents/llm/prices.ts";
 import { resolveModel } from "../src/agents/llm/provider.ts";
 import { createRun } from "../src/app/create-run.ts";
+import { answerText, parseAdvice } from "../src/core/advisor.ts";
 import { AgentFailure } from "../src/core/agent-failure.ts";
 import { AutolabError } from "../src/core/errors.ts";
 import type { AgentConfig, Program, ProposalContext } from "../src/core/types.ts";
@@ -198,6 +199,27 @@ describe("llm agent (scripted model)", () => {
       changed: ["train.py"],
       usage: { inputTokens: 300 },
     });
+  });
+
+  it("as the advisor: asked the advisor's question, its finish is the answer (docs/advisor.md)", async () => {
+    const { program, ctx } = project();
+    const model = scripted([
+      call("finish", { hypothesis: "STOP: the score is at its floor", mechanism: "flat" }),
+    ]);
+    const agent = createLlmAgent(config(), program, { model });
+    const proposal = await agent.propose({ ...ctx, task: "advise" });
+    expect(parseAdvice(answerText(proposal))).toEqual({
+      verdict: "stop",
+      reason: "the score is at its floor",
+    });
+    const first = model.doGenerateCalls[0] as LanguageModelV4CallOptions;
+    const system = first.prompt.find((m) => m.role === "system")?.content as string;
+    expect(system).toContain("You are the advisor");
+    expect(system).toContain("NOTEBOOK-MARKER");
+    expect(system).not.toContain("propose ONE experiment");
+    expect(JSON.stringify(first.prompt.find((m) => m.role === "user"))).toContain(
+      "Answer the advisor's question",
+    );
   });
 
   it("refuses to touch protected, non-editable and outside files; the model sees why, files stay as they were", async () => {

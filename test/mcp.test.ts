@@ -47,6 +47,7 @@ describe("autolab mcp", () => {
     const client = await connect(dir);
     const tools = (await client.listTools()).tools.map((t) => t.name).sort();
     expect(tools).toEqual([
+      "advise",
       "context",
       "failures",
       "finalize_plan",
@@ -212,6 +213,39 @@ describe("autolab mcp", () => {
     expect(tree.nodes.length).toBe(
       exps.filter((e) => e.decision?.action === "keep" || e.decision?.treeNode).length,
     );
+  });
+
+  it("lets the client act as the advisor: the brief, ideas into the context, garbage recorded as such", async () => {
+    const dir = valueProject();
+    const client = await connect(dir);
+    const worktree = join(dir, ".autolab", "worktrees", "m");
+    await call(client, "context"); // opens the run: its worktree, the baseline
+    writeFileSync(join(worktree, "value.mjs"), "export const X = 7;\n");
+    expect((await call(client, "run_experiment", { hypothesis: "X 5 → 7" })).text).toMatch(/#1: discard/);
+    const brief = await call(client, "advise");
+    expect(brief.text).toContain("You are asked because: asked through MCP.");
+    expect(brief.text).toContain("- #1 X 5 → 7 (score=7) →");
+    expect(brief.text).not.toMatch(/100[57]\.125/);
+    const ideas = await call(client, "advise", { answer: "IDEA: try X = 1\nIDEA: revisit #1: no" });
+    expect(ideas).toEqual({
+      isError: false,
+      text: "Recorded 2 ideas: the context lists them as the advisor's.",
+    });
+    expect((await call(client, "context")).text).toContain("- [advisor] try X = 1");
+    const garbage = await call(client, "advise", { answer: "looks fine to me" });
+    expect(garbage.isError).toBe(true);
+    expect(garbage.text).toContain("recorded as garbage: no `IDEA:` or `STOP:` line");
+    expect(garbage.text).toContain("fix: Answer with up to three lines");
+    const stop = await call(client, "advise", { answer: "STOP: X is as low as it goes" });
+    expect(stop.text).toContain("Recorded: STOP (X is as low as it goes)");
+    const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+    const advice = ledger.listAdvice(ledger.getRun("m")?.id ?? -1);
+    ledger.close();
+    expect(advice.map((a) => [a.verdict, a.agent, a.afterN])).toEqual([
+      ["ideas", "mcp:test-agent", 1],
+      ["garbage", "mcp:test-agent", 1],
+      ["stop", "mcp:test-agent", 1],
+    ]);
   });
 
   it("reports a broken program as a tool error, not a crash", async () => {

@@ -464,5 +464,22 @@ describe("autolab watch", () => {
         reason: "killed at budget",
       }),
     ).toBe("#3 trial 1: timeout in 12.0s — killed at budget");
+    const advice = {
+      type: "advice",
+      run: "r",
+      at: "",
+      agent: "claude",
+      trigger: "8 discards in a row",
+      afterN: 9,
+    } as const;
+    expect(eventLine({ ...advice, verdict: "ideas", ideas: ["wider", "revisit #3: x"], reason: "" })).toBe(
+      "advisor (claude) after #9: IDEA: wider | IDEA: revisit #3: x",
+    );
+    expect(eventLine({ ...advice, verdict: "stop", ideas: [], reason: "flat\u001b[2J" })).toBe(
+      "advisor (claude) after #9: STOP — flat\\x1b[2J",
+    );
+    expect(eventLine({ ...advice, verdict: "garbage", ideas: [], reason: "no IDEA: line" })).toBe(
+      "advisor (claude) after #9: answer not used (no IDEA: line); the run goes on",
+    );
   });
 });

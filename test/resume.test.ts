@@ -5,11 +5,12 @@
  * run had never been interrupted: experiments 0..N once each, one decision each, every trial
  * start closed, the branch at the last kept experiment, a clean worktree.
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import type { CrashPoint } from "../src/core/crash-points.ts";
+import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import {
   git,
   type LedgerDump,
@@ -20,6 +21,7 @@ import {
   type ToyProject,
   toysOfFile,
 } from "./helpers/toy-project.ts";
+import { valueProject, git as vgit } from "./helpers/value-project.ts";
 
 const { toy } = toysOfFile();
 
@@ -196,6 +198,47 @@ describe("kill -9 between two writes (AUTOLAB_CRASH_AT), then resume", () => {
       }
     });
   }
+});
+
+describe("kill -9 right after the advisor's answer (AUTOLAB_CRASH_AT=after-advice), then resume", () => {
+  it("keeps the answer once and asks again only after new discards", async () => {
+    const dir = valueProject();
+    const program = join(dir, "program.md");
+    const echo = (json: string) => `echo '${json.replaceAll('"', '\\"')}'`;
+    writeFileSync(
+      program,
+      readFileSync(program, "utf8").replace(
+        "---\nLower",
+        `agent: { backend: command, command: "echo 'export const X = 9;' > value.mjs; ${echo('{"hypothesis": "X to 9"}')}" }\n` +
+          `advisor: { agent: { backend: command, command: "${echo('{"hypothesis": "IDEA: try X = 1"}')}" }, after_discards: 1 }\n---\nLower`,
+      ),
+    );
+    vgit(dir, "commit", "-qam", "advisor");
+    const t = { dir, git: (args: string[]) => git(dir, args) } as unknown as ToyProject;
+    const advice = () => {
+      const l = new SqliteLedger(join(dir, ".autolab", "lab.db"));
+      const rows = l.listAdvice(l.getRun(readLedger(dir).runs[0]?.tag as string)?.id ?? -1);
+      l.close();
+      return rows;
+    };
+    const crashed = await runCli(["run", "-n", String(N)], {
+      cwd: dir,
+      env: { AUTOLAB_CRASH_AT: "after-advice:1" },
+    });
+    expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+    const before = advice();
+    expect(before.map((a) => [a.verdict, a.afterN])).toEqual([["ideas", 1]]);
+    expect(experiments(readLedger(dir)).map((e) => e.n)).toEqual([0, 1]);
+
+    await runToCompletion(t, N);
+    const { exps } = checkInvariants(t, N);
+    expect(exps.map((e) => e.decision?.action)).toEqual(["keep", "discard", "discard", "discard"]);
+    const after = advice();
+    // The answer on record stays as it was; the advisor was asked again after #2 only (the
+    // budget was spent after #3).
+    expect(after[0]).toEqual(before[0]);
+    expect(after.map((a) => a.afterN)).toEqual([1, 2]);
+  });
 });
 
 describe("timed kill -9 of a real run, then resume", () => {

@@ -71,6 +71,43 @@ const MIXED: FixtureExperiment[] = [
   { action: "discard", metric: 2.9, hypothesis: "dropout 0.1" },
 ];
 
+describe("API on a notebook with advice (docs/advisor.md)", () => {
+  it("status: `advisor` with its stop while it is the run's last word; experiments: revisitOf", async () => {
+    const ledgerPath = buildNotebook(tempDir(), [
+      {
+        tag: "t",
+        experiments: [
+          ...MIXED.slice(0, 2),
+          { action: "discard", metric: 3.2, hypothesis: "revisit #1: again" },
+        ],
+      },
+    ]);
+    expect((await get<Json>(appFor(ledgerPath), "/api/status")).body.advisor).toBeNull();
+    const l = new SqliteLedger(ledgerPath);
+    const run = l.getRun("t");
+    if (!run) throw new Error("no run");
+    const base = { runId: run.id, trigger: "2 discards in a row", decided: 2, afterN: 2, agent: "claude" };
+    l.addAdvice({ ...base, verdict: "ideas", ideas: ["<b>wider</b>"], reason: "" });
+    l.addAdvice({ ...base, verdict: "stop", ideas: [], reason: "flat since #0" });
+    l.close();
+    const app = appFor(ledgerPath);
+    const status = (await get<Json>(app, "/api/status")).body;
+    expect(status.advisor).toMatchObject({
+      asked: 2,
+      garbage: 0,
+      ideas: { afterN: 2, ideas: ["<b>wider</b>"] },
+      stop: {
+        agent: "claude",
+        afterN: 2,
+        reason: "flat since #0",
+        stoppedBecause: "the advisor (claude) stopped the run after #2: flat since #0",
+      },
+    });
+    const exps = (await get<Json>(app, "/api/experiments")).body.experiments;
+    expect(exps.map((e: { revisitOf: number | null }) => e.revisitOf)).toEqual([null, null, 1]);
+  });
+});
+
 describe("API on a notebook with imported history (init --from)", () => {
   it("chart: the imported results as their own `prior` series; status: `imported`, never the baseline or best", async () => {
     const ledgerPath = buildNotebook(tempDir(), [{ experiments: MIXED.slice(0, 3) }]);

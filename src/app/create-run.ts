@@ -1,14 +1,14 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
-import { AutolabError } from "../core/errors.ts";
+import { AutolabError, isAutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import { formatDuration } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
-import type { Agent, Executor, Program } from "../core/types.ts";
+import type { Agent, AgentConfig, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { DEFAULT_HOOK_BUDGET_MS, defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
@@ -52,6 +52,11 @@ export interface RunOptions {
   slots?: number;
   /** A researcher by name (program.md's `agent:` by default), or an Agent object (tests, embedding). */
   agent?: string | Agent;
+  /**
+   * The advisor (program.md's `advisor.agent` by default), or an Agent object (tests,
+   * embedding); false: none (`autolab mcp`, whose client is asked through its `advise` tool).
+   */
+  advisor?: Agent | false;
   /** Where trials run (embedding): the local, sandboxed executor by default. */
   executor?: Executor;
   seed?: number;
@@ -238,6 +243,14 @@ export async function openRunSession(
       typeof opts.agent === "object"
         ? opts.agent
         : await createAgent(agentConfigFor(program, opts.agent), program, run?.seed ?? opts.seed ?? 0);
+    // The advisor's backend is checked the same way, before anything is written.
+    const advisor =
+      opts.advisor === false
+        ? undefined
+        : (opts.advisor ??
+          (program.advisor
+            ? await createAdvisor(program.advisor.agent, program, run?.seed ?? opts.seed ?? 0)
+            : undefined));
     if (!run) {
       const tag = opts.tag ?? (await newTag(lab, repo.root));
       const baseCommit = (await git(repo.root, ["rev-parse", "HEAD"])).trim();
@@ -302,6 +315,7 @@ export async function openRunSession(
         workspace,
         executor: opts.executor ?? new LocalExecutor(),
         agent,
+        ...(advisor ? { advisor } : {}),
         judge: judgeFor(program),
         makePruner: (best) => createPruner(best, { direction: program.objective.direction }),
         checkAlarms: (exps) => alarmsOf(program, exps),
@@ -320,6 +334,20 @@ export async function openRunSession(
   } catch (err) {
     lab.ledger.close();
     throw err;
+  }
+}
+
+/** The advisor's agent (program.md `advisor.agent`); a problem with it says that it is the advisor's. */
+async function createAdvisor(config: AgentConfig, program: Program, seed: number): Promise<Agent> {
+  try {
+    return await createAgent(config, program, seed);
+  } catch (err) {
+    if (!isAutolabError(err)) throw err;
+    throw new AutolabError(
+      err.code,
+      `program.md \`advisor.agent\`: ${err.message}`,
+      err.hint?.replaceAll("`agent:`", "`advisor: { agent: … }`"),
+    );
   }
 }
 

@@ -182,9 +182,10 @@ export function checkProgram(dir: string): { check: Check; program?: Program } {
   }
 }
 
-/** The researchers a run of `program` uses: program.md's agent, and each org role's. */
+/** The researchers a run of `program` uses: program.md's agent, its advisor's, and each org role's. */
 export function researchersOf(program: Program): { who: string; config: AgentConfig }[] {
   const out = [{ who: "agent", config: program.agent }];
+  if (program.advisor) out.push({ who: "advisor", config: program.advisor.agent });
   if (program.org) {
     const roles = loadRoles(resolve(dirname(program.path), program.org.roles));
     for (const role of roles) out.push({ who: `role ${role.name}`, config: role.agent });

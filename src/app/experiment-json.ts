@@ -1,3 +1,4 @@
+import { revisitOf } from "../core/advisor.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, HookRunRecord, RunRecord } from "../core/ledger.ts";
 import type { Params } from "../core/types.ts";
@@ -40,6 +41,8 @@ export interface ExperimentJson {
   }[];
   createdAt: string;
   decidedAt: string | null;
+  /** The discarded experiment this one tries again on a newer best (`revisit #n:` hypothesis, docs/advisor.md); null if none. */
+  revisitOf: number | null;
 }
 
 export function experimentJson(
@@ -78,6 +81,7 @@ export function experimentJson(
     })),
     createdAt: e.createdAt,
     decidedAt: e.decision?.decidedAt ?? null,
+    revisitOf: revisitOf(e.hypothesis) ?? null,
   };
 }
 

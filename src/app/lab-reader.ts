@@ -1,5 +1,6 @@
 import { dirname, join } from "node:path";
 import type {
+  AdviceRecord,
   ExperimentRecord,
   HookRunRecord,
   ImportedResultRecord,
@@ -106,6 +107,11 @@ export class LabReader {
   /** Experiment n's hook runs (program.md `hooks:`), oldest first. */
   hooks(run: RunRecord, n: number): HookRunRecord[] {
     return this.ledger.listHookRuns(run.id, n);
+  }
+
+  /** The run's advice, oldest first (docs/advisor.md). */
+  advice(run: RunRecord): AdviceRecord[] {
+    return this.ledger.listAdvice(run.id);
   }
 
   /** The run's harness sessions, oldest first (re-read only when the notebook changed). */

@@ -3,9 +3,16 @@ import { join } from "node:path";
 import { Resvg } from "@resvg/resvg-js";
 import { renderFrontChart } from "../chart/front-chart.ts";
 import { renderProgressChart } from "../chart/progress-chart.ts";
+import { revisitOf } from "../core/advisor.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatComputeTime, formatMetric, formatMetricTo } from "../core/format.ts";
-import type { ExperimentRecord, ImportedResultRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
+import type {
+  AdviceRecord,
+  ExperimentRecord,
+  ImportedResultRecord,
+  RunRecord,
+  SessionRecord,
+} from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { holdoutOf } from "./experiment-json.ts";
 import { frontOf, keptObjectivePoints } from "./front.ts";
@@ -26,6 +33,8 @@ export interface ReportOptions {
   imported?: readonly ImportedResultRecord[];
   /** The run's program.md: with several objectives, the report shows the front (table and front.svg/png). */
   program?: Program;
+  /** The run's advice (Ledger.listAdvice): its stop, and every answer listed. */
+  advice?: readonly AdviceRecord[];
 }
 
 export interface ReportFiles {
@@ -109,6 +118,7 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
   const s = statusOf(run, exps, undefined, {
     ...(opts.sessions ? { sessions: opts.sessions, live: false } : {}),
     ...(opts.imported ? { imported: opts.imported } : {}),
+    ...(opts.advice ? { advice: opts.advice } : {}),
   });
   const c = s.counts;
   const holdout = opts.holdout ? holdoutOf(run) : [];
@@ -238,6 +248,26 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
         `| ${skip + i + 1} | ${formatMetric(r.metrics[run.metric])} | ${mdText(r.status)} | ${r.commit ? mdCode(r.commit.slice(0, 8)) : ""} | ${mdText(firstLine(r.description, 160))} |`,
       );
     });
+  }
+
+  if (opts.advice?.length) {
+    lines.push("", "## The advisor", "");
+    if (s.advisor?.stop) lines.push(`**Stopped:** ${mdText(s.advisor.stop.stoppedBecause)}.`, "");
+    for (const a of opts.advice.slice(-20)) {
+      const said =
+        a.verdict === "ideas"
+          ? a.ideas.map((i) => `IDEA: ${mdText(firstLine(i, 200))}`).join("; ")
+          : a.verdict === "stop"
+            ? `STOP: ${mdText(firstLine(a.reason, 300))}`
+            : `answer not used: ${mdText(firstLine(a.reason, 200))}`;
+      lines.push(`- after #${a.afterN} (${mdText(a.trigger)}), ${mdText(a.agent)}: ${said}`);
+    }
+    const revisits = exps.filter((e) => revisitOf(e.hypothesis) !== undefined);
+    if (revisits.length)
+      lines.push(
+        "",
+        `Revisits: ${revisits.map((e) => `#${e.n} (of #${revisitOf(e.hypothesis)}, ${e.decision?.action ?? "pending"})`).join(", ")}.`,
+      );
   }
 
   if (s.roles.length) {

@@ -1,6 +1,8 @@
+import { advisorStop, advisorStopReason } from "../core/advisor.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatMetric } from "../core/format.ts";
 import {
+  type AdviceRecord,
   countDecisions,
   type ExperimentRecord,
   type ImportedResultRecord,
@@ -74,6 +76,22 @@ export interface StatusJson {
    * dominates, with each metric (src/app/front.ts); null with one objective.
    */
   front: StatusFront | null;
+  /** What the advisor answered (docs/advisor.md); null when it was never asked. */
+  advisor: StatusAdvisor | null;
+}
+
+/** `status.advisor`: its answers so far, the newest ideas, and its stop when that ended the run. */
+export interface StatusAdvisor {
+  /** Times it was asked (answers recorded, garbage included). */
+  asked: number;
+  /** Answers not used (unparseable, too long, a crash, a timeout, an edit). */
+  garbage: number;
+  /** Its newest ideas (what researchers read as the advisor's). */
+  ideas: { afterN: number; ideas: string[] } | null;
+  /** Its stop verdict, when that is how the run ended (no harness session started after it). */
+  stop: { agent: string; afterN: number; reason: string; at: string; stoppedBecause: string } | null;
+  /** Its newest answer. */
+  last: { agent: string; afterN: number; trigger: string; verdict: string; reason: string; at: string };
 }
 
 /** One step of the proxy ladder: candidates measured on `low`, promoted to `high`, and the rungs' rank correlation. */
@@ -112,6 +130,8 @@ export interface StatusOrgInput {
   notes?: NoteRecord[];
   /** The notebook's imported results (Ledger.listImportedResults). */
   imported?: readonly ImportedResultRecord[];
+  /** The run's advice (Ledger.listAdvice). */
+  advice?: readonly AdviceRecord[];
 }
 
 export function statusOf(
@@ -171,6 +191,39 @@ export function statusOf(
     unsandboxed: (org.sessions ?? []).some((s) => s.sandbox?.startsWith("unsandboxed") === true),
     imported: priorHistoryOf(org.imported ?? [], run.metric),
     front: frontOf(program, exps),
+    advisor: advisorStatus(org.advice ?? [], org.sessions ?? []),
+  };
+}
+
+function advisorStatus(
+  advice: readonly AdviceRecord[],
+  sessions: readonly SessionRecord[],
+): StatusAdvisor | null {
+  const last = advice.at(-1);
+  if (!last) return null;
+  const ideas = advice.filter((a) => a.verdict === "ideas").at(-1);
+  const stop = advisorStop(advice, sessions);
+  return {
+    asked: advice.length,
+    garbage: advice.filter((a) => a.verdict === "garbage").length,
+    ideas: ideas ? { afterN: ideas.afterN, ideas: [...ideas.ideas] } : null,
+    stop: stop
+      ? {
+          agent: stop.agent,
+          afterN: stop.afterN,
+          reason: stop.reason,
+          at: stop.createdAt,
+          stoppedBecause: advisorStopReason(stop),
+        }
+      : null,
+    last: {
+      agent: last.agent,
+      afterN: last.afterN,
+      trigger: last.trigger,
+      verdict: last.verdict,
+      reason: last.verdict === "ideas" ? last.ideas.join(" | ") : last.reason,
+      at: last.createdAt,
+    },
   };
 }
 

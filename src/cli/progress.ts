@@ -1,3 +1,4 @@
+import { adviceLine } from "../core/advisor.ts";
 import type { LoopEvent } from "../core/events.ts";
 import { formatMetric, formatSeconds } from "../core/format.ts";
 import { safeText } from "./safe-text.ts";
@@ -136,6 +137,12 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         print(`#${e.n} ${ACTION_LABEL[e.action]} ${value.padEnd(metric.length + 10)} ${hyp}  (${e.reason})`);
         break;
       }
+      case "advice_started":
+        print(`advisor (${e.agent}) asked: ${e.trigger}`);
+        break;
+      case "advice":
+        print(adviceLine(e));
+        break;
       case "warning":
         print(`warning: ${e.message}`);
         break;

@@ -30,6 +30,7 @@ export function reportCommand(flags: ReportFlags): void {
       sessions: ledger.listSessions(run.id),
       imported: ledger.listImportedResults(),
       ...(program ? { program } : {}),
+      advice: ledger.listAdvice(run.id),
     });
     const show = (p: string) => {
       const r = relative(process.cwd(), p);

@@ -75,6 +75,7 @@ export function statusCommand(flags: ViewFlags): void {
       notes: lab.ledger.listNotes(run.id),
       live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
       imported: lab.ledger.listImportedResults(),
+      advice: lab.ledger.listAdvice(run.id),
     });
     if (flags.json) return printJson(JSON.stringify(s, null, 2));
     const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
@@ -117,6 +118,7 @@ export function statusCommand(flags: ViewFlags): void {
     lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
     if (s.front) lines.push(...frontLines(s.front));
     if (s.imported) lines.push(priorHistoryLine(s.imported, s.metric));
+    lines.push(...advisorLines(s));
     lines.push(...orgLines(s));
     print(lines.join("\n"));
   });
@@ -149,6 +151,19 @@ function priorHistoryOnly(flags: ViewFlags): boolean {
   } finally {
     ledger.close();
   }
+}
+
+/** What the advisor said: its stop when that ended the run, else its answers and newest ideas. */
+function advisorLines(s: StatusJson): string[] {
+  const a = s.advisor;
+  if (!a) return [];
+  if (a.stop) return [`Stopped by the advisor (${a.stop.agent}) after #${a.stop.afterN}: ${a.stop.reason}`];
+  const out = [
+    `Advisor: asked ${a.asked} time${a.asked === 1 ? "" : "s"}${a.garbage ? ` (${a.garbage} answer${a.garbage === 1 ? "" : "s"} not used)` : ""}; last after #${a.last.afterN}: ${a.last.verdict}${a.last.reason ? ` — ${a.last.reason}` : ""}`,
+  ];
+  if (a.ideas && a.last.verdict !== "ideas")
+    out.push(`Advisor's ideas (after #${a.ideas.afterN}): ${a.ideas.ideas.join(" | ")}`);
+  return out;
 }
 
 /** The imported results in one line, always saying what they are. */
@@ -397,6 +412,7 @@ export function contextCommand(flags: ViewFlags & { priorWork?: boolean }): void
         imported: ledger.listImportedResults(),
         hooks: ledger.latestHookRuns(run.id),
         priorWork,
+        advice: ledger.listAdvice(run.id),
       }),
     );
   } finally {

@@ -1,6 +1,7 @@
 import { openLedger } from "../app/lab.ts";
 import { LabReader, type OpenTrial } from "../app/lab-reader.ts";
 import { statusOf } from "../app/status.ts";
+import { adviceLine } from "../core/advisor.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatMetric, formatSeconds } from "../core/format.ts";
@@ -214,6 +215,8 @@ function eventText(e: NotebookEvent): string | undefined {
       return `#${e.n} ${e.action}${e.metric !== undefined ? ` ${formatMetric(e.metric)}` : ""} (${e.reason})${
         Number.isFinite(e.best.metric) ? ` · best ${formatMetric(e.best.metric)} (#${e.best.n})` : ""
       }`;
+    case "advice":
+      return adviceLine(e);
     default:
       return undefined;
   }

@@ -14,7 +14,8 @@ export type CrashPoint =
   | "after-trial-result" // trial result written, no decision
   | "after-decision" // decision written, branch not yet advanced
   | "after-hook" // a hook run's row written (program.md hooks:), before what follows it
-  | "after-merge-commit"; // parallel: a winner rebased onto the new best (commit + ref), no merge row yet
+  | "after-merge-commit" // parallel: a winner rebased onto the new best (commit + ref), no merge row yet
+  | "after-advice"; // the advisor's answer written, the next proposal not begun
 
 export function crashPoint(point: CrashPoint): void {
   if (point !== target) return;

@@ -26,6 +26,12 @@ export const ERROR_CODES = {
     http: 400,
     meaning: "program.md names an acceptance rule that does not exist",
   },
+  ADVICE_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning:
+      "an advisor's answer (MCP `advise`) is neither IDEA: lines nor one STOP: line; recorded as garbage",
+  },
   AGENT_API_KEY_MISSING: {
     kind: "user",
     http: 400,

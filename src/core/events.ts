@@ -54,6 +54,16 @@ export type LoopEvent =
       metric?: number;
       best: { n: number; metric: number };
     }
+  | { type: "advice_started"; trigger: string; agent: string }
+  | {
+      type: "advice";
+      agent: string;
+      trigger: string;
+      afterN: number;
+      verdict: "ideas" | "stop" | "garbage";
+      ideas: readonly string[];
+      reason: string;
+    }
   | { type: "warning"; message: string }
   | { type: "alarm"; kind: string; reason: string; n?: number }
   | { type: "run_finished"; reason: string; best: { n: number; metric: number } | undefined };

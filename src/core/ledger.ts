@@ -167,6 +167,35 @@ export interface HookRunRecord extends NewHookRun {
   finishedAt: string;
 }
 
+/**
+ * What the advisor answered when the loop asked it (src/core/advisor.ts): up to three ideas for
+ * the next researchers, a stop verdict with its reason, or garbage (unparseable, too long, a
+ * crash, a timeout, an edit) recorded with why; the run goes on after ideas and garbage.
+ */
+export type AdviceVerdict = "ideas" | "stop" | "garbage";
+
+export interface NewAdvice {
+  runId: number;
+  /** What made the loop ask: "8 discards in a row", "plateau: 12 experiments without a keep". */
+  trigger: string;
+  /** How many experiments of the run were decided when it was asked (the trigger counts after it). */
+  decided: number;
+  /** The highest experiment number decided when it was asked (shown as "after #n"). */
+  afterN: number;
+  /** The advisor's backend (program.md `advisor.agent`). */
+  agent: string;
+  verdict: AdviceVerdict;
+  /** With verdict ideas: one to three, as the advisor wrote them ("revisit #12: …" marks a revisit). */
+  ideas: string[];
+  /** Stop: the advisor's reason; garbage: what was wrong with the answer. Untrusted text. */
+  reason: string;
+}
+
+export interface AdviceRecord extends NewAdvice {
+  id: number;
+  createdAt: string;
+}
+
 export interface Ledger {
   createRun(run: Omit<RunRecord, "id" | "startedAt">): RunRecord;
   getRun(tag: string): RunRecord | undefined;
@@ -197,6 +226,10 @@ export interface Ledger {
   listHookRuns(runId: number, n?: number): HookRunRecord[];
   /** The most recent hook run of each phase of a run (at most one `before`, one `after`), oldest first. */
   latestHookRuns(runId: number): HookRunRecord[];
+  /** Records one answer of the advisor (docs/advisor.md). */
+  addAdvice(advice: NewAdvice): AdviceRecord;
+  /** A run's advice, oldest first. */
+  listAdvice(runId: number): AdviceRecord[];
   close(): void;
 }
 

@@ -41,6 +41,11 @@ export interface LoopDeps {
    * the serial loop, which is then coordinated by serialCoordination.
    */
   coordination?: Coordination;
+  /**
+   * The advisor (program.md `advisor:`, src/core/advisor.ts): asked between experiments when the
+   * run stalls, for ideas or a stop verdict. Absent: no advisor.
+   */
+  advisor?: Agent;
   /** How setup, trials and researchers are confined (src/app/confinement.ts); absent: unsandboxed. */
   confinement?: Confinement;
   /**

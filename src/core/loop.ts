@@ -1,3 +1,4 @@
+import { advisorStopReason, consultAdvisor } from "./advisor.ts";
 import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
@@ -45,6 +46,13 @@ export async function runLoop(given: LoopDeps, opts: LoopOptions = {}): Promise<
       await ws.resetTo(bestOf(exps)?.commit ?? run.baseCommit);
       return finish(spent);
     }
+    // A stalled run asks its advisor (advisor.ts): ideas go into the next contexts, a stop ends it.
+    const advice = await consultAdvisor(deps, { emit, ...(opts.signal ? { signal: opts.signal } : {}) });
+    if (advice?.verdict === "stop") {
+      await ws.resetTo(bestOf(list())?.commit ?? run.baseCommit);
+      return finish(advisorStopReason(advice));
+    }
+    if (stopped()) break;
     const step = await runStep(deps, {
       emit,
       ...(opts.signal ? { signal: opts.signal } : {}),

@@ -111,6 +111,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
         hooks: hooksForContext(deps, beforeHook),
         ...(deps.priorWork ? { priorWork: deps.priorWork.for(exps) } : {}),
         ...(best.n !== ratchet.exp.n ? { buildsOn: best } : {}),
+        advice: ledger.listAdvice(run.id),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),

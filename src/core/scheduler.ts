@@ -1,8 +1,9 @@
+import { advisorStopReason, consultAdvisor } from "./advisor.ts";
 import { agentFailing, DEFAULT_MAX_AGENT_FAILURES } from "./agent-streak.ts";
 import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
-import type { ExperimentRecord } from "./ledger.ts";
+import type { AdviceRecord, ExperimentRecord } from "./ledger.ts";
 import { type LoopDeps, type LoopOptions, type LoopSummary, STOPPED_BY_SIGNAL } from "./loop-deps.ts";
 import { type ParallelHooks, parallelCoordination } from "./parallel-coordination.ts";
 import { runStep } from "./propose.ts";
@@ -178,12 +179,40 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   const researcherOf = (role: string | undefined) =>
     deps.researchers.find((r) => r.role === role) ?? (deps.researchers[0] as Researcher);
 
+  // The advisor (advisor.ts): asked by one proposer at a time in its worktree; the others wait
+  // for its answer. A stop ends proposing; the slots finish what is queued, then the run ends.
+  let advising: Promise<AdviceRecord | undefined> | undefined;
+  let advisorStopped: string | undefined;
+  const consult = async (i: number): Promise<void> => {
+    advising ??= consultAdvisor(deps, { emit, signal, workspace: deps.proposers[i] as Workspace }).finally(
+      () => {
+        advising = undefined;
+      },
+    );
+    const advice = await advising;
+    if (advice?.verdict === "stop") {
+      advisorStopped ??= advisorStopReason(advice);
+      wake();
+    }
+  };
+
   const proposer = async (i: number): Promise<void> => {
     const agents = new Map<Researcher, Agent>();
-    while (!stopped() && !spent()) {
+    while (!stopped() && !spent() && !advisorStopped) {
       if (full()) {
         await changed();
         continue;
+      }
+      if (deps.advisor) {
+        try {
+          await consult(i);
+        } catch (err) {
+          fail(err);
+          return;
+        }
+        if (stopped() || advisorStopped) return;
+        // Others may have taken the room (or the budget) while this proposer waited for the advisor.
+        if (full() || spent()) continue;
       }
       proposing++;
       issued++;
@@ -314,7 +343,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     throw fatal.error;
   }
   if (stopped()) return finish(stopReason);
-  return finish(spent() ?? experimentsSpent(budget, list()) ?? "every proposer stopped");
+  return finish(advisorStopped ?? spent() ?? experimentsSpent(budget, list()) ?? "every proposer stopped");
 }
 
 /**

@@ -186,6 +186,18 @@ export interface Program {
    * on. Absent: `best`, the single-branch ratchet.
    */
   frontier?: FrontierConfig;
+  /**
+   * The advisor (docs/advisor.md): a researcher backend asked, after `afterDiscards` discards in
+   * a row or `plateau` experiments without a keep, for up to three ideas or a stop verdict.
+   * Absent: no advisor.
+   */
+  advisor?: {
+    agent: AgentConfig;
+    /** Discards in a row (crashes and rejections skipped) that call the advisor. */
+    afterDiscards?: number;
+    /** Experiments decided without a keep that call the advisor. */
+    plateau?: number;
+  };
   /** The markdown body: research directions for agents. */
   directions: string;
   /**
@@ -376,6 +388,11 @@ export interface ProposalContext {
   contextText: string;
   /** Where the agent keeps its own logs (transcripts, raw output) for this proposal. */
   logDir: string;
+  /**
+   * What is asked: "propose" (the default) an experiment by editing files, or "advise" (the
+   * advisor, src/core/advisor.ts): answer in the summary with IDEA:/STOP: lines, edit nothing.
+   */
+  task?: "propose" | "advise";
   signal?: AbortSignal;
   /**
    * How a researcher that runs as a process (a coding-agent CLI, the command backend) is

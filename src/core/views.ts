@@ -1,7 +1,13 @@
 import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import { formatMetric, shortLine } from "./format.ts";
 import type { KnowledgeHit } from "./knowledge.ts";
-import type { ExperimentRecord, HookRunRecord, ImportedResultRecord, RunRecord } from "./ledger.ts";
+import type {
+  AdviceRecord,
+  ExperimentRecord,
+  HookRunRecord,
+  ImportedResultRecord,
+  RunRecord,
+} from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
 import type { Alarm, ExperimentView, Program } from "./types.ts";
 
@@ -57,6 +63,8 @@ export interface ContextOptions {
    * (docs/loop.md "The tree frontier"): said right after the best.
    */
   buildsOn?: ExperimentRecord;
+  /** The run's advice (Ledger.listAdvice): the newest ideas are listed as the advisor's. */
+  advice?: readonly AdviceRecord[];
 }
 
 /**
@@ -152,6 +160,8 @@ export function buildContext(
     }
   }
   if (opts.hooks?.length) lines.push("", ...hookLines(opts.hooks));
+  const ideas = opts.advice?.filter((a) => a.verdict === "ideas").at(-1);
+  if (ideas) lines.push("", ...advisorIdeas(ideas, firstLine));
   if (opts.imported?.length)
     lines.push("", ...priorHistory(opts.imported, metric, opts.importedRecent ?? 15, firstLine));
   if (opts.priorWork?.length) lines.push("", ...priorWorkLines(opts.priorWork, firstLine));
@@ -265,6 +275,126 @@ export function priorWorkLines(
     if (h.action !== "keep") out.push(`  reason: ${line(priorText(h.reason))}`);
   }
   return out;
+}
+
+/** The newest ideas of the advisor as researchers read them: marked as the advisor's, not measured. */
+function advisorIdeas(a: AdviceRecord, line: (s: string) => string): string[] {
+  const out = [
+    `## The advisor's ideas (after #${a.afterN}; suggestions, not results)`,
+    ...a.ideas.map((i) => `- [advisor] ${line(i)}`),
+  ];
+  if (a.ideas.some((i) => /^\s*revisit\s+#\d+/i.test(i)))
+    out.push(
+      "If you take a revisit idea, start your hypothesis with `revisit #<n>:` (the experiment it tries again).",
+    );
+  return out;
+}
+
+export interface AdvisorContextOptions {
+  /** Why the advisor is asked now (src/core/advisor.ts adviceDue). */
+  trigger: string;
+  /** The run's earlier advice, oldest first. */
+  advice?: readonly AdviceRecord[];
+  /** Discards listed with their reasons (default 12). */
+  discards?: number;
+  /** Character budget of the whole text. */
+  maxChars?: number;
+}
+
+/**
+ * The advisor's fresh, compact context (src/core/advisor.ts): the notebook's summary — the
+ * best, the kept changes, recent discards with their reasons (a discard that lost to a best
+ * since superseded is marked as one that may be revisited), refuted mechanisms, earlier advice —
+ * then the question and the answer's format. Built from the objective metric only, like every
+ * view here; no file's content (the evaluator's code never), holdout values redacted.
+ */
+export function buildAdvisorContext(
+  program: Program,
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  opts: AdvisorContextOptions,
+): string {
+  const metric = program.objective.metric;
+  const names = holdoutNames(program, run);
+  const firstLine = (s: string) => shortLine(redactHoldouts(s, names));
+  const best = bestOf(exps);
+  const baseline = exps.find((e) => e.n === 0);
+  const decided = exps.filter((e) => e.n > 0 && e.decision);
+  const lines: string[] = [
+    `# Advisor's brief: ${program.name}`,
+    `Objective: ${program.objective.direction} ${metric}. Editable files: ${program.files.editable.join(", ")}.`,
+    `Run ${run.tag}: ${decided.length} experiments decided (${decided.filter((e) => e.decision?.action === "keep").length} kept). You are asked because: ${opts.trigger}.`,
+  ];
+  if (best)
+    lines.push(
+      `Best: #${best.n} ${metric} = ${formatMetric(objectiveOf(best, metric))} (baseline ${formatMetric(baseline ? objectiveOf(baseline, metric) : undefined)}).`,
+    );
+  const kept = exps.filter((e) => e.decision?.action === "keep" && e.n !== 0);
+  lines.push("", "## Kept changes (the best builds on all of these)");
+  if (!kept.length) lines.push("- none yet: the best is the baseline");
+  for (const e of kept)
+    lines.push(`- #${e.n} ${firstLine(e.hypothesis)} → ${formatMetric(objectiveOf(e, metric))}`);
+  const byCommit = new Map(exps.map((e) => [e.commit, e]));
+  // A winner discarded because it was rebased onto a newer best (a parallel run's merge) is no loss.
+  const rebased = new Set(exps.map((e) => e.rebaseOf));
+  const discards = exps
+    .filter((e) => e.decision?.action === "discard" && !rebased.has(e.n))
+    .slice(-(opts.discards ?? 12));
+  if (discards.length) {
+    lines.push("", "## Recent discards (hypothesis → why)");
+    for (const e of discards) {
+      const lostTo = byCommit.get(e.parentCommit);
+      const superseded = lostTo && best && lostTo.n !== best.n && lostTo.decision?.action === "keep";
+      const revisit = superseded
+        ? ` [judged against #${lostTo.n}, since superseded by #${best.n}: may be revisited as \`revisit #${e.n}\`]`
+        : "";
+      const m = objectiveOf(e, metric);
+      lines.push(
+        `- #${e.n} ${firstLine(e.hypothesis)}${m !== undefined ? ` (${metric}=${formatMetric(m)})` : ""} → ${firstLine(e.decision?.reason ?? "")}${revisit}`,
+      );
+    }
+  }
+  const refuted = exps.filter((e) => e.decision?.mechanismConfirmed === false && e.mechanism);
+  if (refuted.length) {
+    lines.push("", "## Refuted mechanisms (hypothesis — mechanism)");
+    for (const e of refuted.slice(-10))
+      lines.push(`- #${e.n} ${firstLine(e.hypothesis)} — ${firstLine(e.mechanism ?? "")}`);
+  }
+  const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
+  if (failed.length)
+    lines.push(
+      "",
+      `Crashed or rejected: ${failed.length} (last: ${failed
+        .slice(-3)
+        .map((e) => `#${e.n} ${firstLine(e.decision?.reason ?? "")}`)
+        .join("; ")}).`,
+    );
+  const earlier = (opts.advice ?? []).slice(-3);
+  if (earlier.length) {
+    lines.push("", "## Your earlier advice");
+    for (const a of earlier) {
+      const said =
+        a.verdict === "ideas"
+          ? a.ideas.map((i) => `IDEA: ${firstLine(i)}`).join(" / ")
+          : `${a.verdict.toUpperCase()}: ${firstLine(a.reason)}`;
+      lines.push(`- after #${a.afterN}: ${said}`);
+    }
+  }
+  if (program.directions.trim()) lines.push("", "## Research directions", program.directions.trim());
+  // The question last and never cut: a long summary is truncated before it.
+  const question = [
+    "",
+    "## Your question",
+    "The run has stalled. With this summary, either give the researchers up to three new ideas (each one concrete change to try), or stop the run if further experiments are unlikely to pay off.",
+    "Answer with tagged lines only: up to three lines `IDEA: <idea>` (to try a discarded experiment again on the new best: `IDEA: revisit #<n>: <why now>`), or one line `STOP: <reason>`.",
+    "Do not edit any file.",
+  ].join("\n");
+  let text = redactHoldouts(lines.join("\n"), names);
+  const maxChars = opts.maxChars ?? 8_000;
+  if (text.length > maxChars)
+    text = `${text.slice(0, maxChars - 40)}\n… (brief truncated to ${maxChars} chars)`;
+  text += question;
+  return text;
 }
 
 /** What a holdout value is replaced with in agent views. */

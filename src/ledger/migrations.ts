@@ -157,4 +157,21 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE decisions ADD COLUMN tree_node INTEGER;
   `,
+  // 10: the advisor's answers (src/core/advisor.ts, docs/advisor.md): ideas, a stop verdict or
+  // garbage, with what triggered it and how far the run was
+  `
+  CREATE TABLE advice (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    trigger TEXT NOT NULL,
+    decided INTEGER NOT NULL,
+    after_n INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    ideas TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX advice_run ON advice(run_id, id);
+  `,
 ];

@@ -1,4 +1,6 @@
 import type {
+  AdviceRecord,
+  AdviceVerdict,
   ExperimentRecord,
   HookRunRecord,
   HookStatus,
@@ -293,5 +295,34 @@ export function toHookRun(r: HookRunRow): HookRunRecord {
     output: r.output,
     logDir: r.log_dir,
     finishedAt: r.finished_at,
+  };
+}
+
+export interface AdviceRow {
+  id: number;
+  run_id: number;
+  trigger: string;
+  decided: number;
+  after_n: number;
+  agent: string;
+  verdict: string;
+  ideas: string;
+  reason: string;
+  created_at: string;
+}
+
+export function toAdvice(r: AdviceRow): AdviceRecord {
+  const ideas = JSON.parse(r.ideas) as unknown;
+  return {
+    id: r.id,
+    runId: r.run_id,
+    trigger: r.trigger,
+    decided: r.decided,
+    afterN: r.after_n,
+    agent: r.agent,
+    verdict: r.verdict as AdviceVerdict,
+    ideas: Array.isArray(ideas) ? ideas.filter((i): i is string => typeof i === "string") : [],
+    reason: r.reason,
+    createdAt: r.created_at,
   };
 }

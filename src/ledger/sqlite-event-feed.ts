@@ -1,6 +1,13 @@
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { EventFeed, NotebookEvent } from "../core/notebook-reader.ts";
-import type { ExperimentRow, MaxRow, RunRow, TrialRow } from "./rows.ts";
+import {
+  type AdviceRow,
+  type ExperimentRow,
+  type MaxRow,
+  type RunRow,
+  type TrialRow,
+  toAdvice,
+} from "./rows.ts";
 
 // The columns each query of the feed reads: projections of rows.ts's row types.
 type RunInfoRow = Pick<RunRow, "id" | "tag" | "metric">;
@@ -28,7 +35,7 @@ interface RunInfo {
  * (the dashboard's SSE stream, `autolab watch`). The loop writes each row before it emits the
  * matching event, so the rows are the events: new experiment rows → experiment_created, trial
  * starts → trial_started, trial results → trial_finished, decisions → decision, runs →
- * run_started. Progress metrics and run_finished are never written, so they never appear.
+ * run_started, advice → advice (the advisor's answer; its advice_started is never written). Progress metrics and run_finished are never written, so they never appear.
  *
  * Incremental: remembers the last seen ids, and the trials and experiments still waiting for
  * a result or decision (with parallel slots they need not finish in id order). A poll that
@@ -42,6 +49,7 @@ export class SqliteEventFeed implements EventFeed {
   private lastRunId = 0;
   private lastExperimentId = 0;
   private lastTrialId = 0;
+  private lastAdviceId = 0;
   private readonly runs = new Map<number, RunInfo>();
   private readonly best = new Map<number, { n: number; metric: number }>();
   /** Trials started without a result yet: trial id → (experiment id). */
@@ -67,6 +75,7 @@ export class SqliteEventFeed implements EventFeed {
         this.best.set(r.run_id, { n: r.n, metric: r.metric });
       this.lastExperimentId = this.max("experiments");
       this.lastTrialId = this.max("trial_starts");
+      this.lastAdviceId = this.max("advice");
       for (const r of this.all<IdRow>(
         "SELECT e.id FROM experiments e LEFT JOIN decisions d ON d.experiment_id = e.id WHERE d.experiment_id IS NULL",
       ))
@@ -194,6 +203,28 @@ export class SqliteEventFeed implements EventFeed {
             reason: r.reason,
             ...(metric !== undefined ? { metric } : {}),
             best: this.best.get(runId) ?? { n: -1, metric: Number.NaN },
+          },
+        });
+      }
+
+      for (const row of this.all<AdviceRow>(
+        "SELECT * FROM advice WHERE id > ? ORDER BY id",
+        this.lastAdviceId,
+      )) {
+        this.lastAdviceId = row.id;
+        const a = toAdvice(row);
+        events.push({
+          phase: 5,
+          e: {
+            type: "advice",
+            run: this.tagOf(a.runId),
+            at: a.createdAt,
+            agent: a.agent,
+            trigger: a.trigger,
+            afterN: a.afterN,
+            verdict: a.verdict,
+            ideas: a.ideas,
+            reason: a.reason,
           },
         });
       }

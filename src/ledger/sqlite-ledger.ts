@@ -3,10 +3,12 @@ import { dirname } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { AutolabError } from "../core/errors.ts";
 import type {
+  AdviceRecord,
   ExperimentRecord,
   HookRunRecord,
   ImportedResultRecord,
   Ledger,
+  NewAdvice,
   NewExperiment,
   NewHookRun,
   NewImportedResult,
@@ -20,6 +22,7 @@ import type { EventFeed, NotebookReader } from "../core/notebook-reader.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
+  type AdviceRow,
   type ExperimentRow,
   type HookRunRow,
   type ImportedResultRow,
@@ -28,6 +31,7 @@ import {
   type RunRow,
   type SessionRow,
   type TrialRow,
+  toAdvice,
   toExperiment,
   toHookRun,
   toImportedResult,
@@ -391,6 +395,31 @@ export class SqliteLedger implements Ledger, NotebookReader {
       `SELECT * FROM hook_runs WHERE id IN (SELECT MAX(id) FROM hook_runs WHERE run_id = ? GROUP BY phase) ORDER BY id`,
     ).all(runId);
     return (rows as unknown as HookRunRow[]).map((r) => deepFreeze(toHookRun(r)));
+  }
+
+  addAdvice(advice: NewAdvice): AdviceRecord {
+    const createdAt = now();
+    const ideas = [...advice.ideas];
+    const res = this.stmt(
+      `INSERT INTO advice (run_id, trigger, decided, after_n, agent, verdict, ideas, reason, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      advice.runId,
+      advice.trigger,
+      advice.decided,
+      advice.afterN,
+      advice.agent,
+      advice.verdict,
+      JSON.stringify(ideas),
+      advice.reason,
+      createdAt,
+    );
+    return deepFreeze({ ...advice, ideas, id: Number(res.lastInsertRowid), createdAt });
+  }
+
+  listAdvice(runId: number): AdviceRecord[] {
+    const rows = this.stmt("SELECT * FROM advice WHERE run_id = ? ORDER BY id").all(runId);
+    return (rows as unknown as AdviceRow[]).map((r) => deepFreeze(toAdvice(r)));
   }
 
   /** Another connection's commit moves PRAGMA data_version; this connection's own writes move total_changes. */

@@ -7,6 +7,7 @@ import { AUTOLAB_VERSION } from "../app/init.ts";
 import { searchPriorWork } from "../app/prior-work.ts";
 import { statusOf } from "../app/status.ts";
 import { treeOf } from "../app/tree.ts";
+import { adviceDue, parseAdvice } from "../core/advisor.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { formatMetric, shortLine } from "../core/format.ts";
 import { priorWorkQuery } from "../core/knowledge.ts";
@@ -16,6 +17,7 @@ import { runStep } from "../core/propose.ts";
 import type { Agent } from "../core/types.ts";
 import {
   agentAlarms,
+  buildAdvisorContext,
   buildContext,
   failuresText,
   holdoutNames,
@@ -71,6 +73,8 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
       ...(opts.program ? { program: opts.program } : {}),
       ...(opts.tag ? { tag: opts.tag } : {}),
       agent,
+      // The client is the advisor here, through the advise tool.
+      advisor: false,
     });
     try {
       // Catch up: setup, baseline, experiments cut short; leaves the worktree at the best.
@@ -131,7 +135,8 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
         const imported = s.lab.ledger.listImportedResults();
         const priorWork = s.deps.priorWork?.for(exps);
         const hooks = s.lab.ledger.latestHookRuns(s.run.id);
-        return `${buildContext(s.lab.program, s.run, exps, { imported, hooks, ...(priorWork ? { priorWork } : {}) })}\n${where.join("\n")}`;
+        const advice = s.lab.ledger.listAdvice(s.run.id);
+        return `${buildContext(s.lab.program, s.run, exps, { imported, hooks, advice, ...(priorWork ? { priorWork } : {}) })}\n${where.join("\n")}`;
       }),
   );
 
@@ -267,6 +272,49 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           throw new AutolabError("EXPERIMENT_NOT_FOUND", `no experiment #${experiment}.`);
         s.lab.ledger.addNote(s.run.id, exp?.id ?? null, note);
         return "Noted.";
+      }),
+  );
+
+  server.registerTool(
+    "advise",
+    {
+      description:
+        "Act as the run's advisor (docs/advisor.md). Without `answer`: the advisor's brief (the notebook's summary and the question). With `answer`: your answer as tagged lines — up to three `IDEA: …` (`IDEA: revisit #<n>: …` to retry a discarded experiment on the new best) or one `STOP: <reason>` — recorded in the notebook; ideas appear in the context researchers read.",
+      inputSchema: {
+        answer: z.string().optional().describe("IDEA: lines (at most three) or one STOP: line"),
+      },
+    },
+    ({ answer }) =>
+      guarded(async () => {
+        const s = await open();
+        const exps = s.lab.ledger.listExperiments(s.run.id);
+        const previous = s.lab.ledger.listAdvice(s.run.id);
+        const trigger =
+          (s.lab.program.advisor ? adviceDue(s.lab.program.advisor, exps, previous) : undefined) ??
+          "asked through MCP";
+        if (answer === undefined)
+          return buildAdvisorContext(s.lab.program, s.run, exps, { trigger, advice: previous });
+        const parsed = parseAdvice(answer);
+        const decided = exps.filter((e) => e.n > 0 && e.decision);
+        s.lab.ledger.addAdvice({
+          runId: s.run.id,
+          trigger,
+          decided: decided.length,
+          afterN: Math.max(0, ...decided.map((e) => e.n)),
+          agent: agent.name,
+          verdict: parsed.verdict,
+          ideas: parsed.verdict === "ideas" ? parsed.ideas : [],
+          reason: parsed.verdict === "ideas" ? "" : parsed.reason,
+        });
+        if (parsed.verdict === "ideas")
+          return `Recorded ${parsed.ideas.length} idea${parsed.ideas.length === 1 ? "" : "s"}: the context lists them as the advisor's.`;
+        if (parsed.verdict === "stop")
+          return `Recorded: STOP (${parsed.reason}). \`autolab status\` shows it; run no more experiments.`;
+        throw new AutolabError(
+          "ADVICE_INVALID",
+          `the answer was recorded as garbage: ${parsed.reason}.`,
+          "Answer with up to three lines `IDEA: <idea>`, or one line `STOP: <reason>`.",
+        );
       }),
   );
 

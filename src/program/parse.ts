@@ -18,6 +18,8 @@ const DOCS_HINT = "every field is described in docs/program.md";
 const MIN_GRACE_MS = 2_000;
 const MAX_GRACE_MS = 30_000;
 const DEFAULT_SETUP_TIMEOUT_MS = 10 * 60_000;
+/** Discards in a row before the advisor is asked, when program.md's `advisor:` names no trigger count. */
+export const DEFAULT_ADVISOR_AFTER_DISCARDS = 8;
 const DEFAULT_EVALUATE_TIMEOUT_MS = 2 * 60_000;
 
 /** Default grace: 10% of the budget, at least 2s (process trees need time to die), at most 30s. */
@@ -78,6 +80,12 @@ export function parseProgram(text: string, path: string): Program {
     // `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }`.
     const l = raw as { ladder?: unknown };
     if (Array.isArray(l.ladder)) l.ladder = { budgets: l.ladder };
+    // `advisor: claude` is shorthand for `advisor: { agent: { backend: claude } }`; its agent
+    // takes the `agent:` shorthand too.
+    const a = raw as { advisor?: unknown };
+    if (typeof a.advisor === "string") a.advisor = { agent: a.advisor };
+    const adv = a.advisor as { agent?: unknown } | undefined;
+    if (adv && typeof adv === "object" && typeof adv.agent === "string") adv.agent = { backend: adv.agent };
     // `sandbox: off` / `sandbox: on` are shorthands for `sandbox: { enabled: false | true }`.
     const sb = raw as { sandbox?: unknown };
     if (sb.sandbox === false || sb.sandbox === "off") sb.sandbox = { enabled: false };
@@ -140,6 +148,15 @@ export function parseProgram(text: string, path: string): Program {
       ? { hooks: toHooks(fm.hooks) }
       : {}),
     ...(fm.frontier ? { frontier: toFrontier(fm.frontier) } : {}),
+    ...(fm.advisor
+      ? {
+          advisor: {
+            agent: toAgentConfig(fm.advisor.agent),
+            afterDiscards: fm.advisor.after_discards ?? DEFAULT_ADVISOR_AFTER_DISCARDS,
+            ...(fm.advisor.plateau !== undefined && { plateau: fm.advisor.plateau }),
+          },
+        }
+      : {}),
     directions: split.body,
     ...(fm.prior_work ? {} : { priorWork: false }),
   };

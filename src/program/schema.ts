@@ -393,6 +393,24 @@ const hooksShape = {
   budget: optionalDuration(true),
 };
 
+/** The advisor: a researcher backend asked for ideas or a stop verdict when the run stalls (docs/advisor.md). */
+const advisorShape = {
+  agent: agent.refine((a) => a.backend !== "builtin", {
+    error:
+      "the built-in optimizer cannot advise (it only tunes knobs): name a researcher backend such as claude, llm or command",
+  }),
+  after_discards: z
+    .number()
+    .int()
+    .min(1, { error: "must be at least 1 (discards in a row before the advisor is asked)" })
+    .optional(),
+  plateau: z
+    .number()
+    .int()
+    .min(1, { error: "must be at least 1 (experiments without a keep before the advisor is asked)" })
+    .optional(),
+};
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -411,6 +429,8 @@ const topShape = {
   frontier: z.strictObject(frontierShape).optional(),
   /** `ladder: [30s, 2m]` is shorthand for `ladder: { budgets: [30s, 2m] }` (expanded in parse.ts). */
   ladder: z.strictObject(ladderShape).optional(),
+  /** `advisor: claude` is shorthand for `advisor: { agent: claude }` (expanded in parse.ts). */
+  advisor: z.strictObject(advisorShape).optional(),
   /** What the command writes for the evaluate step (a checkpoint, predictions): all evaluate sees besides the committed files and setup's. */
   outputs: z.array(relPath).default([]),
   hooks: z
@@ -455,6 +475,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   frontier: Object.keys(frontierShape),
   ladder: Object.keys(ladderShape),
   hooks: Object.keys(hooksShape),
+  advisor: Object.keys(advisorShape),
+  "advisor.agent": Object.keys(agentShape),
   sandbox: Object.keys(sandboxShape),
   "sandbox.limits": Object.keys(limitsShape),
 };
@@ -550,6 +572,11 @@ export const EXAMPLES: Record<string, string> = {
   "frontier.epsilon": "epsilon: 0.2   # epsilon_greedy: 20% of proposals build on any kept node",
   "frontier.temperature": "temperature: 0.25   # softmax: lower builds on the best more often",
   "org.policy": "policy: bandit   # or round-robin",
+  advisor:
+    "advisor:\n  agent: { backend: claude }   # any researcher backend but builtin\n  after_discards: 8            # discards in a row before it is asked (default 8)\n  plateau: 20                  # or: experiments without a keep (default: off)",
+  "advisor.agent": "agent: { backend: claude, model: claude-sonnet-4-5 }   # or: agent: llm",
+  "advisor.after_discards": "after_discards: 8   # discards in a row before the advisor is asked",
+  "advisor.plateau": "plateau: 20   # experiments decided without a keep before the advisor is asked",
   ladder:
     "ladder:\n  budgets: [30s, 2m]   # cheaper rungs, ascending, each below run.budget (the top rung)\n  promote: 0.3         # fraction of each rung that climbs on (default 1/3)",
   "ladder.budgets":

@@ -210,7 +210,12 @@ export function createApp(deps: AppDeps): LabApp {
   app.get("/api/status", (c) => {
     const run = lab.run(c.req.query("run"));
     const exps = lab.experiments(run);
-    const org = { sessions: lab.sessions(run), live: lab.harnessAlive(run), imported: lab.imported() };
+    const org = {
+      sessions: lab.sessions(run),
+      live: lab.harnessAlive(run),
+      imported: lab.imported(),
+      advice: lab.advice(run),
+    };
     return c.json({
       ...statusOf(run, exps, programFor(run), org),
       running: lab.openTrials(run, exps),

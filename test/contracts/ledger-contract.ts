@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type {
   Ledger,
+  NewAdvice,
   NewExperiment,
   NewHookRun,
   NewImportedResult,
@@ -612,6 +613,70 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
           const other = opts.openAnother?.(l) as Ledger;
           open.push(other);
           expect(other.listHookRuns(run.id)).toEqual(l.listHookRuns(run.id));
+        });
+      }
+    });
+
+    describe("advice", () => {
+      const advice = (runId: number, over: Partial<NewAdvice> = {}): NewAdvice => ({
+        runId,
+        trigger: "8 discards in a row",
+        decided: 8,
+        afterN: 8,
+        agent: "claude",
+        verdict: "ideas",
+        ideas: ["halve the learning rate", "revisit #3: it lost to #2 only"],
+        reason: "",
+        ...over,
+      });
+
+      it("round-trips every verdict per run, oldest first, and is empty for a run never advised", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const other = l.createRun(newRun({ tag: "other" }));
+        expect(l.listAdvice(run.id)).toEqual([]);
+        const a = l.addAdvice(advice(run.id));
+        l.addAdvice(advice(other.id, { verdict: "garbage", ideas: [], reason: "no IDEA: line" }));
+        const b = l.addAdvice(
+          advice(run.id, {
+            verdict: "stop",
+            ideas: [],
+            reason: "flat for 20 experiments",
+            decided: 16,
+            afterN: 17,
+          }),
+        );
+        expect(a).toMatchObject({ ...advice(run.id), id: expect.any(Number), createdAt: expect.any(String) });
+        expect(l.listAdvice(run.id)).toEqual([a, b]);
+        expect(l.listAdvice(other.id).map((x) => [x.verdict, x.reason, x.ideas])).toEqual([
+          ["garbage", "no IDEA: line", []],
+        ]);
+        // Untrusted text is stored as given: quotes, newlines, unicode.
+        const odd = l.addAdvice(advice(run.id, { ideas: ['say "hi"\nand \u2014 bye'], reason: "" }));
+        expect(l.listAdvice(run.id).at(-1)).toEqual(odd);
+      });
+
+      it("cannot be changed through what it returned or through the input", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const input = advice(run.id);
+        const got = l.addAdvice(input);
+        input.ideas.push("later");
+        expect(() => (got.ideas as string[]).push("x")).toThrow();
+        expect(l.listAdvice(run.id)[0]?.ideas).toEqual([
+          "halve the learning rate",
+          "revisit #3: it lost to #2 only",
+        ]);
+      });
+
+      if (opts.openAnother) {
+        it("another connection reads the advice", () => {
+          const l = fresh();
+          const run = l.createRun(newRun());
+          l.addAdvice(advice(run.id));
+          const other = opts.openAnother?.(l) as Ledger;
+          open.push(other);
+          expect(other.listAdvice(run.id)).toEqual(l.listAdvice(run.id));
         });
       }
     });

@@ -12,6 +12,10 @@ export interface NotebookReaderContractOptions {
   openAnother?: (notebook: ReadableNotebook) => ReadableNotebook;
 }
 
+function without<T extends object>(o: T, ...keys: string[]): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k))) as Partial<T>;
+}
+
 /** The fields a viewer reads of an event (the `at` timestamps are the store's clock). */
 function shape(e: NotebookEvent): Record<string, unknown> {
   const { at, ...rest } = e;
@@ -163,6 +167,36 @@ export function notebookReaderContract(
           action: "crash",
           reason: "exit 1",
           best: { n: -1, metric: Number.NaN },
+        },
+      ]);
+      expect(feed.poll()).toEqual([]);
+    });
+
+    it("feeds the advisor's answers as advice events, each once, those before prime not at all", () => {
+      const l = fresh();
+      const run = l.createRun(newRun({ tag: "adv", branch: "autolab/adv" }));
+      const base = { runId: run.id, trigger: "3 discards in a row", decided: 3, afterN: 3, agent: "claude" };
+      l.addAdvice({ ...base, verdict: "garbage", ideas: [], reason: "before prime" });
+      const feed = l.eventFeed();
+      feed.prime();
+      l.addAdvice({ ...base, verdict: "ideas", ideas: ["wider", "revisit #2: again"], reason: "" });
+      l.addAdvice({ ...base, verdict: "stop", ideas: [], reason: "flat" });
+      expect(feed.poll().map(shape)).toEqual([
+        {
+          type: "advice",
+          run: "adv",
+          ...without(base, "runId", "decided"),
+          verdict: "ideas",
+          ideas: ["wider", "revisit #2: again"],
+          reason: "",
+        },
+        {
+          type: "advice",
+          run: "adv",
+          ...without(base, "runId", "decided"),
+          verdict: "stop",
+          ideas: [],
+          reason: "flat",
         },
       ]);
       expect(feed.poll()).toEqual([]);

@@ -49,6 +49,7 @@ function abs(root: string, p: string): string {
  * to end with. Paths are absolute: some CLIs (Claude Code) only edit absolute paths.
  */
 export function buildPrompt(ctx: ProposalContext, opts: PromptOptions = {}): string {
+  if (ctx.task === "advise") return advisorPrompt(ctx, opts);
   const { program } = ctx;
   const metric = program.objective.metric;
   const direction = program.objective.direction === "minimize" ? "lower is better" : "higher is better";
@@ -91,4 +92,34 @@ export function buildPrompt(ctx: ProposalContext, opts: PromptOptions = {}): str
     "",
   ];
   return lines.join("\n");
+}
+
+/**
+ * The advisor's prompt (src/core/advisor.ts): no edit, the brief (core/views.ts
+ * buildAdvisorContext: the notebook's summary and the question), and the answer in the summary's
+ * hypothesis as IDEA:/STOP: lines.
+ */
+function advisorPrompt(ctx: ProposalContext, opts: PromptOptions): string {
+  return [
+    "You are the advisor of an autonomous research lab (autolab). Its researchers have stalled; you get a fresh summary of the run's notebook and answer one question.",
+    "Do NOT edit, create or delete any file, and do not run anything: an advisor that changes a file has its answer thrown away.",
+    "",
+    redactHoldouts(ctx.contextText.trim(), ctx.program),
+    "",
+    "## When you are done",
+    "",
+    ...(opts.summaryTool
+      ? [
+          `Call the \`${opts.summaryTool}\` tool with your answer as the hypothesis, then also end your final answer as below.`,
+        ]
+      : []),
+    'End your final answer with this JSON block (and nothing after it); your answer goes in "hypothesis", one tagged line each:',
+    "",
+    "```json",
+    '{"hypothesis": "IDEA: first idea\\nIDEA: second idea", "mechanism": "why these, briefly"}',
+    "```",
+    "",
+    'or, to stop the run: {"hypothesis": "STOP: the reason"}',
+    "",
+  ].join("\n");
 }

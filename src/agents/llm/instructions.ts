@@ -8,6 +8,7 @@ import { redactHoldouts } from "../../core/views.ts";
  * here, in case a caller built its own).
  */
 export function researcherInstructions(ctx: ProposalContext, maxTurns: number): string {
+  if (ctx.task === "advise") return advisorInstructions(ctx, maxTurns);
   const p = ctx.program;
   const { metric, direction } = p.objective;
   const better = direction === "minimize" ? "lower" : "higher";
@@ -30,5 +31,20 @@ ${redactHoldouts(ctx.contextText, ctx.program)}`;
 export const PROPOSE_PROMPT =
   "Propose the next experiment: look at what you need, make one change to the editable files, then call finish.";
 
+export const ADVISE_PROMPT =
+  "Answer the advisor's question: call finish with your IDEA: lines (at most three) or one STOP: line as the hypothesis. Edit nothing.";
+
 export const NUDGE_PROMPT =
   "You stopped without calling finish, so no experiment can run. If your change is made, call finish now with hypothesis, mechanism and expected. If not, make it with edit_file or write_file first, then call finish.";
+
+/** The advisor's instructions (src/core/advisor.ts): read, edit nothing, answer through finish. */
+function advisorInstructions(ctx: ProposalContext, maxTurns: number): string {
+  return `You are the advisor of an autonomous research lab. Its researchers have stalled; you get a fresh summary of the run's notebook and answer one question.
+
+Rules:
+- Do not edit or write any file: an advisor that changes a file has its answer thrown away. list_files and read_file are there if you need to look at the editable files.
+- Answer by calling finish with hypothesis holding your answer as tagged lines: up to three lines \`IDEA: <idea>\`, or one line \`STOP: <reason>\`; mechanism may say why, briefly.
+- You have at most ${maxTurns} steps.
+
+${redactHoldouts(ctx.contextText, ctx.program)}`;
+}

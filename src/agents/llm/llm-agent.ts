@@ -15,7 +15,7 @@ import { AgentFailure, type AgentFailureKind } from "../../core/agent-failure.ts
 import { formatSpokenTimeout } from "../../core/format.ts";
 import type { Agent, AgentConfig, Program, Proposal, ProposalContext } from "../../core/types.ts";
 import { createFileTools, type ToolState } from "./file-tools.ts";
-import { NUDGE_PROMPT, PROPOSE_PROMPT, researcherInstructions } from "./instructions.ts";
+import { ADVISE_PROMPT, NUDGE_PROMPT, PROPOSE_PROMPT, researcherInstructions } from "./instructions.ts";
 import { costOf } from "./prices.ts";
 import { type ProviderName, resolveModel } from "./provider.ts";
 
@@ -73,6 +73,7 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
       const state: ToolState = { changed: [] };
       const tools = createFileTools(ctx.worktree, ctx.program, state);
       const instructions = researcherInstructions(ctx, maxTurns);
+      const ask = ctx.task === "advise" ? ADVISE_PROMPT : PROPOSE_PROMPT;
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
 
@@ -130,13 +131,13 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
         maxTurns,
         timeoutMs,
         instructions,
-        prompt: PROPOSE_PROMPT,
+        prompt: ask,
       });
       try {
         signal.throwIfAborted();
         const first = await generateText({
           ...common,
-          prompt: PROPOSE_PROMPT,
+          prompt: ask,
           stopWhen: [finished, stepCountIs(maxTurns)],
         });
         // Models (small local ones especially) often end with prose instead of the finish call:
@@ -144,7 +145,7 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
         if (!state.finished && steps < maxTurns) {
           log({ type: "nudge", prompt: NUDGE_PROMPT });
           const messages: ModelMessage[] = [
-            { role: "user", content: PROPOSE_PROMPT },
+            { role: "user", content: ask },
             ...first.responseMessages,
             { role: "user", content: NUDGE_PROMPT },
           ];

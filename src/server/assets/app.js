@@ -516,6 +516,23 @@ function renderStatus() {
       html`imported, ${s.imported.note}${last ? html` · last kept there ${fmt(last.metric)}` : ""}`,
     ]);
   }
+  // The advisor (docs/advisor.md): its stop when that ended the run, else its newest answer.
+  const a = s.advisor;
+  if (a) {
+    cards.push(
+      a.stop
+        ? [
+            "advisor",
+            "stopped",
+            html`<span id="advisor-stop">after #${a.stop.afterN}: ${a.stop.reason}</span>`,
+          ]
+        : [
+            "advisor",
+            `asked ${a.asked}×`,
+            html`<span id="advisor-last">${a.ideas ? html`ideas after #${a.ideas.afterN}: ${a.ideas.ideas.join(" · ")}` : html`last: ${a.last.verdict}${a.last.reason ? ` — ${firstLine(a.last.reason)}` : ""}`}</span>${a.garbage ? html` <span class="muted">(${a.garbage} not used)</span>` : ""}`,
+          ],
+    );
+  }
   render(
     cards.map(
       ([label, value, sub]) =>
@@ -635,7 +652,7 @@ function renderTable(res) {
           <td class="num">${fmt(e.metric)}</td>
           <td class="num">${wall === null || wall === undefined ? "—" : `${wall.toFixed(1)}s`}</td>
           <td><code>${e.commit.slice(0, 8)}</code></td>
-          <td class="hyp" title="${e.hypothesis}">${e.id === 0 ? "baseline" : firstLine(e.hypothesis)}</td>
+          <td class="hyp" title="${e.hypothesis}">${e.revisitOf !== null && e.revisitOf !== undefined ? html`<span class="badge revisit" title="tries #${e.revisitOf} again on a newer best">revisit</span> ` : ""}${e.id === 0 ? "baseline" : firstLine(e.hypothesis)}</td>
           <td class="reason" title="${e.reason ?? ""}">${e.reason ?? ""}</td>
         </tr>`;
       }),
