@@ -735,6 +735,12 @@ describe("GET /api/finalize (finalize's dry run)", () => {
     expect(status).toBe(200);
     expect(body.plan).toBeNull();
     expect(body.message).toContain("run fin kept no change beyond its baseline");
+    // A lab whose commits git does not have (or not a repository at all): said, not a failure.
+    const gone = appFor(buildNotebook(tempDir(), [{ experiments: MIXED.slice(0, 3) }]));
+    const broken = await get<Json>(gone, "/api/finalize");
+    expect(broken.status).toBe(200);
+    expect(broken.body.plan).toBeNull();
+    expect(broken.body.error).toContain("not inside a git");
     const missing = await get<Json>(app, "/api/finalize?run=nope");
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe("RUN_NOT_FOUND");

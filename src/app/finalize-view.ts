@@ -70,6 +70,8 @@ export interface FinalizeJson {
   /** null when there is nothing to finalize (no kept change beyond the baseline): `message` says why. */
   plan: FinalizePlanJson | null;
   message: string | null;
+  /** The plan could not be built (the repository moved, a commit is gone): what git or autolab said. */
+  error?: string;
   /** What creates the branches (a person runs it; viewers never write). */
   command: string;
 }
@@ -82,14 +84,16 @@ export async function finalizeView(
   program?: Program,
 ): Promise<FinalizeJson> {
   const command = `autolab finalize --apply --tag ${run.tag}`;
-  const repo = await findRepo(dirname(run.programPath));
   let plan: FinalizePlan;
   try {
+    const repo = await findRepo(dirname(run.programPath));
     plan = await planFinalize(repo, run, exps, program, { scratchObjects: true });
   } catch (err) {
-    if (isAutolabError(err) && err.code === "NOTHING_TO_FINALIZE")
+    if (!isAutolabError(err)) throw err;
+    if (err.code === "NOTHING_TO_FINALIZE")
       return { run: run.tag, plan: null, message: err.message, command };
-    throw err;
+    // A viewer shows what stands in the way; the rest of the page goes on.
+    return { run: run.tag, plan: null, message: null, command, error: err.message };
   }
   return { run: run.tag, plan: planJson(plan, notes), message: null, command };
 }

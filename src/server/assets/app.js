@@ -235,8 +235,11 @@ async function loadAll(boot) {
       loadAlarms(),
       loadPriorWork(),
       loadTree(),
-      loadFinalize(),
     ]).catch(showError);
+    // Built from git: a repository that moved or lost a commit hides this panel, not the page.
+    loadFinalize().catch(() => {
+      $("finalize").hidden = true;
+    });
     const n = currentExperiment();
     if (n !== null) await loadExperiment(n).catch(showError);
   } catch (err) {
@@ -439,9 +442,13 @@ async function loadFinalize() {
 function renderFinalize(f) {
   const panel = $("finalize");
   const plan = f.plan;
-  panel.hidden = !plan;
+  panel.hidden = !plan && !f.error;
   panel.dataset.loaded = "1";
-  if (!plan) return;
+  if (!plan) {
+    if (f.error)
+      render(html`<p class="empty">The plan cannot be built here: ${f.error}</p>`, $("finalize-body"));
+    return;
+  }
   const changes = new Map(plan.changes.map((c) => [c.n, c]));
   const sha = (/** @type {string} */ s) => s.slice(0, 8);
   const ref = (/** @type {number} */ n) => html`<a href="#/e/${n}">#${n}</a>`;
