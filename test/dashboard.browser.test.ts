@@ -12,6 +12,7 @@ import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { type RunningServer, startServer } from "../src/server/serve.ts";
 import { entry } from "./contracts/knowledge-contract.ts";
 import { CHROMIUM, launchChromium } from "./helpers/chromium.ts";
+import { finalizeLab } from "./helpers/finalize-fixture.ts";
 import { cleanupTemp, createGitProject, tempDir } from "./helpers/git-project.ts";
 import {
   appendExperiment,
@@ -438,6 +439,40 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     expect(await page.locator('#experiments tr[data-n="2"] .badge.revisit').textContent()).toBe("revisit");
     expect(await page.locator('#experiments tr[data-n="1"] .badge.revisit').count()).toBe(0);
     await page.close();
+    expect(errors).toEqual([]);
+  });
+
+  it("the Finalize panel shows the plan and the command to apply it, researcher text as text; hidden with nothing kept", async () => {
+    const lab = finalizeLab();
+    const page = await open((await serve(lab.ledgerPath)).url);
+    await page.waitForSelector("#finalize:not([hidden]) ol.finalize li");
+    const items = await page.locator("#finalize ol.finalize > li").allTextContents();
+    expect(items).toHaveLength(3);
+    expect(items[0]).toContain("autolab-finalize/fin/1-raise-a-to-1");
+    expect(items[0]).toContain("Gain: 10 score (lower is better)");
+    expect(items[0]).toContain("files: params.txt");
+    expect(items[2]).toContain("autolab-finalize/fin/4-raise-a-to-2");
+    expect(items[2]).toContain("depends on #1 (overlapping lines in params.txt)");
+    expect(items[2]).toMatch(/commits: #1 [0-9a-f]{8} → #4 [0-9a-f]{8}/);
+    // The hostile hypothesis is text, its holdout value redacted; nothing of it ran.
+    expect(items[1]).toContain('<img src=x onerror="window.__pwned=1">Raise C [holdout redacted]');
+    expect(await page.locator("#finalize img").count()).toBe(0);
+    expect(await page.evaluate("window.__pwned")).toBeUndefined();
+    expect(await page.locator("#finalize code.command").textContent()).toBe(
+      "autolab finalize --apply --tag fin",
+    );
+    expect(await page.locator("#finalize").textContent()).toContain("Dry run: nothing is written.");
+    // A link to the change's experiment page.
+    await page.locator('#finalize li[data-n="4"] a[href="#/e/1"]').click();
+    await page.waitForSelector("#experiment:not([hidden])");
+    await page.goBack();
+    await page.locator("#finalize").screenshot({ path: join(ARTIFACTS, "dashboard-finalize.png") });
+    await page.close();
+
+    const none = await open((await serve(finalizeLab({ kept: false }).ledgerPath)).url);
+    await none.waitForSelector('#finalize[data-loaded="1"]', { state: "attached" });
+    expect(await none.locator("#finalize").isHidden()).toBe(true);
+    await none.close();
     expect(errors).toEqual([]);
   });
 

@@ -222,3 +222,128 @@ describe("several objectives, real runs", () => {
     expect(status.stdout).toContain("Front (threshold_then_optimize: accuracy ≥ 0.9, then minimize size)");
   }, 180_000);
 });
+
+/**
+ * loss = 5 + LA + LB + LC and latency = 5 + TA + TB + TC, each pair in its own file (a.mjs,
+ * b.mjs, c.mjs), so candidates built on the same best never conflict and a winner on a moved
+ * best is merged (rebased) rather than rejected as stale.
+ */
+function threeFileProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-objectives-par-"));
+  for (const f of ["a", "b", "c"])
+    writeFileSync(join(dir, `${f}.mjs`), "export const L = 0;\nexport const T = 0;\n");
+  writeFileSync(
+    join(dir, "run.mjs"),
+    `import { writeFileSync } from "node:fs";
+import * as a from "./a.mjs";
+import * as b from "./b.mjs";
+import * as c from "./c.mjs";
+writeFileSync("out.json", JSON.stringify([5 + a.L + b.L + c.L, 5 + a.T + b.T + c.T]));
+`,
+  );
+  writeFileSync(
+    join(dir, "evaluate.mjs"),
+    `import { readFileSync } from "node:fs";\nconst [a, b] = JSON.parse(readFileSync("out.json", "utf8"));\nconsole.log(\`loss: \${a}\`);\nconsole.log(\`latency: \${b}\`);\n`,
+  );
+  writeFileSync(join(dir, ".gitignore"), "out.json\n");
+  writeFileSync(
+    join(dir, "program.md"),
+    `---
+name: two-metrics-parallel
+objective:
+  metrics:
+    - { metric: loss, direction: minimize }
+    - { metric: latency, direction: minimize }
+  mode: pareto
+run:
+  command: node run.mjs
+  evaluate: node evaluate.mjs
+  budget: 10s
+files:
+  editable: [a.mjs, b.mjs, c.mjs]
+  protected: [run.mjs, evaluate.mjs]
+outputs: [out.json]
+acceptance: noise
+slots: 2
+---
+Trade them off.
+`,
+  );
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-qm", "init");
+  return dir;
+}
+
+const shift = (file: string, l: number, t: number, hypothesis: string): ScriptedStep => ({
+  hypothesis,
+  edits: { [file]: `export const L = ${l};\nexport const T = ${t};\n` },
+});
+
+describe("several objectives, parallel slots", () => {
+  it("pareto with slots: 2 — a trade-off is kept, the other merged onto it and kept, a dominated one discarded, each decided once; the front in status --json", async () => {
+    const dir = threeFileProject();
+    const { experiments: exps, events } = await runScripted(dir, [
+      shift("a.mjs", -2, 2, "X: lower loss, slower"),
+      shift("b.mjs", 1, -3, "Y: much faster, a bit worse loss"),
+      shift("c.mjs", 1, 1, "D: worse on both"),
+    ]);
+    const byN = new Map(exps.map((e) => [e.n, e]));
+    const values = (n: number) => {
+      const ok = (byN.get(n)?.trials ?? []).map((t) => t.result).filter((r) => r?.status === "ok");
+      return [...new Set(ok.map((r) => `${r?.metrics.loss},${r?.metrics.latency}`))];
+    };
+    // Every experiment decided, exactly once (the notebook and the event stream agree).
+    for (const e of exps) expect(e.decision, `#${e.n} undecided`).toBeDefined();
+    const decisions = events.filter((e) => e.type === "decision").map((e) => e.n);
+    expect(decisions.sort((a, b) => a - b)).toEqual(exps.map((e) => e.n));
+
+    // Proposals are numbered as they start (pipelined proposers): find each by its hypothesis.
+    const find = (prefix: string) => {
+      const found = exps.filter((e) => e.rebaseOf === undefined && e.hypothesis.startsWith(prefix));
+      expect(found, prefix).toHaveLength(1);
+      return found[0] as (typeof exps)[number];
+    };
+    const [x, y, d] = [find("X:"), find("Y:"), find("D:")];
+    // D adds to both metrics: whatever best it was built on, that best dominates it.
+    expect(d?.decision?.action).toBe("discard");
+    expect(d?.decision?.reason).toMatch(/not credibly better than #\d+ on any objective|dominated/);
+    // X (3, 7) and Y (6, 2) are each a trade-off against the baseline (5, 5). Which one finished
+    // first depends on the slots: that one is kept; the other beat the baseline it was built on,
+    // so it is rebased onto the first as a new experiment (4, 4), judged again and kept.
+    const first = [x, y].find((e) => e?.decision?.action === "keep");
+    const second = [x, y].find((e) => e !== first);
+    expect(first, "one of X and Y kept as it was").toBeDefined();
+    expect(second?.decision?.action).toBe("discard");
+    expect(second?.decision?.reason).toMatch(/rebased onto it as #\d+, which is evaluated again/);
+    expect(first?.decision?.reason).toMatch(/credibly better than #0 on (loss|latency)/);
+    expect(values(first?.n as number)).toEqual([first === x ? "3,7" : "6,2"]);
+    const merged = exps.filter((e) => e.rebaseOf !== undefined);
+    expect(merged.map((e) => e.rebaseOf)).toEqual([second?.n]);
+    const m = merged[0] as (typeof exps)[number];
+    expect(m.parentCommit).toBe(first?.commit);
+    expect(m.decision?.action).toBe("keep");
+    expect(values(m.n)).toEqual(["4,4"]);
+    expect(m.decision?.reason).toMatch(/credibly better than #\d+ on (loss|latency)/);
+    // The kept experiments are #0, the first and the merge; nothing else.
+    expect(exps.filter((e) => e.decision?.action === "keep").map((e) => e.n)).toEqual(
+      [0, first?.n, m.n].sort((a, b) => (a as number) - (b as number)),
+    );
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(m.commit);
+
+    // The front: the merge (4, 4) dominates the baseline; the first kept trade-off stays on it.
+    const json = JSON.parse((await runCli(["status", "--json"], { cwd: dir })).stdout);
+    expect(json.front.mode).toBe("pareto");
+    const points = json.front.points.map(
+      (p: { id: number; values: Record<string, number>; head: boolean }) => ({
+        id: p.id,
+        values: p.values,
+        head: p.head,
+      }),
+    );
+    expect(points.sort((a: { id: number }, b: { id: number }) => a.id - b.id)).toEqual([
+      { id: first?.n, values: first === x ? { loss: 3, latency: 7 } : { loss: 6, latency: 2 }, head: false },
+      { id: m.n, values: { loss: 4, latency: 4 }, head: true },
+    ]);
+  }, 240_000);
+});

@@ -3,15 +3,19 @@
  * notebooks written through SqliteLedger: an empty lab, a lab with every kind of outcome, a
  * lab full of crashes, a running lab with an open trial. One real-port smoke test at the end.
  */
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { planFinalize } from "../src/app/finalize.ts";
 import { LabReader } from "../src/app/lab-reader.ts";
 import { openKnowledgeStore } from "../src/ledger/knowledge-store.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { createApp, type LabApp } from "../src/server/app.ts";
 import { startServer } from "../src/server/serve.ts";
+import { findRepo } from "../src/workspace/git-workspace.ts";
 import { entry } from "./contracts/knowledge-contract.ts";
+import { finalizeLab, HOSTILE } from "./helpers/finalize-fixture.ts";
 import { cleanupTemp, createGitProject, tempDir } from "./helpers/git-project.ts";
 import {
   appendExperiment,
@@ -652,6 +656,131 @@ describe("API /api/tree (the tree frontier)", () => {
     ]);
     const missing = await get<Json>(appFor(path), "/api/tree?run=nope");
     expect(missing.status).toBe(404);
+  });
+});
+
+describe("GET /api/finalize (finalize's dry run)", () => {
+  it("answers the plan: a branch per kept change from the base, dependencies and why, gains ± σ, the command", async () => {
+    const lab = finalizeLab();
+    const app = appFor(lab.ledgerPath);
+    const { status, body } = await get<Json>(app, "/api/finalize?run=fin");
+    expect(status).toBe(200);
+    expect(body.run).toBe("fin");
+    expect(body.message).toBeNull();
+    expect(body.command).toBe("autolab finalize --apply --tag fin");
+    const plan = body.plan;
+    expect(plan).toMatchObject({ metric: "score", direction: "minimize", baseCommit: lab.base, dirty: [] });
+    // Kept changes only (#2 was discarded), each the diff from the best before it.
+    expect(plan.changes.map((c: Json) => [c.n, c.parent, c.commit, c.paths])).toEqual([
+      [1, lab.base, lab.commits[1], ["params.txt"]],
+      [3, lab.commits[1], lab.commits[3], ["params.txt"]],
+      [4, lab.commits[3], lab.commits[4], ["params.txt"]],
+    ]);
+    // #4 rewrites the line #1 wrote: it depends on #1, in params.txt; #3 (line 12) stands alone.
+    expect(plan.changes.map((c: Json) => c.dependsOn)).toEqual([[], [], [{ n: 1, paths: ["params.txt"] }]]);
+    // One trial each, one value per experiment: no noise estimate, so σ is unknown (null, not NaN).
+    expect(plan.changes.map((c: Json) => c.gain && [c.gain.value, c.gain.trials, c.gain.baseTrials])).toEqual(
+      [
+        [10, 1, 1],
+        [4, 1, 1],
+        [6, 1, 1],
+      ],
+    );
+    expect(plan.changes.map((c: Json) => c.gain.sigma)).toEqual([null, null, null]);
+    expect(plan.noise.sigma).toBeNull();
+    expect(plan.changes[0].gainText).toBe(
+      "Gain: 10 score (lower is better) ± σ unknown over the best before it; 1 trial vs 1",
+    );
+    expect(plan.branches.map((b: Json) => [b.n, b.contains, b.commits.length, b.applied, b.verify])).toEqual([
+      [1, [1], 1, false, []],
+      [3, [3], 1, false, []],
+      [4, [1, 4], 2, false, []],
+    ]);
+    expect(plan.branches[0].name).toBe("autolab-finalize/fin/1-raise-a-to-1");
+    expect(plan.branches[2].conflictsWith).toEqual([]);
+    // Researcher text as it is (the page escapes it).
+    expect(plan.changes[1].hypothesis).toContain("<img src=x");
+
+    // What `finalize --apply` and `--verify` recorded is shown per branch.
+    const b4 = plan.branches[2];
+    const l = new SqliteLedger(lab.ledgerPath);
+    const run = l.getRun("fin");
+    if (!run) throw new Error("fixture run missing");
+    l.addNote(run.id, null, `finalize: #4 is on branch ${b4.name} (${b4.tip.slice(0, 8)}) with #1 first`);
+    l.addNote(
+      run.id,
+      null,
+      `finalize --verify: #4 alone on ${b4.name}: gain 6 (exact) over its dependencies #1 (in the run: 6), 3 trials each — holds alone`,
+    );
+    l.close();
+    const again = (await get<Json>(app, "/api/finalize?run=fin")).body.plan.branches[2];
+    expect(again.applied).toBe(true);
+    expect(again.verify.map((v: Json) => v.text)).toEqual([
+      `#4 alone on ${b4.name}: gain 6 (exact) over its dependencies #1 (in the run: 6), 3 trials each — holds alone`,
+    ]);
+  });
+
+  it("is read-only: no ref, no object, no index or checkout change; the commits are the ones --apply would make", async () => {
+    const lab = finalizeLab();
+    const g = (...args: string[]) => execFileSync("git", args, { cwd: lab.root, encoding: "utf8" });
+    const before = {
+      refs: g("for-each-ref"),
+      objects: g("count-objects", "-v"),
+      status: g("status", "--porcelain"),
+      head: g("rev-parse", "HEAD"),
+    };
+    const app = appFor(lab.ledgerPath);
+    const plan = (await get<Json>(app, "/api/finalize")).body.plan;
+    expect(plan.branches).toHaveLength(3);
+    expect({
+      refs: g("for-each-ref"),
+      objects: g("count-objects", "-v"),
+      status: g("status", "--porcelain"),
+      head: g("rev-parse", "HEAD"),
+    }).toEqual(before);
+    const tips: string[] = plan.branches.map((b: Json) => b.tip);
+    for (const tip of tips) expect(() => g("cat-file", "-e", tip)).toThrow();
+    // The same plan built in the repository (as --apply does) makes the very same commits.
+    const l = new SqliteLedger(lab.ledgerPath);
+    const run = l.getRun("fin");
+    if (!run) throw new Error("fixture run missing");
+    const inRepo = await planFinalize(await findRepo(lab.root), run, l.listExperiments(run.id));
+    l.close();
+    expect(inRepo.branches.map((b) => b.tip)).toEqual(tips);
+    for (const tip of tips) expect(g("cat-file", "-t", tip).trim()).toBe("commit");
+    // A dirty tree is reported (--apply would refuse), and still nothing is written.
+    writeFileSync(join(lab.root, "params.txt"), "dirty\n");
+    const dirty = (await get<Json>(app, "/api/finalize")).body.plan;
+    expect(dirty.dirty).toEqual(["params.txt"]);
+    expect(g("for-each-ref")).toBe(before.refs);
+  });
+
+  it("holdout values are redacted unless ?holdout=1", async () => {
+    const lab = finalizeLab();
+    const app = appFor(lab.ledgerPath);
+    const hidden = (await get<Json>(app, "/api/finalize")).body;
+    expect(JSON.stringify(hidden)).not.toContain("secret_holdout");
+    expect(hidden.plan.changes[1].hypothesis).toContain("Raise C [holdout redacted]");
+    const shown = (await get<Json>(app, "/api/finalize?holdout=1")).body;
+    expect(shown.plan.changes[1].hypothesis).toBe(HOSTILE);
+  });
+
+  it("a run with nothing kept beyond its baseline: no plan, a message; an unknown run is a 404", async () => {
+    const lab = finalizeLab({ kept: false });
+    const app = appFor(lab.ledgerPath);
+    const { status, body } = await get<Json>(app, "/api/finalize?run=fin");
+    expect(status).toBe(200);
+    expect(body.plan).toBeNull();
+    expect(body.message).toContain("run fin kept no change beyond its baseline");
+    // A lab whose commits git does not have (or not a repository at all): said, not a failure.
+    const gone = appFor(buildNotebook(tempDir(), [{ experiments: MIXED.slice(0, 3) }]));
+    const broken = await get<Json>(gone, "/api/finalize");
+    expect(broken.status).toBe(200);
+    expect(broken.body.plan).toBeNull();
+    expect(broken.body.error).toContain("not inside a git");
+    const missing = await get<Json>(app, "/api/finalize?run=nope");
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe("RUN_NOT_FOUND");
   });
 });
 

@@ -10,7 +10,7 @@
  * dependencies is kept on one branch with the changes it conflicts with, and the plan says so.
  */
 import { execFile } from "node:child_process";
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { AutolabError } from "../core/errors.ts";
@@ -166,12 +166,23 @@ function programOrUndefined(file: string): Program | undefined {
   }
 }
 
+export interface PlanOptions {
+  /**
+   * Build the branches' commits in a temporary object directory (the repository's objects read
+   * through it as an alternate), so the plan writes nothing into the repository, not even
+   * unreferenced objects: what read-only viewers (the dashboard, MCP) use. The commits' hashes
+   * are the same; --apply needs them in the repository and builds them there.
+   */
+  scratchObjects?: boolean;
+}
+
 /** The plan: changes, dependencies, gains, and each branch's commits (objects only, no ref). */
 export async function planFinalize(
   repo: RepoInfo,
   run: RunRecord,
   exps: ExperimentRecord[],
   program?: Program,
+  opts: PlanOptions = {},
 ): Promise<FinalizePlan> {
   const kept = exps.filter((e) => e.decision?.action === "keep").sort((a, b) => a.n - b.n);
   const changesKept = kept.filter((e) => e.n > 0);
@@ -215,7 +226,7 @@ export async function planFinalize(
   }
   const deps = hunkDependencies(hunks);
   for (const c of changes) c.dependsOn = (deps.get(c.n) ?? []).map((d) => ({ n: d.on, paths: d.paths }));
-  const branches = await buildBranches(repo, run, changes);
+  const branches = await buildBranches(repo, run, changes, opts);
   return {
     run: { tag: run.tag, metric: run.metric, direction: run.direction, baseCommit: run.baseCommit },
     repoRoot: repo.root,
@@ -283,10 +294,20 @@ export async function buildBranches(
   repo: RepoInfo,
   run: RunRecord,
   changes: FinalizeChange[],
+  opts: PlanOptions = {},
 ): Promise<FinalizeBranch[]> {
   const byN = new Map(changes.map((c) => [c.n, c]));
   const direct = new Map(changes.map((c) => [c.n, c.dependsOn.map((d) => d.n)]));
   const tmp = mkdtempSync(join(tmpdir(), "autolab-finalize-"));
+  let objects: Record<string, string> = {};
+  if (opts.scratchObjects) {
+    try {
+      objects = await scratchObjectEnv(repo, join(tmp, "objects"));
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw err;
+    }
+  }
   const patches = new Map<number, string>();
   const patchOf = async (c: FinalizeChange) => {
     let p = patches.get(c.n);
@@ -305,7 +326,16 @@ export async function buildBranches(
       k++;
       let contains = closure(c.n, direct).filter((n) => !byN.get(n)?.empty);
       const conflictsWith: { n: number; paths: string[] }[] = [];
-      let built = await buildStack(repo, run, contains, byN, patchOf, commits, join(tmp, `index-${k}`));
+      let built = await buildStack(
+        repo,
+        run,
+        contains,
+        byN,
+        patchOf,
+        commits,
+        join(tmp, `index-${k}`),
+        objects,
+      );
       while ("conflict" in built) {
         // git could not apply change `at` on top of what the branch holds so far. Take the
         // earlier change touching the conflicting files that makes it apply (with its own
@@ -322,7 +352,16 @@ export async function buildBranches(
         };
         let extra: number[] | undefined;
         for (const x of [...touching].reverse()) {
-          const attempt = await buildStack(repo, run, withExtra([x.n]), byN, patchOf, commits, index);
+          const attempt = await buildStack(
+            repo,
+            run,
+            withExtra([x.n]),
+            byN,
+            patchOf,
+            commits,
+            index,
+            objects,
+          );
           if (!("conflict" in attempt) || attempt.conflict.at !== failed.at) {
             extra = [x.n];
             break;
@@ -340,7 +379,7 @@ export async function buildBranches(
           conflictsWith.push({ n: x, paths: paths.length ? paths : failed.paths });
         }
         contains = withExtra(extra);
-        built = await buildStack(repo, run, contains, byN, patchOf, commits, index);
+        built = await buildStack(repo, run, contains, byN, patchOf, commits, index, objects);
       }
       branches.push({
         name: branchName(run.tag, c.n, c.hypothesis),
@@ -357,6 +396,19 @@ export async function buildBranches(
   }
 }
 
+/**
+ * The environment that makes git write new objects into `dir` and read the repository's
+ * through it (GIT_ALTERNATE_OBJECT_DIRECTORIES; a path with ':' or '"' is quoted as git reads it).
+ */
+async function scratchObjectEnv(repo: RepoInfo, dir: string): Promise<Record<string, string>> {
+  const own = (await git(repo.root, ["rev-parse", "--path-format=absolute", "--git-path", "objects"])).trim();
+  mkdirSync(dir, { recursive: true });
+  return {
+    GIT_OBJECT_DIRECTORY: dir,
+    GIT_ALTERNATE_OBJECT_DIRECTORIES: /[:"\\]/.test(own) ? JSON.stringify(own) : own,
+  };
+}
+
 async function buildStack(
   repo: RepoInfo,
   run: RunRecord,
@@ -365,8 +417,9 @@ async function buildStack(
   patchOf: (c: FinalizeChange) => Promise<string>,
   cache: Map<string, string>,
   index: string,
+  objects: Record<string, string> = {},
 ): Promise<{ commits: string[] } | { conflict: { at: number; paths: string[] } }> {
-  const env = { GIT_INDEX_FILE: index };
+  const env = { ...objects, GIT_INDEX_FILE: index };
   let head = run.baseCommit;
   const commits: string[] = [];
   for (const n of contains) {
@@ -398,7 +451,7 @@ async function buildStack(
       return { conflict: { at: n, paths: conflicted } };
     }
     const tree = (await gitRaw(repo.root, ["write-tree"], undefined, env)).stdout.trim();
-    const made = await commitTree(repo, tree, head, c, run);
+    const made = await commitTree(repo, tree, head, c, run, objects);
     cache.set(key, made);
     commits.push(made);
     head = made;
@@ -413,6 +466,7 @@ async function commitTree(
   parent: string,
   c: FinalizeChange,
   run: RunRecord,
+  objects: Record<string, string> = {},
 ): Promise<string> {
   const who = (
     await git(repo.root, ["log", "-1", "--format=%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI", c.commit])
@@ -428,6 +482,7 @@ async function commitTree(
     cd = "",
   ] = who;
   const env = {
+    ...objects,
     GIT_AUTHOR_NAME: an,
     GIT_AUTHOR_EMAIL: ae,
     GIT_AUTHOR_DATE: ad,

@@ -328,7 +328,10 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
       guarded(async () => {
         const s = await open();
         const repo = await findRepo(dirname(s.lab.program.path));
-        const plan = await planFinalize(repo, s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program);
+        // Scratch objects: the plan writes nothing into the repository (docs/finalize.md).
+        const plan = await planFinalize(repo, s.run, s.lab.ledger.listExperiments(s.run.id), s.lab.program, {
+          scratchObjects: true,
+        });
         // Researchers' text and objective values only, but holdout names are taken out all the same.
         return redactHoldouts(renderPlan(plan), holdoutNames(s.lab.program, s.run));
       }),

@@ -6,6 +6,7 @@
  */
 
 import type { ExperimentJson, HookJson } from "../app/experiment-json.ts";
+import type { FinalizeJson } from "../app/finalize-view.ts";
 import type { OpenTrial, RunSummary } from "../app/lab-reader.ts";
 import type { OrgView } from "../app/org-view.ts";
 import type { StatusJson } from "../app/status.ts";
@@ -78,6 +79,13 @@ export interface PriorWorkResponse {
 
 /** GET /api/tree: the run's kept nodes and the node each grew from (the tree frontier). */
 export type TreeResponse = TreeJson;
+
+/**
+ * GET /api/finalize: `autolab finalize`'s dry-run plan (branches, what each holds, dependencies,
+ * gains ± σ, conflicts, recorded --apply and --verify notes); `plan` null with nothing kept.
+ * Hypotheses are researcher text; holdout names redacted unless `?holdout=1`.
+ */
+export type FinalizeResponse = FinalizeJson;
 
 /** GET /api/org (`run` null and everything empty in an empty notebook). */
 export type OrgResponse = OrgView & { run: string | null };

@@ -8,6 +8,7 @@ import { HTTPException } from "hono/http-exception";
 import { streamSSE } from "hono/streaming";
 import { alarmsOf, noiseOf } from "../app/alarms.ts";
 import { experimentJson, hookJson } from "../app/experiment-json.ts";
+import { finalizeView } from "../app/finalize-view.ts";
 import { LabReader } from "../app/lab-reader.ts";
 import { orgView } from "../app/org-view.ts";
 import { knowledgePath, priorWorkOf } from "../app/prior-work.ts";
@@ -27,6 +28,7 @@ import type {
   Alarm,
   ExperimentResponse,
   ExperimentsResponse,
+  FinalizeResponse,
   NoiseResponse,
   OrgResponse,
   PriorWorkResponse,
@@ -371,6 +373,18 @@ export function createApp(deps: AppDeps): LabApp {
   app.get("/api/tree", (c) => {
     const run = lab.run(c.req.query("run"));
     return c.json(treeOf(run, lab.experiments(run)) satisfies TreeResponse);
+  });
+
+  // `autolab finalize`'s dry run: the branches the kept changes would become. Read-only: the
+  // commits are built in a scratch object directory, no ref is written (docs/finalize.md).
+  app.get("/api/finalize", async (c) => {
+    const run = lab.run(c.req.query("run"));
+    const program = programFor(run);
+    const view = await finalizeView(run, lab.experiments(run), lab.ledger.listNotes(run.id), program);
+    const show = wantsHoldout(c.req.query("holdout"));
+    return c.json(
+      (show ? view : redactHoldoutsDeep(view, holdoutNames(program, run))) satisfies FinalizeResponse,
+    );
   });
 
   // Roles with their credit, the latest session's slots, the findings board (src/app/org-view.ts).

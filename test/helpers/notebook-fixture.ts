@@ -46,6 +46,8 @@ export interface FixtureRun {
   direction?: "minimize" | "maximize";
   holdout?: string[];
   budgetMs?: number;
+  /** The commit the run started from (default: forty zeros). */
+  baseCommit?: string;
   experiments: FixtureExperiment[];
 }
 
@@ -62,7 +64,7 @@ export function writeRun(ledger: SqliteLedger, spec: FixtureRun, opts: { bulk?: 
       programName: spec.programName ?? "fixture-lab",
       metric,
       direction: spec.direction ?? "minimize",
-      baseCommit: "0".repeat(40),
+      baseCommit: spec.baseCommit ?? "0".repeat(40),
       protectedHashes: {},
       seed: 0,
       contract: {

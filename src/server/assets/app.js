@@ -22,6 +22,7 @@ import { chartLayout, pointPosition, pointSummary, renderProgressChart } from ".
  * @typedef {import("../api-types.ts").OrgResponse} OrgResponse
  * @typedef {import("../api-types.ts").PriorWorkResponse} PriorWorkResponse
  * @typedef {import("../api-types.ts").TreeResponse} TreeResponse
+ * @typedef {import("../api-types.ts").FinalizeResponse} FinalizeResponse
  * @typedef {import("../api-types.ts").EventMessage} EventMessage
  * @typedef {import("../api-types.ts").ErrorResponse} ErrorResponse
  * @typedef {import("../../chart/progress-chart.ts").ChartPoint} ChartPoint
@@ -235,6 +236,10 @@ async function loadAll(boot) {
       loadPriorWork(),
       loadTree(),
     ]).catch(showError);
+    // Built from git: a repository that moved or lost a commit hides this panel, not the page.
+    loadFinalize().catch(() => {
+      $("finalize").hidden = true;
+    });
     const n = currentExperiment();
     if (n !== null) await loadExperiment(n).catch(showError);
   } catch (err) {
@@ -421,6 +426,69 @@ function renderOrg(org) {
     );
   }
   render(parts, body);
+}
+
+async function loadFinalize() {
+  renderFinalize(await api("/api/finalize", { run: state.run }));
+}
+
+/**
+ * `autolab finalize`'s dry run: the branches the run's kept changes would become (one per
+ * change, from the base, its dependencies first), each change's measured gain, conflicts, and
+ * what --apply and --verify recorded; hidden while the run kept nothing beyond its baseline.
+ * Read-only: the page shows the command that creates the branches, it never runs it.
+ * @param {FinalizeResponse} f
+ */
+function renderFinalize(f) {
+  const panel = $("finalize");
+  const plan = f.plan;
+  panel.hidden = !plan && !f.error;
+  panel.dataset.loaded = "1";
+  if (!plan) {
+    if (f.error)
+      render(html`<p class="empty">The plan cannot be built here: ${f.error}</p>`, $("finalize-body"));
+    return;
+  }
+  const changes = new Map(plan.changes.map((c) => [c.n, c]));
+  const sha = (/** @type {string} */ s) => s.slice(0, 8);
+  const ref = (/** @type {number} */ n) => html`<a href="#/e/${n}">#${n}</a>`;
+  const join = (/** @type {Markup[]} */ parts, sep = ", ") => parts.map((p, i) => html`${i ? sep : ""}${p}`);
+  const empty = plan.changes.filter((c) => c.empty);
+  render(
+    html`<p class="muted small">${plan.changes.length} kept change${plan.changes.length === 1 ? "" : "s"} → ${plan.branches.length} branch${plan.branches.length === 1 ? "" : "es"}, each from the base <code>${sha(plan.baseCommit)}</code> with the changes it depends on first (one commit each). ${plan.noise.explain}. Dry run: nothing is written.</p>
+      ${
+        plan.dirty.length
+          ? html`<p class="finalize-dirty">Uncommitted changes in ${plan.dirty.join(", ")}: <code>--apply</code> refuses until they are committed or stashed.</p>`
+          : ""
+      }
+      <ol class="finalize">${plan.branches.map((b) => {
+        const c = changes.get(b.n);
+        if (!c) return "";
+        return html`<li data-n=${b.n}>
+          <div><code class="branch">${b.name}</code> ${b.applied ? badge("keep", "created") : html`<span class="muted">planned</span>`}</div>
+          <div>${ref(c.n)} <span class="hyp">${firstLine(c.hypothesis)}</span></div>
+          <div class="muted">${c.gainText}</div>
+          <div class="muted">files: ${c.paths.join(", ")}</div>
+          ${
+            c.dependsOn.length
+              ? html`<div>depends on ${join(c.dependsOn.map((d) => html`${ref(d.n)} (overlapping lines in ${d.paths.join(", ")})`))}</div>`
+              : ""
+          }
+          ${b.conflictsWith.map(
+            (x) =>
+              html`<div class="finalize-conflict">conflict: #${b.n} does not apply without ${ref(x.n)} (${x.paths.join(", ")}): kept together on this branch</div>`,
+          )}
+          <div class="muted">commits: ${join(
+            b.contains.map((n, i) => html`#${n} <code>${sha(b.commits[i] ?? "")}</code>`),
+            " → ",
+          )}</div>
+          ${b.verify.map((v) => html`<div class="finalize-verify">verify: ${v.text}</div>`)}
+        </li>`;
+      })}</ol>
+      ${empty.map((c) => html`<p class="muted small">#${c.n} changed no file: no branch.</p>`)}
+      <p>To create the branches: <code class="command">${f.command}</code> <span class="muted small">(<code>--verify</code> re-measures each branch alone; <code>--pr</code> opens a pull request per branch)</span></p>`,
+    $("finalize-body"),
+  );
 }
 
 /**
@@ -843,6 +911,9 @@ async function route() {
 
 const pointsSoon = debounce(() => loadPoints().catch(() => {}), 100);
 
+/** The plan is rebuilt from git: only when a change was kept. */
+const finalizeSoon = debounce(() => loadFinalize().catch(() => {}), 1000);
+
 const refreshSoon = debounce(() => {
   loadStatus().catch(() => {});
   loadTable().catch(() => {});
@@ -868,6 +939,7 @@ function onEvent(e) {
     state.chartFrom = Math.min(state.chartFrom ?? e.n, e.n);
     pointsSoon();
   }
+  if (e.type === "decision" && e.action === "keep") finalizeSoon();
   refreshSoon();
 }
 
