@@ -11,7 +11,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
 import type { CrashPoint } from "../src/core/crash-points.ts";
+import type { LoopEvent } from "../src/core/events.ts";
+import { bestOf } from "../src/core/experiments.ts";
+import { isTreeNode } from "../src/core/frontier.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
+import type { Agent, ProposalContext } from "../src/core/types.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
 import { createToyProject, readLedger, runCli, spawnCli, type ToyProject } from "./helpers/toy-project.ts";
@@ -496,5 +500,195 @@ describe("kill -9 of a run with several slots, then resume", () => {
     expect(git(dir, "show", "autolab/t:a.mjs") + git(dir, "show", "autolab/t:b.mjs")).toBe(
       "export const A = 4;export const B = 4;",
     );
+  });
+});
+
+/**
+ * valueProject (greedy, minimize X) with `frontier:` and `slots: 2` in program.md, each trial
+ * sleeping 300 ms so candidates overlap and the best moves while others run.
+ */
+function parallelFrontierProject(frontier: string): string {
+  const dir = valueProject();
+  const p = join(dir, "program.md");
+  writeFileSync(
+    p,
+    readFileSync(p, "utf8").replace("acceptance: greedy\n", `acceptance: greedy\n${frontier}\nslots: 2\n`),
+  );
+  const r = join(dir, "run.mjs");
+  writeFileSync(r, `await new Promise((r) => setTimeout(r, 300));\n${readFileSync(r, "utf8")}`);
+  git(dir, "commit", "-qam", "frontier with slots");
+  return dir;
+}
+
+/**
+ * Lowers X from whatever node it is given — by one, or by `offBest` when its notebook says the
+ * frontier chose a node other than the best; its hypothesis names that node.
+ */
+function stepDownFrom(offBest = 1): Agent {
+  return {
+    name: "step-down",
+    async propose(ctx: ProposalContext) {
+      const file = join(ctx.worktree, "value.mjs");
+      const x = Number(/X = (-?\d+)/.exec(readFileSync(file, "utf8"))?.[1]);
+      const y = x - (ctx.contextText.includes("You build on kept node") ? offBest : 1);
+      writeFileSync(file, `export const X = ${y};\n`);
+      return { hypothesis: `X ${x} → ${y} on #${ctx.best.n}` };
+    },
+  };
+}
+
+const xAt = (dir: string, e: ExperimentRecord) =>
+  Number(/X = (-?\d+)/.exec(git(dir, "show", `${e.commit}:value.mjs`))?.[1]);
+
+/** What every parallel frontier run must hold, whatever the timing of its slots. */
+function expectTreeRun(dir: string, exps: ExperimentRecord[], events: LoopEvent[]): void {
+  // Nothing merged or rebased: a tree keeps its branches apart; every experiment decided once.
+  expect(exps.filter((e) => e.rebaseOf !== undefined)).toEqual([]);
+  expect(exps.every((e) => e.decision !== undefined)).toBe(true);
+  for (const e of exps) {
+    expect(events.filter((v) => v.type === "decision" && v.n === e.n).length, `#${e.n}`).toBeLessThanOrEqual(
+      1,
+    );
+  }
+  for (const e of exps.slice(1)) {
+    const parent = exps.find((x) => x.commit === e.parentCommit);
+    // The parent is recorded: an earlier kept node (a keep or a tree node), the one the
+    // researcher was given, and the candidate is that node's X lowered by one.
+    expect(parent, `#${e.n}'s parent`).toBeDefined();
+    expect((parent as ExperimentRecord).n).toBeLessThan(e.n);
+    expect(isTreeNode(parent as ExperimentRecord), `#${e.n}'s parent #${parent?.n}`).toBe(true);
+    expect(e.hypothesis).toMatch(new RegExp(` on #${parent?.n}$`));
+    expect(xAt(dir, e)).toBeLessThan(xAt(dir, parent as ExperimentRecord));
+    expect(e.hypothesis).toBe(`X ${xAt(dir, parent as ExperimentRecord)} → ${xAt(dir, e)} on #${parent?.n}`);
+    // Every candidate beats its parent: a keep or a tree node, never stale, never merged.
+    expect(
+      e.decision?.action === "keep" || e.decision?.treeNode === true,
+      `#${e.n}: ${e.decision?.reason}`,
+    ).toBe(true);
+    expect(e.decision?.reason).not.toMatch(/stale|rebased/);
+  }
+  // The ratchet: keeps in order of n, each better than the one before; the branch at the last.
+  const kept = exps.filter((e) => e.decision?.action === "keep");
+  for (let i = 1; i < kept.length; i++) {
+    const [prev, keep] = [kept[i - 1] as ExperimentRecord, kept[i] as ExperimentRecord];
+    expect(keep.decision?.metric).toBeLessThan(prev.decision?.metric as number);
+    // A keep grown on another branch than the best moved the ratchet sideways, saying so.
+    if (keep.parentCommit !== prev.commit) {
+      expect(keep.decision?.reason).toMatch(new RegExp(`; beats the best #${prev.n} \\(.*\\) too$`));
+    }
+  }
+  // A candidate that beat the best too but was numbered before a best kept meanwhile stays a
+  // tree node (keeps go in order of n).
+  for (const e of exps.filter((x) => x.decision?.treeNode && /too, but/.test(x.decision.reason))) {
+    const later = Number(/beats the best #(\d+)/.exec(e.decision?.reason ?? "")?.[1]);
+    expect(later).toBeGreaterThan(e.n);
+  }
+  expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  expect(readFileSync(join(dir, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
+}
+
+describe("a branching frontier with parallel slots", () => {
+  it("grows candidates from kept nodes other than the best on two slots; tree nodes, no merges, the branch on the best", async () => {
+    const dir = parallelFrontierProject("frontier: { strategy: top_k, k: 3 }");
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 12,
+      agent: stepDownFrom(),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(13);
+    // Both slots ran trials.
+    expect(new Set(exps.flatMap((e) => e.trials.map((t) => t.slot)))).toEqual(new Set([0, 1]));
+    expectTreeRun(dir, exps, events);
+    // Some candidates grew from a node that was not the best when they were proposed (the
+    // proposal_started event names it), and their recorded parent is that node.
+    const branched = events.filter(
+      (e): e is Extract<LoopEvent, { type: "proposal_started" }> =>
+        e.type === "proposal_started" && e.parent !== undefined,
+    );
+    expect(branched.length).toBeGreaterThan(0);
+    for (const b of branched) {
+      const e = exps.find((x) => x.n === b.n) as ExperimentRecord;
+      expect(e.parentCommit).toBe(exps.find((x) => x.n === b.parent)?.commit);
+    }
+    expect(exps.some((e) => e.decision?.treeNode === true)).toBe(true);
+  });
+
+  it("a candidate grown on another branch that beats the best moves the ratchet sideways, as serially", async () => {
+    const dir = parallelFrontierProject("frontier: { strategy: top_k, k: 3 }");
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 10,
+      agent: stepDownFrom(3),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(11);
+    expectTreeRun(dir, exps, events);
+    // At least one keep whose parent is not the keep before it: the ratchet moved sideways to
+    // the candidate's own commit (not a merge of both branches).
+    const kept = exps.filter((e) => e.decision?.action === "keep");
+    const sideways = kept.filter((e, i) => i > 0 && e.parentCommit !== kept[i - 1]?.commit);
+    expect(sideways.length).toBeGreaterThan(0);
+    for (const e of sideways) {
+      const prev = kept[kept.indexOf(e) - 1] as ExperimentRecord;
+      expect(() => git(dir, "merge-base", "--is-ancestor", prev.commit, e.commit)).toThrow();
+    }
+  });
+
+  it("a candidate left undecided on a tree node is judged against that node when the parallel run resumes", async () => {
+    const dir = parallelFrontierProject("frontier: { strategy: top_k, k: 3 }");
+    const first = await createRun({ program: dir, tag: "t", maxExperiments: 6, agent: stepDownFrom() });
+    const ledger = first.lab.ledger;
+    const before = ledger.listExperiments(first.run.id);
+    const node = before.find((e) => e.decision?.treeNode);
+    if (!node) throw new Error("the first session made no tree node");
+    // As a kill after the experiment row leaves it: commit + ref + row, no trial, no decision.
+    const wt = join(dir, ".autolab", "worktrees", "t");
+    git(wt, "checkout", "-q", "--detach", node.commit);
+    const x = xAt(dir, node) - 1;
+    writeFileSync(join(wt, "value.mjs"), `export const X = ${x};\n`);
+    git(wt, "commit", "-qam", "candidate on a tree node");
+    const sha = git(wt, "rev-parse", "HEAD");
+    const n = Math.max(...before.map((e) => e.n)) + 1;
+    git(dir, "update-ref", `refs/autolab/t/${n}`, sha);
+    ledger.addExperiment({
+      runId: first.run.id,
+      n,
+      agent: "step-down",
+      parentCommit: node.commit,
+      commit: sha,
+      ref: `refs/autolab/t/${n}`,
+      hypothesis: `X ${x + 1} → ${x} on #${node.n}`,
+      diff: { files: 1, insertions: 1, deletions: 1 },
+    });
+    ledger.close();
+
+    const events: LoopEvent[] = [];
+    const again = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: n + 1,
+      agent: stepDownFrom(),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = again.lab.ledger.listExperiments(first.run.id);
+    again.lab.ledger.close();
+    expect(exps.length).toBeGreaterThan(n + 1);
+    const resumed = exps.find((e) => e.n === n) as ExperimentRecord;
+    const best = bestOf(before) as ExperimentRecord;
+    // Judged against #node (X one lower beats it), kept or a tree node by the best: not stale,
+    // not rebased onto the best.
+    expect(resumed.parentCommit).toBe(node.commit);
+    if (x < (best.decision?.metric as number)) expect(resumed.decision?.action).toBe("keep");
+    else expect(resumed.decision).toMatchObject({ action: "discard", treeNode: true });
+    expectTreeRun(dir, exps, events);
   });
 });
