@@ -10,6 +10,7 @@ import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
+import { treeOf } from "../src/app/tree.ts";
 import type { CrashPoint } from "../src/core/crash-points.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import { bestOf } from "../src/core/experiments.ts";
@@ -616,6 +617,14 @@ describe("a branching frontier with parallel slots", () => {
       expect(e.parentCommit).toBe(exps.find((x) => x.n === b.parent)?.commit);
     }
     expect(exps.some((e) => e.decision?.treeNode === true)).toBe(true);
+    // The tree report, GET /api/tree and the dashboard draw (app/tree.ts): every node under its parent.
+    const tree = treeOf(outcome.run, exps);
+    expect(tree.branched).toBe(true);
+    for (const node of tree.nodes.slice(1)) {
+      const e = exps.find((x) => x.n === node.n) as ExperimentRecord;
+      expect(node.parent).toBe(exps.find((x) => x.commit === e.parentCommit)?.n);
+    }
+    expect(tree.nodes.filter((x) => x.best).map((x) => x.n)).toEqual([bestOf(exps)?.n]);
   });
 
   it("a candidate grown on another branch that beats the best moves the ratchet sideways, as serially", async () => {
@@ -690,5 +699,59 @@ describe("a branching frontier with parallel slots", () => {
     if (x < (best.decision?.metric as number)) expect(resumed.decision?.action).toBe("keep");
     else expect(resumed.decision).toMatchObject({ action: "discard", treeNode: true });
     expectTreeRun(dir, exps, events);
+  });
+  it("kill -9 after a decision of a branching parallel run, then resume: nothing lost, nothing merged, the branch on the best", async () => {
+    const t = createToyProject({ slots: 2, sleepMs: 150 });
+    toys.push(t);
+    const p = join(t.dir, "program.md");
+    writeFileSync(
+      p,
+      readFileSync(p, "utf8").replace("slots: 2\n", "slots: 2\nfrontier: { strategy: top_k, k: 3 }\n"),
+    );
+    git(t.dir, "commit", "-qam", "frontier");
+    const crashed = await runCli(["run", "-n", "6"], {
+      cwd: t.dir,
+      env: { AUTOLAB_CRASH_AT: "after-decision:4" },
+    });
+    expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+    const r = await runCli(["run", "-n", "6"], { cwd: t.dir });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const db = readLedger(t.dir);
+    const tag = db.runs[0]?.tag as string;
+    const refs = t
+      .git(["for-each-ref", "--format=%(refname)", `refs/autolab/${tag}/`])
+      .trim()
+      .split("\n")
+      .map((x) => Number(x.split("/").pop()));
+    expect(new Set(db.experiments.map((e) => e.n))).toEqual(new Set(refs));
+    expect(db.decisions).toHaveLength(db.experiments.length);
+    expect(db.trialResults).toHaveLength(db.trialStarts.length);
+    expect(db.experiments.filter((e) => e.rebase_of !== null)).toEqual([]);
+    const sql = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+    const treeNodes = new Set(
+      (
+        sql.prepare("SELECT experiment_id FROM decisions WHERE tree_node = 1").all() as {
+          experiment_id: number;
+        }[]
+      ).map((d) => d.experiment_id),
+    );
+    sql.close();
+    const decision = (id: number) => db.decisions.find((d) => d.experiment_id === id);
+    const nodes = db.experiments.filter((e) => decision(e.id)?.action === "keep" || treeNodes.has(e.id));
+    // Every candidate grew from an earlier kept node of the tree.
+    for (const e of db.experiments.filter((x) => x.n > 0)) {
+      expect(
+        nodes.some((x) => x.n < e.n && x.commit_sha === e.parent_commit),
+        `#${e.n}`,
+      ).toBe(true);
+    }
+    // Keeps in order of n, each better than the last; the branch at the last keep.
+    const kept = db.experiments.filter((e) => decision(e.id)?.action === "keep").sort((a, b) => a.n - b.n);
+    for (let i = 1; i < kept.length; i++) {
+      expect(decision(kept[i]?.id as number)?.metric).toBeLessThan(
+        decision(kept[i - 1]?.id as number)?.metric as number,
+      );
+    }
+    expect(t.git(["rev-parse", `autolab/${tag}`]).trim()).toBe(kept.at(-1)?.commit_sha);
   });
 });
