@@ -700,6 +700,51 @@ describe("a branching frontier with parallel slots", () => {
     else expect(resumed.decision).toMatchObject({ action: "discard", treeNode: true });
     expectTreeRun(dir, exps, events);
   });
+  it("an org's roles branch too: each proposal builds on a kept node, winners decided on the tree", async () => {
+    const dir = pairProject({
+      extra: "org: { roles: org/, policy: round-robin }\nfrontier: { strategy: top_k, k: 3 }\n",
+      sleepMs: 200,
+    });
+    mkdirSync(join(dir, "org"));
+    mkdirSync(join(dir, "tools"));
+    // A command agent: lowers one constant by 1 in whatever node its worktree holds.
+    writeFileSync(
+      join(dir, "tools", "lower.mjs"),
+      `import { readFileSync, writeFileSync } from "node:fs";
+const [file, name] = process.argv.slice(2);
+const v = Number(/= (-?\\d+)/.exec(readFileSync(file, "utf8"))[1]);
+writeFileSync(file, \`export const \${name} = \${v - 1};\\n\`);
+console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1}\` }));
+`,
+    );
+    const role = (name: string, file: string, konst: string) =>
+      `---\nname: ${name}\ndescription: lowers ${konst}\nagent: { backend: command, command: "node tools/lower.mjs ${file} ${konst}" }\neditable: [${file}]\n---\nLower ${konst}.\n`;
+    writeFileSync(join(dir, "org", "alpha.md"), role("alpha", "a.mjs", "A"));
+    writeFileSync(join(dir, "org", "beta.md"), role("beta", "b.mjs", "B"));
+    git(dir, "add", "-A");
+    git(dir, "commit", "-qm", "org");
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 6 });
+    outcome.lab.ledger.close();
+    const exps = outcome.experiments;
+    expect(exps).toHaveLength(7);
+    const score = (e: ExperimentRecord) =>
+      ["a.mjs", "b.mjs"]
+        .map((f) => Number(/= (-?\d+)/.exec(git(dir, "show", `${e.commit}:${f}`))?.[1]))
+        .reduce((a, b) => a + b, 0);
+    expect(new Set(exps.slice(1).map((e) => e.role))).toEqual(new Set(["alpha", "beta"]));
+    for (const e of exps.slice(1)) {
+      const parent = exps.find((x) => x.n < e.n && x.commit === e.parentCommit && isTreeNode(x));
+      expect(parent, `#${e.n}'s parent`).toBeDefined();
+      expect(score(e)).toBe(score(parent as ExperimentRecord) - 1);
+      expect(e.rebaseOf).toBeUndefined();
+      expect(
+        e.decision?.action === "keep" || e.decision?.treeNode === true,
+        `#${e.n}: ${e.decision?.reason}`,
+      ).toBe(true);
+    }
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  });
+
   it("kill -9 after a decision of a branching parallel run, then resume: nothing lost, nothing merged, the branch on the best", async () => {
     const t = createToyProject({ slots: 2, sleepMs: 150 });
     toys.push(t);
