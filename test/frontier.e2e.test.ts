@@ -2,7 +2,6 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createRun } from "../src/app/create-run.ts";
-import { AutolabError } from "../src/core/errors.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import { bestOf } from "../src/core/experiments.ts";
 import { isTreeNode } from "../src/core/frontier.ts";
@@ -203,17 +202,26 @@ describe("the tree frontier in a real run", () => {
       expect(exps.some((x) => x.commit === e.parentCommit && isTreeNode(x))).toBe(true);
   });
 
-  it("refuses --slots with a branching frontier, before the run starts", async () => {
-    const dir = frontierProject("frontier: softmax");
-    const err = await createRun({
+  it("--slots with a branching frontier runs the scheduler, which branches too", async () => {
+    const dir = frontierProject("frontier: { strategy: top_k, k: 3 }");
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
       program: dir,
       tag: "t",
-      maxExperiments: 1,
+      maxExperiments: 6,
       slots: 2,
       agent: stepDown([]),
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AutolabError);
-    expect((err as AutolabError).code).toBe("FRONTIER_WITH_SLOTS");
-    expect((err as AutolabError).message).toContain("frontier: softmax branches the serial loop only");
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(7);
+    // Two slots ran trials; every candidate grew from a kept node and nothing was merged.
+    expect(new Set(exps.flatMap((e) => e.trials.map((t) => t.slot)))).toEqual(new Set([0, 1]));
+    for (const e of exps.slice(1)) {
+      expect(exps.some((x) => x.n < e.n && x.commit === e.parentCommit && isTreeNode(x))).toBe(true);
+      expect(e.rebaseOf).toBeUndefined();
+    }
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
   });
 });

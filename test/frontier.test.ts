@@ -151,6 +151,18 @@ describe("onTree: a keep against a kept node that is not the best", () => {
     expect(onTree(keep, 5, 3, "minimize").action).toBe("discard");
     expect(onTree(keep, 5, 2.5, "maximize").action).toBe("keep");
   });
+
+  it("stays a tree node when it beats the best but the best came later (parallel: keeps go in order of n)", () => {
+    const d = onTree(keep, 9, 3.5, "minimize", true);
+    expect(d).toMatchObject({ action: "discard", treeNode: true, metric: 3 });
+    expect(d.reason).toBe(
+      "kept in the tree: credible gain over #2; it beats the best #9 (3.5) too, but #9 was kept while it ran and keeps go in order of number: the best #9 stays",
+    );
+    // Not beating the best, the order does not matter.
+    expect(onTree(keep, 9, 2.5, "minimize", true).reason).toBe(
+      "kept in the tree: credible gain over #2; the best #9 (2.5) stays",
+    );
+  });
 });
 
 const PROGRAM = (frontier: string, extra = "") => `---
@@ -213,11 +225,12 @@ describe("program.md frontier:", () => {
     );
   });
 
-  it("a branching strategy with slots: or org: is refused (the serial loop branches)", () => {
-    const err = failure(PROGRAM("frontier: softmax", "slots: 2\n"));
-    expect(err.message).toContain(
-      'lab/program.md:9  frontier.strategy: frontier "softmax" branches the serial loop only; with slots:',
-    );
-    expect(() => parseProgram(PROGRAM("frontier: best", "slots: 2\n"), "p.md")).not.toThrow();
+  it("a branching strategy goes with slots: and org: (parallel runs branch too)", () => {
+    const p = parseProgram(PROGRAM("frontier: softmax", "slots: 2\n"), "p.md");
+    expect(p.frontier?.strategy).toBe("softmax");
+    expect(p.slots?.count).toBe(2);
+    const o = parseProgram(PROGRAM("frontier: { strategy: top_k, k: 2 }", "org: org/\n"), "p.md");
+    expect(o.frontier).toMatchObject({ strategy: "top_k", k: 2 });
+    expect(o.org).toBeDefined();
   });
 });

@@ -10,8 +10,13 @@ import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
+import { treeOf } from "../src/app/tree.ts";
 import type { CrashPoint } from "../src/core/crash-points.ts";
+import type { LoopEvent } from "../src/core/events.ts";
+import { bestOf } from "../src/core/experiments.ts";
+import { isTreeNode } from "../src/core/frontier.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
+import type { Agent, ProposalContext } from "../src/core/types.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
 import { createToyProject, readLedger, runCli, spawnCli, type ToyProject } from "./helpers/toy-project.ts";
@@ -496,5 +501,302 @@ describe("kill -9 of a run with several slots, then resume", () => {
     expect(git(dir, "show", "autolab/t:a.mjs") + git(dir, "show", "autolab/t:b.mjs")).toBe(
       "export const A = 4;export const B = 4;",
     );
+  });
+});
+
+/**
+ * valueProject (greedy, minimize X) with `frontier:` and `slots: 2` in program.md, each trial
+ * sleeping 300 ms so candidates overlap and the best moves while others run.
+ */
+function parallelFrontierProject(frontier: string): string {
+  const dir = valueProject();
+  const p = join(dir, "program.md");
+  writeFileSync(
+    p,
+    readFileSync(p, "utf8").replace("acceptance: greedy\n", `acceptance: greedy\n${frontier}\nslots: 2\n`),
+  );
+  const r = join(dir, "run.mjs");
+  writeFileSync(r, `await new Promise((r) => setTimeout(r, 300));\n${readFileSync(r, "utf8")}`);
+  git(dir, "commit", "-qam", "frontier with slots");
+  return dir;
+}
+
+/**
+ * Lowers X from whatever node it is given — by one, or by `offBest` when its notebook says the
+ * frontier chose a node other than the best; its hypothesis names that node.
+ */
+function stepDownFrom(offBest = 1): Agent {
+  return {
+    name: "step-down",
+    async propose(ctx: ProposalContext) {
+      const file = join(ctx.worktree, "value.mjs");
+      const x = Number(/X = (-?\d+)/.exec(readFileSync(file, "utf8"))?.[1]);
+      const y = x - (ctx.contextText.includes("You build on kept node") ? offBest : 1);
+      writeFileSync(file, `export const X = ${y};\n`);
+      return { hypothesis: `X ${x} → ${y} on #${ctx.best.n}` };
+    },
+  };
+}
+
+const xAt = (dir: string, e: ExperimentRecord) =>
+  Number(/X = (-?\d+)/.exec(git(dir, "show", `${e.commit}:value.mjs`))?.[1]);
+
+/** What every parallel frontier run must hold, whatever the timing of its slots. */
+function expectTreeRun(dir: string, exps: ExperimentRecord[], events: LoopEvent[]): void {
+  // Nothing merged or rebased: a tree keeps its branches apart; every experiment decided once.
+  expect(exps.filter((e) => e.rebaseOf !== undefined)).toEqual([]);
+  expect(exps.every((e) => e.decision !== undefined)).toBe(true);
+  for (const e of exps) {
+    expect(events.filter((v) => v.type === "decision" && v.n === e.n).length, `#${e.n}`).toBeLessThanOrEqual(
+      1,
+    );
+  }
+  for (const e of exps.slice(1)) {
+    const parent = exps.find((x) => x.commit === e.parentCommit);
+    // The parent is recorded: an earlier kept node (a keep or a tree node), the one the
+    // researcher was given, and the candidate is that node's X lowered by one.
+    expect(parent, `#${e.n}'s parent`).toBeDefined();
+    expect((parent as ExperimentRecord).n).toBeLessThan(e.n);
+    expect(isTreeNode(parent as ExperimentRecord), `#${e.n}'s parent #${parent?.n}`).toBe(true);
+    expect(e.hypothesis).toMatch(new RegExp(` on #${parent?.n}$`));
+    expect(xAt(dir, e)).toBeLessThan(xAt(dir, parent as ExperimentRecord));
+    expect(e.hypothesis).toBe(`X ${xAt(dir, parent as ExperimentRecord)} → ${xAt(dir, e)} on #${parent?.n}`);
+    // Every candidate beats its parent: a keep or a tree node, never stale, never merged.
+    expect(
+      e.decision?.action === "keep" || e.decision?.treeNode === true,
+      `#${e.n}: ${e.decision?.reason}`,
+    ).toBe(true);
+    expect(e.decision?.reason).not.toMatch(/stale|rebased/);
+  }
+  // The ratchet: keeps in order of n, each better than the one before; the branch at the last.
+  const kept = exps.filter((e) => e.decision?.action === "keep");
+  for (let i = 1; i < kept.length; i++) {
+    const [prev, keep] = [kept[i - 1] as ExperimentRecord, kept[i] as ExperimentRecord];
+    expect(keep.decision?.metric).toBeLessThan(prev.decision?.metric as number);
+    // A keep grown on another branch than the best moved the ratchet sideways, saying so.
+    if (keep.parentCommit !== prev.commit) {
+      expect(keep.decision?.reason).toMatch(new RegExp(`; beats the best #${prev.n} \\(.*\\) too$`));
+    }
+  }
+  // A candidate that beat the best too but was numbered before a best kept meanwhile stays a
+  // tree node (keeps go in order of n).
+  for (const e of exps.filter((x) => x.decision?.treeNode && /too, but/.test(x.decision.reason))) {
+    const later = Number(/beats the best #(\d+)/.exec(e.decision?.reason ?? "")?.[1]);
+    expect(later).toBeGreaterThan(e.n);
+  }
+  expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  expect(readFileSync(join(dir, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
+}
+
+describe("a branching frontier with parallel slots", () => {
+  it("grows candidates from kept nodes other than the best on two slots; tree nodes, no merges, the branch on the best", async () => {
+    const dir = parallelFrontierProject("frontier: { strategy: top_k, k: 3 }");
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 12,
+      agent: stepDownFrom(),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(13);
+    // Both slots ran trials.
+    expect(new Set(exps.flatMap((e) => e.trials.map((t) => t.slot)))).toEqual(new Set([0, 1]));
+    expectTreeRun(dir, exps, events);
+    // Some candidates grew from a node that was not the best when they were proposed (the
+    // proposal_started event names it), and their recorded parent is that node.
+    const branched = events.filter(
+      (e): e is Extract<LoopEvent, { type: "proposal_started" }> =>
+        e.type === "proposal_started" && e.parent !== undefined,
+    );
+    expect(branched.length).toBeGreaterThan(0);
+    for (const b of branched) {
+      const e = exps.find((x) => x.n === b.n) as ExperimentRecord;
+      expect(e.parentCommit).toBe(exps.find((x) => x.n === b.parent)?.commit);
+    }
+    expect(exps.some((e) => e.decision?.treeNode === true)).toBe(true);
+    // The tree report, GET /api/tree and the dashboard draw (app/tree.ts): every node under its parent.
+    const tree = treeOf(outcome.run, exps);
+    expect(tree.branched).toBe(true);
+    for (const node of tree.nodes.slice(1)) {
+      const e = exps.find((x) => x.n === node.n) as ExperimentRecord;
+      expect(node.parent).toBe(exps.find((x) => x.commit === e.parentCommit)?.n);
+    }
+    expect(tree.nodes.filter((x) => x.best).map((x) => x.n)).toEqual([bestOf(exps)?.n]);
+  });
+
+  it("a candidate grown on another branch that beats the best moves the ratchet sideways, as serially", async () => {
+    const dir = parallelFrontierProject("frontier: { strategy: top_k, k: 3 }");
+    const events: LoopEvent[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: 10,
+      agent: stepDownFrom(3),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+    outcome.lab.ledger.close();
+    expect(exps).toHaveLength(11);
+    expectTreeRun(dir, exps, events);
+    // At least one keep whose parent is not the keep before it: the ratchet moved sideways to
+    // the candidate's own commit (not a merge of both branches).
+    const kept = exps.filter((e) => e.decision?.action === "keep");
+    const sideways = kept.filter((e, i) => i > 0 && e.parentCommit !== kept[i - 1]?.commit);
+    expect(sideways.length).toBeGreaterThan(0);
+    for (const e of sideways) {
+      const prev = kept[kept.indexOf(e) - 1] as ExperimentRecord;
+      expect(() => git(dir, "merge-base", "--is-ancestor", prev.commit, e.commit)).toThrow();
+    }
+  });
+
+  it("a candidate left undecided on a tree node is judged against that node when the parallel run resumes", async () => {
+    const dir = parallelFrontierProject("frontier: { strategy: top_k, k: 3 }");
+    const first = await createRun({ program: dir, tag: "t", maxExperiments: 6, agent: stepDownFrom() });
+    const ledger = first.lab.ledger;
+    const before = ledger.listExperiments(first.run.id);
+    const node = before.find((e) => e.decision?.treeNode);
+    if (!node) throw new Error("the first session made no tree node");
+    // As a kill after the experiment row leaves it: commit + ref + row, no trial, no decision.
+    const wt = join(dir, ".autolab", "worktrees", "t");
+    git(wt, "checkout", "-q", "--detach", node.commit);
+    const x = xAt(dir, node) - 1;
+    writeFileSync(join(wt, "value.mjs"), `export const X = ${x};\n`);
+    git(wt, "commit", "-qam", "candidate on a tree node");
+    const sha = git(wt, "rev-parse", "HEAD");
+    const n = Math.max(...before.map((e) => e.n)) + 1;
+    git(dir, "update-ref", `refs/autolab/t/${n}`, sha);
+    ledger.addExperiment({
+      runId: first.run.id,
+      n,
+      agent: "step-down",
+      parentCommit: node.commit,
+      commit: sha,
+      ref: `refs/autolab/t/${n}`,
+      hypothesis: `X ${x + 1} → ${x} on #${node.n}`,
+      diff: { files: 1, insertions: 1, deletions: 1 },
+    });
+    ledger.close();
+
+    const events: LoopEvent[] = [];
+    const again = await createRun({
+      program: dir,
+      tag: "t",
+      maxExperiments: n + 1,
+      agent: stepDownFrom(),
+      onEvent: (e) => events.push(e),
+    });
+    const exps = again.lab.ledger.listExperiments(first.run.id);
+    again.lab.ledger.close();
+    expect(exps.length).toBeGreaterThan(n + 1);
+    const resumed = exps.find((e) => e.n === n) as ExperimentRecord;
+    const best = bestOf(before) as ExperimentRecord;
+    // Judged against #node (X one lower beats it), kept or a tree node by the best: not stale,
+    // not rebased onto the best.
+    expect(resumed.parentCommit).toBe(node.commit);
+    if (x < (best.decision?.metric as number)) expect(resumed.decision?.action).toBe("keep");
+    else expect(resumed.decision).toMatchObject({ action: "discard", treeNode: true });
+    expectTreeRun(dir, exps, events);
+  });
+  it("an org's roles branch too: each proposal builds on a kept node, winners decided on the tree", async () => {
+    const dir = pairProject({
+      extra: "org: { roles: org/, policy: round-robin }\nfrontier: { strategy: top_k, k: 3 }\n",
+      sleepMs: 200,
+    });
+    mkdirSync(join(dir, "org"));
+    mkdirSync(join(dir, "tools"));
+    // A command agent: lowers one constant by 1 in whatever node its worktree holds.
+    writeFileSync(
+      join(dir, "tools", "lower.mjs"),
+      `import { readFileSync, writeFileSync } from "node:fs";
+const [file, name] = process.argv.slice(2);
+const v = Number(/= (-?\\d+)/.exec(readFileSync(file, "utf8"))[1]);
+writeFileSync(file, \`export const \${name} = \${v - 1};\\n\`);
+console.log(JSON.stringify({ hypothesis: \`\${name} \${v} → \${v - 1}\` }));
+`,
+    );
+    const role = (name: string, file: string, konst: string) =>
+      `---\nname: ${name}\ndescription: lowers ${konst}\nagent: { backend: command, command: "node tools/lower.mjs ${file} ${konst}" }\neditable: [${file}]\n---\nLower ${konst}.\n`;
+    writeFileSync(join(dir, "org", "alpha.md"), role("alpha", "a.mjs", "A"));
+    writeFileSync(join(dir, "org", "beta.md"), role("beta", "b.mjs", "B"));
+    git(dir, "add", "-A");
+    git(dir, "commit", "-qm", "org");
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 6 });
+    outcome.lab.ledger.close();
+    const exps = outcome.experiments;
+    expect(exps).toHaveLength(7);
+    const score = (e: ExperimentRecord) =>
+      ["a.mjs", "b.mjs"]
+        .map((f) => Number(/= (-?\d+)/.exec(git(dir, "show", `${e.commit}:${f}`))?.[1]))
+        .reduce((a, b) => a + b, 0);
+    expect(new Set(exps.slice(1).map((e) => e.role))).toEqual(new Set(["alpha", "beta"]));
+    for (const e of exps.slice(1)) {
+      const parent = exps.find((x) => x.n < e.n && x.commit === e.parentCommit && isTreeNode(x));
+      expect(parent, `#${e.n}'s parent`).toBeDefined();
+      expect(score(e)).toBe(score(parent as ExperimentRecord) - 1);
+      expect(e.rebaseOf).toBeUndefined();
+      expect(
+        e.decision?.action === "keep" || e.decision?.treeNode === true,
+        `#${e.n}: ${e.decision?.reason}`,
+      ).toBe(true);
+    }
+    expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  });
+
+  it("kill -9 after a decision of a branching parallel run, then resume: nothing lost, nothing merged, the branch on the best", async () => {
+    const t = createToyProject({ slots: 2, sleepMs: 150 });
+    toys.push(t);
+    const p = join(t.dir, "program.md");
+    writeFileSync(
+      p,
+      readFileSync(p, "utf8").replace("slots: 2\n", "slots: 2\nfrontier: { strategy: top_k, k: 3 }\n"),
+    );
+    git(t.dir, "commit", "-qam", "frontier");
+    const crashed = await runCli(["run", "-n", "6"], {
+      cwd: t.dir,
+      env: { AUTOLAB_CRASH_AT: "after-decision:4" },
+    });
+    expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+    const r = await runCli(["run", "-n", "6"], { cwd: t.dir });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const db = readLedger(t.dir);
+    const tag = db.runs[0]?.tag as string;
+    const refs = t
+      .git(["for-each-ref", "--format=%(refname)", `refs/autolab/${tag}/`])
+      .trim()
+      .split("\n")
+      .map((x) => Number(x.split("/").pop()));
+    expect(new Set(db.experiments.map((e) => e.n))).toEqual(new Set(refs));
+    expect(db.decisions).toHaveLength(db.experiments.length);
+    expect(db.trialResults).toHaveLength(db.trialStarts.length);
+    expect(db.experiments.filter((e) => e.rebase_of !== null)).toEqual([]);
+    const sql = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+    const treeNodes = new Set(
+      (
+        sql.prepare("SELECT experiment_id FROM decisions WHERE tree_node = 1").all() as {
+          experiment_id: number;
+        }[]
+      ).map((d) => d.experiment_id),
+    );
+    sql.close();
+    const decision = (id: number) => db.decisions.find((d) => d.experiment_id === id);
+    const nodes = db.experiments.filter((e) => decision(e.id)?.action === "keep" || treeNodes.has(e.id));
+    // Every candidate grew from an earlier kept node of the tree.
+    for (const e of db.experiments.filter((x) => x.n > 0)) {
+      expect(
+        nodes.some((x) => x.n < e.n && x.commit_sha === e.parent_commit),
+        `#${e.n}`,
+      ).toBe(true);
+    }
+    // Keeps in order of n, each better than the last; the branch at the last keep.
+    const kept = db.experiments.filter((e) => decision(e.id)?.action === "keep").sort((a, b) => a.n - b.n);
+    for (let i = 1; i < kept.length; i++) {
+      expect(decision(kept[i]?.id as number)?.metric).toBeLessThan(
+        decision(kept[i - 1]?.id as number)?.metric as number,
+      );
+    }
+    expect(t.git(["rev-parse", `autolab/${tag}`]).trim()).toBe(kept.at(-1)?.commit_sha);
   });
 });

@@ -214,13 +214,6 @@ export async function openRunSession(
         };
     }
     if (opts.slots !== undefined) {
-      if (program.frontier && program.frontier.strategy !== "best") {
-        throw new AutolabError(
-          "FRONTIER_WITH_SLOTS",
-          `program.md's frontier: ${program.frontier.strategy} branches the serial loop only; --slots ${opts.slots} asks for a parallel run, whose candidates all build on the best.`,
-          'Drop --slots, or set frontier: best in program.md (docs/loop.md "The tree frontier").',
-        );
-      }
       const given = program.slots;
       program.slots = {
         ...(given?.gpus ? { gpus: given.gpus } : {}),

@@ -29,16 +29,21 @@ export async function recordDecision(
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
   const bestCommit = best.commit;
   await verifyRatchet(deps, bestCommit, exp, emit);
-  // Only a parallel run judges a candidate on a best that has moved (Coordination.judgedOn).
-  const { keepOnMovedBest } = coordinationOf(deps);
-  if (decision.action === "keep" && exp.parentCommit !== bestCommit && keepOnMovedBest) {
-    await keepOnMovedBest(deps, exp, decision, best, exps, emit);
-    return;
-  }
-  // The tree frontier: a keep against another kept node moves the ratchet only when it beats
-  // the best too; otherwise it stays in the tree as a node (docs/loop.md "The tree frontier").
-  if (decision.action === "keep" && exp.parentCommit !== bestCommit && branches(program)) {
-    decision = onTree(decision, best.n, bestMetric, program.objective.direction);
+  if (decision.action === "keep" && exp.parentCommit !== bestCommit) {
+    if (branches(program)) {
+      // The tree frontier: a keep against another kept node (serially one the frontier drew; in
+      // a parallel run also a best that moved meanwhile, a node of the tree all the same) moves
+      // the ratchet only when it beats the best too; otherwise it stays in the tree as a node.
+      // Never merged onto the best: the tree keeps its branches apart (docs/loop.md).
+      decision = onTree(decision, best.n, bestMetric, program.objective.direction, exp.n < best.n);
+    } else {
+      // Only a parallel run judges a candidate on a best that has moved (Coordination.judgedOn).
+      const { keepOnMovedBest } = coordinationOf(deps);
+      if (keepOnMovedBest) {
+        await keepOnMovedBest(deps, exp, decision, best, exps, emit);
+        return;
+      }
+    }
   }
   // What the rule found about the run (a deterministic objective) is said once in the notebook.
   if (decision.notice && !ledger.listNotes(run.id).some((n) => n.text === decision.notice)) {
@@ -73,16 +78,28 @@ export async function recordDecision(
 /**
  * A candidate kept against the kept node it grew from (not the best): kept, moving the ratchet,
  * when its value beats the best's too; else a tree node — a discard others may build on.
+ * `bestIsLater`: the best has a higher number (a parallel run kept it while this one ran). Kept
+ * experiments go in order of n (bestOf, the ratchet's reconciliation), so such a candidate is a
+ * tree node even when it beats the best — the frontier ranks it first and grows from it.
  */
 export function onTree(
   decision: Decision,
   bestN: number,
   bestMetric: number,
   direction: Direction,
+  bestIsLater = false,
 ): Decision {
   const v = decision.metric;
   const shown = `the best #${bestN} (${formatMetric(bestMetric)})`;
   if (v !== undefined && isBetter(v, bestMetric, direction)) {
+    if (bestIsLater) {
+      return {
+        ...decision,
+        action: "discard",
+        treeNode: true,
+        reason: `kept in the tree: ${decision.reason}; it beats ${shown} too, but #${bestN} was kept while it ran and keeps go in order of number: the best #${bestN} stays`,
+      };
+    }
     return { ...decision, reason: `${decision.reason}; beats ${shown} too` };
   }
   return {

@@ -100,11 +100,6 @@ export const ERROR_CODES = {
     http: 400,
     meaning: "a file or pattern under `files:` matches nothing committed",
   },
-  FRONTIER_WITH_SLOTS: {
-    kind: "user",
-    http: 400,
-    meaning: "program.md's `frontier:` branches the serial loop only, and `--slots` asked for a parallel run",
-  },
   GH_NOT_FOUND: { kind: "user", http: 400, meaning: "`finalize --pr` needs the GitHub CLI `gh` on PATH" },
   GIT_FAILED: { kind: "user", http: 500, meaning: "a git command failed" },
   GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },

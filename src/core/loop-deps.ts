@@ -81,14 +81,20 @@ export interface Coordination {
   /** The next experiment number, reserved together with reading the best (kept ones come in order of n). */
   allocate(): number;
   /**
-   * What a new candidate builds on, and the value shown for it: the best. A parallel run whose
-   * baseline is still measured builds on the baseline (value NaN). Undefined: nothing yet.
+   * What new candidate `n` builds on, and the value shown for it: the best, or with a branching
+   * frontier the kept node drawn for `n` (frontierNode; absent: the number after the notebook's last). A parallel run whose baseline is still
+   * measured builds on the baseline (value NaN). Undefined: nothing yet.
    */
-  buildsOn(deps: LoopDeps, exps: ExperimentRecord[]): { exp: ExperimentRecord; metric: number } | undefined;
+  buildsOn(
+    deps: LoopDeps,
+    exps: ExperimentRecord[],
+    n?: number,
+  ): { exp: ExperimentRecord; metric: number } | undefined;
   /**
-   * The commit a candidate is judged on. Serially the branch's best: a candidate built on
-   * another is stale. In a parallel run its parent: the best may have moved since, and a winner
-   * is merged at decision time (keepOnMovedBest).
+   * The commit a candidate is judged on. Serially the branch's best (a candidate built on
+   * another is stale), or with a branching frontier the kept node it grew from. In a parallel
+   * run its parent: the best may have moved since, and a winner is merged at decision time
+   * (keepOnMovedBest) — or, with a branching frontier, decided on the tree (decide.ts onTree).
    */
   judgedOn(exp: ExperimentRecord): Promise<string>;
   /**
@@ -105,7 +111,8 @@ export interface Coordination {
   ): Promise<void>;
   /**
    * A keep on a best other than `best` (the current one): rebased onto it as a new experiment
-   * (merge.ts). Serially every candidate is judged on the current best, so this is absent.
+   * (merge.ts). Serially every candidate is judged on the current best, so this is absent; with
+   * a branching frontier it is never asked (such a keep is decided on the tree, decide.ts).
    */
   keepOnMovedBest?(
     deps: LoopDeps,
@@ -127,7 +134,7 @@ export function serialCoordination(deps: LoopDeps): Coordination {
   return {
     lock: (fn) => fn(),
     allocate: () => Math.max(...deps.ledger.listExperiments(deps.run.id).map((e) => e.n)) + 1,
-    buildsOn: (d, exps) => frontierNode(d, exps),
+    buildsOn: (d, exps, n) => frontierNode(d, exps, n),
     // A candidate the frontier built on another kept node is judged against that node.
     judgedOn: async (exp) => treeParent(deps, exp)?.commit ?? deps.workspace.bestCommit(),
   };
@@ -148,27 +155,29 @@ export function treeParent(deps: LoopDeps, exp: ExperimentRecord): ExperimentRec
 }
 
 /**
- * The node a new candidate builds on (program.md `frontier:`, src/core/frontier.ts): the best,
- * or with a branching strategy a kept node drawn from the tree with the run's seed and the next
- * experiment number (the same notebook draws the same node again).
+ * The node new candidate `n` builds on (program.md `frontier:`, src/core/frontier.ts): the
+ * best, or with a branching strategy a kept node drawn from the tree with the run's seed and the
+ * experiment's number (the same notebook draws the same node again). `n` defaults to the
+ * number after the notebook's last (the serial loop's; a parallel run passes the one reserved).
  */
 export function frontierNode(
   deps: LoopDeps,
   exps: ExperimentRecord[],
+  n?: number,
 ): { exp: ExperimentRecord; metric: number } | undefined {
   const { program, run } = deps;
   const best = measuredBest(program, exps);
   if (!best || !program.frontier || !branches(program)) return best;
   const nodes = treeNodesOf(exps, program.objective.metric);
-  const next = Math.max(0, ...exps.map((e) => e.n)) + 1;
-  const n = chooseNode(
+  const next = n ?? Math.max(0, ...exps.map((e) => e.n)) + 1;
+  const node = chooseNode(
     program.frontier,
     nodes,
     best.exp.n,
     program.objective.direction,
     frontierRandom(run.seed, next),
   );
-  const exp = exps.find((e) => e.n === n);
+  const exp = exps.find((e) => e.n === node);
   const metric = exp ? objectiveOf(exp, program.objective.metric) : undefined;
   return exp && metric !== undefined ? { exp, metric } : best;
 }

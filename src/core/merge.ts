@@ -1,6 +1,7 @@
 /**
  * A parallel run's merge: only the scheduler's runs reach it (parallel-coordination.ts), never the serial
- * loop, where every candidate is built on the current best.
+ * loop, where every candidate is built on the current best — and never with a branching frontier,
+ * whose winners are decided on the tree (decide.ts onTree).
  */
 import { commitMessage } from "./candidate.ts";
 import { crashPoint } from "./crash-points.ts";

@@ -9,14 +9,16 @@ import { evaluateExperiment } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
 import type { DiffStats, ExperimentRecord } from "./ledger.ts";
-import { type Coordination, type LoopDeps, measuredBest, type Trials } from "./loop-deps.ts";
+import { type Coordination, frontierNode, type LoopDeps, type Trials } from "./loop-deps.ts";
 import { mergeOnto } from "./merge.ts";
 import type { Workspace } from "./workspace.ts";
 
 /**
  * What a parallel run adds to the serial rules. A candidate is judged against its parent (the
  * best it was built on); when the best moved meanwhile, a winner is rebased onto the new best
- * as a new experiment that is evaluated again (a conflict rejects it as stale).
+ * as a new experiment that is evaluated again (a conflict rejects it as stale). With a branching
+ * frontier the parent is whichever kept node was drawn, and a winner is decided on the tree as
+ * serially: no merge (decide.ts onTree, docs/loop.md "The tree frontier").
  */
 export interface ParallelHooks {
   /** Serializes decide → advance across workers (the ratchet moves one decision at a time). */
@@ -51,9 +53,10 @@ export function parallelCoordination(hooks: ParallelHooks): Coordination {
   return {
     lock: (fn) => hooks.lock(fn),
     allocate: () => hooks.allocate(),
-    buildsOn: (deps, exps) => {
-      const best = measuredBest(deps.program, exps);
-      if (best || !hooks.baselineDecided) return best;
+    buildsOn: (deps, exps, n) => {
+      // The best, or with a branching frontier the node drawn for n, as serially.
+      const node = frontierNode(deps, exps, n);
+      if (node || !hooks.baselineDecided) return node;
       // Proposing while the baseline is still measured: candidates build on it.
       const baseline = exps.find((e) => e.n === 0);
       return baseline ? { exp: baseline, metric: Number.NaN } : undefined;

@@ -62,7 +62,10 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const emit = opts.emit ?? (() => {});
   const exps = ledger.listExperiments(run.id);
   const coordination = coordinationOf(deps);
-  const base = coordination.buildsOn(deps, exps);
+  // Reserved together with reading the best: kept experiments then come in order of n (bestOf);
+  // a branching frontier draws the node for this number (the same number, the same node).
+  const n = coordination.allocate();
+  const base = coordination.buildsOn(deps, exps, n);
   if (!base) throw new AutolabError("NO_BEST", "the run has no measured best.");
   // What it builds on: the best, or with a branching frontier any kept node (frontier.ts).
   const { exp: best, metric: bestMetric } = base;
@@ -74,8 +77,6 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     await ws.resetTo(bestCommit);
     before = await ws.snapshot();
   }
-  // Reserved together with reading the best: kept experiments then come in order of n (bestOf).
-  const n = coordination.allocate();
   // The before hook (program.md hooks:) runs in the worktree at the best, which it leaves clean;
   // a worktree the researcher already edited (MCP's prepared step) is not touched.
   const beforeHook = opts.prepared

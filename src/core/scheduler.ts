@@ -27,7 +27,8 @@ import type { Workspace } from "./workspace.ts";
  * are queued again, candidate refs without a row are adopted, leftover trial processes reaped.
  * What parallelism adds (ParallelHooks): experiment numbers reserved at proposal start; each
  * candidate judged against the best it was built on; a winner on an old best rebased onto the
- * new best and evaluated again; decide → advance serialized by one lock.
+ * new best and evaluated again (with a branching frontier: built on the node frontierNode draws,
+ * and decided on the tree, not merged); decide → advance serialized by one lock.
  */
 
 /** One way of proposing: a role of the org, or the program's single researcher. */

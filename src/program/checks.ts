@@ -95,7 +95,6 @@ export function crossFieldIssues(raw: unknown): ProgramIssue[] {
   issues.push(...objectiveIssues(raw));
   issues.push(...ladderIssues(raw));
   issues.push(...searchIssues(raw));
-  issues.push(...frontierIssues(raw));
   return issues;
 }
 
@@ -244,23 +243,3 @@ function ladderIssues(raw: unknown): ProgramIssue[] {
 }
 
 export { at as valueAt };
-
-/**
- * A frontier other than `best` branches the serial loop only: parallel slots pipeline their
- * proposals on the best and merge winners onto it (docs/loop.md "The tree frontier").
- */
-function frontierIssues(raw: unknown): ProgramIssue[] {
-  const f = at(raw, ["frontier"]);
-  const strategy = typeof f === "string" ? f : at(raw, ["frontier", "strategy"]);
-  if (typeof strategy !== "string" || strategy === "best") return [];
-  const parallel =
-    at(raw, ["slots"]) !== undefined ? "slots" : at(raw, ["org"]) !== undefined ? "org" : undefined;
-  if (!parallel) return [];
-  return [
-    {
-      path: typeof f === "string" ? ["frontier"] : ["frontier", "strategy"],
-      message: `frontier ${JSON.stringify(strategy)} branches the serial loop only; with ${parallel}: every candidate builds on the best (remove ${parallel}: or use frontier: best)`,
-      example: "frontier: top_k   # without slots: or org:",
-    },
-  ];
-}
