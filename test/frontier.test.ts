@@ -10,7 +10,10 @@ import {
   isTreeNode,
   treeNodesOf,
 } from "../src/core/frontier.ts";
+import { climbLadder } from "../src/core/ladder.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
+import type { LoopDeps } from "../src/core/loop-deps.ts";
+import type { TrialResult } from "../src/core/types.ts";
 import { parseProgram } from "../src/program/parse.ts";
 
 const NODES: FrontierNode[] = [
@@ -232,5 +235,59 @@ describe("program.md frontier:", () => {
     const o = parseProgram(PROGRAM("frontier: { strategy: top_k, k: 2 }", "org: org/\n"), "p.md");
     expect(o.frontier).toMatchObject({ strategy: "top_k", k: 2 });
     expect(o.org).toBeDefined();
+  });
+});
+
+describe("the proxy ladder on a tree", () => {
+  const program = parseProgram(
+    `---
+name: t
+objective: { metric: loss, direction: minimize }
+run: { command: "true", budget: 5s }
+files: { editable: [a.txt] }
+agent: builtin
+ladder: { budgets: [1s], promote: 0.3 }
+frontier: top_k
+---
+`,
+    "/p/program.md",
+  );
+  /** An experiment with one ok trial on the 1 s rung, decided as given. */
+  const node = (n: number, rung: number, decision: object, parent = "c0"): ExperimentRecord =>
+    ({
+      id: n + 1,
+      n,
+      commit: `c${n}`,
+      parentCommit: parent,
+      trials: [{ budgetMs: 1000, result: { status: "ok", metrics: { loss: rung } } }],
+      decision: { reason: "", mechanismConfirmed: null, decidedAt: "2026-11-25", ...decision },
+    }) as unknown as ExperimentRecord;
+
+  it("ranks a candidate grown on a tree node against that node on the rung, not the best", async () => {
+    const exps = [
+      node(0, 6, { action: "keep", metric: 5 }),
+      node(1, 2, { action: "keep", metric: 1 }), // the best: far ahead on the rung
+      node(2, 5, { action: "discard", treeNode: true, metric: 4 }), // a tree node off the baseline
+    ];
+    const candidate = {
+      id: 4,
+      n: 3,
+      commit: "c3",
+      parentCommit: "c2",
+      trials: [],
+    } as unknown as ExperimentRecord;
+    const deps = {
+      program,
+      run: { id: 1 },
+      ledger: { getExperiment: () => undefined, listExperiments: () => exps },
+    } as unknown as LoopDeps;
+    const rungTrial = async () => ({ status: "ok", metrics: { loss: 4.5 } }) as unknown as TrialResult;
+    // 4.5 ranks 3 of 4 on the rung (top 30%: 2 promoted), but beats its parent #2 (5) there.
+    expect(await climbLadder(deps, candidate, () => {}, rungTrial)).toBe("top");
+    // Built on the best instead, the same value is not promoted, and the reason names the best.
+    const onBest = { ...candidate, parentCommit: "c1" } as ExperimentRecord;
+    const decision = await climbLadder(deps, onBest, () => {}, rungTrial);
+    expect(decision).toMatchObject({ action: "discard" });
+    expect((decision as { reason: string }).reason).toMatch(/the best, #1, has 2 there/);
   });
 });

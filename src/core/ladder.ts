@@ -14,6 +14,7 @@
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
 import { formatMetric, formatRungBudget } from "./format.ts";
+import { isTreeNode } from "./frontier.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { mean } from "./stats.ts";
@@ -81,12 +82,14 @@ export async function climbLadder(
     });
     const rank = 1 + seen.filter((v) => better(v, value)).length;
     const promoted = Math.max(1, Math.ceil(ladder.promote * seen.length));
-    const parent =
-      exps.find((e) => e.commit === exp.parentCommit && e.decision?.action === "keep") ?? bestOf(exps);
+    // Ranked against the node it grew from, as the judge does (a tree node with a frontier).
+    const best = bestOf(exps);
+    const parent = exps.find((e) => e.commit === exp.parentCommit && isTreeNode(e)) ?? best;
     const parentValue = parent && parent.n !== exp.n ? valueAt(program, parent, rung.budgetMs) : undefined;
     if (rank <= promoted || (parentValue !== undefined && better(value, parentValue))) continue;
+    const whose = parent?.n === best?.n ? "the best" : "its parent";
     const there =
-      parentValue !== undefined ? `; the best, #${parent?.n}, has ${formatMetric(parentValue)} there` : "";
+      parentValue !== undefined ? `; ${whose}, #${parent?.n}, has ${formatMetric(parentValue)} there` : "";
     return {
       action: "discard",
       reason: `not promoted from the ${name} rung: ${metric} ${formatMetric(value)} ranks ${rank} of ${seen.length} (top ${Math.round(ladder.promote * 100)}% promoted${there})`,
