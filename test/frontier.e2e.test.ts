@@ -2,11 +2,13 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createRun } from "../src/app/create-run.ts";
+import { planFinalize } from "../src/app/finalize.ts";
 import type { LoopEvent } from "../src/core/events.ts";
 import { bestOf } from "../src/core/experiments.ts";
 import { isTreeNode } from "../src/core/frontier.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
 import type { Agent, ProposalContext } from "../src/core/types.ts";
+import { findRepo } from "../src/workspace/git-workspace.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
 /** A researcher that lowers X by one from whatever node it is given, and says which node it saw. */
@@ -223,5 +225,32 @@ describe("the tree frontier in a real run", () => {
       expect(e.rebaseOf).toBeUndefined();
     }
     expect(git(dir, "rev-parse", "autolab/t")).toBe(bestOf(exps)?.commit);
+  });
+});
+
+describe("finalize on a run that branched", () => {
+  it("plans the best's own ancestry: each change against the node it grew from, never a sibling branch undone", async () => {
+    const dir = frontierProject("frontier: { strategy: top_k, k: 3 }");
+    const outcome = await createRun({ program: dir, tag: "t", maxExperiments: 8, agent: stepDown([]) });
+    const exps = outcome.lab.ledger.listExperiments(outcome.run.id);
+    outcome.lab.ledger.close();
+    const keeps = exps.filter((e) => e.n > 0 && e.decision?.action === "keep");
+    // This run moved the ratchet sideways at least once: a keep grown on a node other than the keep before it.
+    const sideways = keeps.filter((e, i) => e.parentCommit !== (keeps[i - 1]?.commit ?? exps[0]?.commit));
+    expect(sideways.length).toBeGreaterThan(0);
+    const plan = await planFinalize(await findRepo(dir), outcome.run, exps);
+    const byN = new Map(exps.map((e) => [e.n, e]));
+    // A chain from the base to the best, each change diffed from its own parent node.
+    expect(plan.changes.at(-1)?.commit).toBe(bestOf(exps)?.commit);
+    for (const [i, c] of plan.changes.entries()) {
+      expect(c.parent, `#${c.n}`).toBe(i === 0 ? outcome.run.baseCommit : plan.changes[i - 1]?.commit);
+      if (i > 0) expect(c.parent).toBe(byN.get(c.n)?.parentCommit);
+      expect(isTreeNode(byN.get(c.n) as ExperimentRecord)).toBe(true);
+    }
+    // The last branch (all of the best's changes) holds exactly the best's tree.
+    const last = plan.branches.find((b) => b.n === plan.changes.at(-1)?.n);
+    expect(git(dir, "rev-parse", `${last?.tip}^{tree}`)).toBe(
+      git(dir, "rev-parse", `${bestOf(exps)?.commit}^{tree}`),
+    );
   });
 });

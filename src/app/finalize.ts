@@ -16,6 +16,7 @@ import { delimiter, dirname, join } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { bestOf, objectiveOf } from "../core/experiments.ts";
 import { formatMetric } from "../core/format.ts";
+import { isTreeNode } from "../core/frontier.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { mean } from "../core/stats.ts";
@@ -185,8 +186,7 @@ export async function planFinalize(
   opts: PlanOptions = {},
 ): Promise<FinalizePlan> {
   const kept = exps.filter((e) => e.decision?.action === "keep").sort((a, b) => a.n - b.n);
-  const changesKept = kept.filter((e) => e.n > 0);
-  if (changesKept.length === 0) {
+  if (kept.filter((e) => e.n > 0).length === 0) {
     throw new AutolabError(
       "NOTHING_TO_FINALIZE",
       `run ${run.tag} kept no change beyond its baseline: there is nothing to turn into a branch.`,
@@ -201,9 +201,13 @@ export async function planFinalize(
   );
   const changes: FinalizeChange[] = [];
   const hunks: ChangeHunks[] = [];
+  const changesKept = changesOfBest(exps, kept, run.baseCommit);
   let prev = kept.find((e) => e.n === 0) ?? kept[0];
   let parent = run.baseCommit;
   for (const e of changesKept) {
+    // A change is measured against the node it grew from (with a tree frontier, not always the
+    // keep before it); the walk below guarantees it is the previous one on the path.
+    prev = exps.find((x) => x.commit === e.parentCommit) ?? prev;
     const diff = await git(repo.root, [...DIFF, "-U0", parent, e.commit]);
     const files = parseDiff(diff);
     hunks.push({ n: e.n, files });
@@ -236,6 +240,29 @@ export async function planFinalize(
     dirty: await dirtyPaths(repo.root),
     applied: false,
   };
+}
+
+/**
+ * The changes the best holds, base first: its ancestry through the notebook's kept nodes. Without
+ * a tree frontier that is every keep in order (each built on the keep before it, a rebased
+ * winner on the best it was rebased onto). With one, a keep may have grown on a tree node and
+ * moved the ratchet sideways: the path then runs through tree nodes, and keeps on a branch the
+ * ratchet left are not in the best, so not in the plan (diffing a sideways keep against the keep
+ * before it would undo that branch's edits). A path that does not reach the base (a notebook
+ * this rule does not cover) falls back to the keeps in order.
+ */
+function changesOfBest(exps: ExperimentRecord[], kept: ExperimentRecord[], base: string): ExperimentRecord[] {
+  const keeps = kept.filter((e) => e.n > 0);
+  const best = keeps.at(-1);
+  const nodes = new Map(exps.filter((e) => e.n > 0 && isTreeNode(e)).map((e) => [e.commit, e]));
+  const baseline = kept.find((e) => e.n === 0)?.commit ?? base;
+  const path: ExperimentRecord[] = [];
+  for (let e = best; e; e = nodes.get(e.parentCommit)) {
+    path.unshift(e);
+    if (e.parentCommit === baseline || e.parentCommit === base) return path;
+    if (path.length > exps.length) break;
+  }
+  return keeps;
 }
 
 /** Every diff finalize reads: no external diff or textconv driver (they run programs), fixed prefixes. */
