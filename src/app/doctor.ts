@@ -7,7 +7,7 @@
  * default endpoint: for those it only says whether the key is set).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { findExecutable, installHint } from "../agents/cli/cli-agent.ts";
@@ -20,7 +20,7 @@ import { loadRoles } from "../org/roles.ts";
 import { loadProgram } from "../program/index.ts";
 import { findOnPath, probeSandbox, type SandboxProbe } from "../runner/sandbox.ts";
 import { PACKAGE_ROOT } from "./init.ts";
-import { assertNotEmptied, stateDirOf } from "./lab.ts";
+import { assertNotEmptied, locateNotebook, programPath } from "./lab.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -162,7 +162,7 @@ export function checkSandbox(env: DoctorEnv, program: Program | undefined): Chec
 
 /** program.md in `dir`: present and valid. Returns the program for the checks that need it. */
 export function checkProgram(dir: string): { check: Check; program?: Program } {
-  const file = programFile(dir);
+  const file = programPath(dir);
   if (!existsSync(file)) {
     return {
       check: {
@@ -302,8 +302,7 @@ async function reachable(env: DoctorEnv, name: string, baseUrl: string): Promise
 
 /** The notebook (.autolab/lab.db): absent is fine; present, it must open and read. */
 export function checkNotebook(dir: string): Check {
-  const stateDir = stateDirOf(programFile(dir));
-  const db = join(stateDir, "lab.db");
+  const { stateDir, db } = locateNotebook(dir);
   if (!existsSync(db)) {
     return { name: "notebook", status: "ok", detail: `none yet (${db}: \`autolab run\` creates it)` };
   }
@@ -387,10 +386,6 @@ export async function runDoctor(dirArg: string | undefined, env: DoctorEnv = rea
   }
   checks.push(checkNotebook(dir), checkGpus(env, program));
   return checks;
-}
-
-function programFile(dir: string): string {
-  return existsSync(dir) && statSync(dir).isDirectory() ? join(dir, "program.md") : dir;
 }
 
 function fixOf(err: AutolabError): { fix?: string } {

@@ -10,9 +10,9 @@
  * dependencies is kept on one branch with the changes it conflicts with, and the plan says so.
  */
 import { execFile } from "node:child_process";
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { bestOf, objectiveOf } from "../core/experiments.ts";
 import { formatMetric } from "../core/format.ts";
@@ -23,6 +23,7 @@ import { mean } from "../core/stats.ts";
 import { valuesAt } from "../core/trial-values.ts";
 import type { Executor, Program } from "../core/types.ts";
 import { loadProgram } from "../program/index.ts";
+import { findOnPath } from "../runner/sandbox.ts";
 import { fitNoise } from "../trust/noise-model.ts";
 import { git, gitRaw } from "../workspace/git.ts";
 import { findRepo, type RepoInfo } from "../workspace/git-workspace.ts";
@@ -616,22 +617,9 @@ async function sameContent(repo: RepoInfo, base: string, a: string, b: string): 
 }
 
 /** The `gh` on PATH, or a clear error. */
-export function findGh(): string | undefined {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (!dir) continue;
-    const p = join(dir, "gh");
-    try {
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 function assertGh(): string {
-  const gh = findGh();
+  const gh = findOnPath("gh");
   if (!gh) {
     throw new AutolabError(
       "GH_NOT_FOUND",

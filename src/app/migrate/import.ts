@@ -1,19 +1,12 @@
-import {
-  accessSync,
-  constants,
-  existsSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { basename, delimiter, join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
 import { AutolabError } from "../../core/errors.ts";
 import { openNotebook } from "../../ledger/open-notebook.ts";
 import { splitFrontmatter } from "../../program/frontmatter.ts";
 import { parseProgram } from "../../program/index.ts";
+import { findOnPath } from "../../runner/sandbox.ts";
 import { git, gitRaw } from "../../workspace/git.ts";
-import { assertNotEmptied, prepareStateDir } from "../lab.ts";
+import { assertNotEmptied, locateNotebook, prepareStateDir } from "../lab.ts";
 import { autoresearchMissing, planAutoresearch } from "./autoresearch.ts";
 import { piLayout, planPiAutoresearch } from "./pi-autoresearch.ts";
 import {
@@ -54,17 +47,7 @@ export function diskCheckout(dir: string): Checkout {
 
 /** Whether an executable of this name is on PATH. */
 export function onPath(name: string, path = process.env.PATH ?? ""): boolean {
-  return path
-    .split(delimiter)
-    .filter(Boolean)
-    .some((d) => {
-      try {
-        accessSync(join(d, name), constants.X_OK);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+  return findOnPath(name, path) !== undefined;
 }
 
 const hostEnvironment: MigrationEnvironment = { hasExecutable: (n) => onPath(n) };
@@ -101,14 +84,13 @@ export async function initFrom(
   recognize(dir, checkout, source);
   const plan = source === "autoresearch" ? planAutoresearch(checkout, env) : planPiAutoresearch(checkout);
   const text = programText(plan);
-  const programFile = join(dir, "program.md");
+  const { file: programFile, stateDir, db } = locateNotebook(dir);
   // What init writes must be a program autolab runs: a bad metric name fails here, before any write.
   parseProgram(text, programFile);
 
-  const stateDir = join(dir, ".autolab");
   assertNotEmptied(stateDir);
   prepareStateDir(stateDir);
-  const ledger = openNotebook(join(stateDir, "lab.db"));
+  const ledger = openNotebook(db);
   try {
     // History first, then program.md: a second init after one cut short between the two finds the
     // history there and only writes program.md (a checkout is refused once program.md is written).
