@@ -92,11 +92,15 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     };
-    if (session.deps.program.frontier?.strategy === "pareto") {
-      // One objective has a one-node Pareto front: the strategy means top_k until several land.
+    const program = session.deps.program;
+    if (program.frontier?.strategy === "pareto") {
+      // The strategy draws like top_k on the primary objective: with one objective its front is
+      // one node; with several, the frontier does not read the front yet (docs/loop.md).
       opts.onEvent?.({
         type: "warning",
-        message: `frontier: pareto needs several objectives; with one (${session.deps.program.objective.metric}) it draws like top_k (k = ${session.deps.program.frontier.k})`,
+        message: program.objectives
+          ? `frontier: pareto does not draw from the Pareto front yet: it draws like top_k on the first objective (${program.objective.metric}, k = ${program.frontier.k})`
+          : `frontier: pareto needs several objectives; with one (${program.objective.metric}) it draws like top_k (k = ${program.frontier.k})`,
       });
     }
     const summary = isParallel(session.deps.program)

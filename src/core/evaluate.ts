@@ -38,9 +38,6 @@ export async function evaluateExperiment(
   // The after hook (program.md hooks:) follows the decision, if there was one (not on Ctrl-C).
   if (!deps.program.hooks?.after || signal?.aborted) return;
   if (!deps.ledger.getExperiment(deps.run.id, exp.n)?.decision) return;
-  // Once per experiment: a candidate judged from inside beforeBaseline (a nested evaluation)
-  // already had its after hook there.
-  if (deps.ledger.listHookRuns(deps.run.id, exp.n).some((h) => h.phase === "after")) return;
   await runHook(deps, "after", exp.n, {
     at: bestCommitOf(deps),
     env: afterDecisionEnv(deps, exp.n),
@@ -50,7 +47,11 @@ export async function evaluateExperiment(
   });
 }
 
-async function evaluateAndDecide(
+/**
+ * evaluateExperiment without the after hook: what a nested evaluation calls (the parallel run's
+ * beforeBaseline judges a candidate inside an outer evaluateExperiment, which runs the hook).
+ */
+export async function evaluateAndDecide(
   deps: LoopDeps,
   exp: ExperimentRecord,
   emit: (e: LoopEvent) => void,

@@ -75,6 +75,8 @@ export function entriesOf(
   program: Program,
   run: RunRecord,
   exps: readonly ExperimentRecord[],
+  /** Only these experiments (by n); the others are still read for their values as parents. */
+  only?: ReadonlySet<number>,
 ): KnowledgeEntry[] {
   const names = holdoutNames(program, run);
   const r = (s: string) => redactHoldouts(s, names);
@@ -82,6 +84,7 @@ export function entriesOf(
   const byCommit = new Map(exps.map((e) => [e.commit, e]));
   const out: KnowledgeEntry[] = [];
   for (const e of exps) {
+    if (only && !only.has(e.n)) continue;
     if (e.n === 0 || !e.decision || e.hypothesis.startsWith("(no proposal")) continue;
     const value = objectiveOf(e, metric);
     const parent = byCommit.get(e.parentCommit);
@@ -191,7 +194,7 @@ export function priorWorkSource(
     if (!fresh.length) return;
     // Every experiment goes in (a parent's value is read from it), only the new ones come out.
     const news = new Set(fresh.map((e) => e.n));
-    const ok = guard("written", (s) => s.record(entriesOf(program, run, exps).filter((e) => news.has(e.n))));
+    const ok = guard("written", (s) => s.record(entriesOf(program, run, exps, news)));
     if (ok !== undefined) for (const e of fresh) recorded.add(e.n);
   };
   return {

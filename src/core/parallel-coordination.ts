@@ -5,7 +5,7 @@
  * the baseline is measured. Only the scheduler builds one; the serial loop never reaches this file.
  */
 import { AutolabError } from "./errors.ts";
-import { evaluateExperiment } from "./evaluate.ts";
+import { evaluateAndDecide } from "./evaluate.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
 import type { DiffStats, ExperimentRecord } from "./ledger.ts";
@@ -92,5 +92,6 @@ async function trialBeforeBaseline(
     return;
   }
   const now = ledger.getExperiment(run.id, exp.n);
-  if (now && !now.decision) await evaluateExperiment(deps, now, emit, signal);
+  // The outer evaluateExperiment runs the after hook once this returns.
+  if (now && !now.decision) await evaluateAndDecide(deps, now, emit, signal);
 }

@@ -239,8 +239,14 @@ function tryFts(db: DatabaseSync): boolean {
     if (/no such module: fts5/i.test((err as Error).message)) return false;
     throw err;
   }
-  const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
-  if (count("SELECT COUNT(*) AS n FROM entries") !== count("SELECT COUNT(*) AS n FROM entries_fts_docsize")) {
+  // Both counts in one statement, so one snapshot: two would let another process's record()
+  // land between them and set off a rebuild for nothing.
+  const { entries, indexed } = db
+    .prepare(
+      "SELECT (SELECT COUNT(*) FROM entries) AS entries, (SELECT COUNT(*) FROM entries_fts_docsize) AS indexed",
+    )
+    .get() as { entries: number; indexed: number };
+  if (entries !== indexed) {
     db.exec("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')");
   }
   return true;

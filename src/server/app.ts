@@ -236,13 +236,15 @@ export function createApp(deps: AppDeps): LabApp {
         "Pass from=<n>, e.g. from=12.",
       );
     const exps = lab.experiments(run);
-    return c.json(
-      progressSeries(
-        run,
-        from === undefined ? exps : exps.filter((e) => e.n >= Number(from)),
-        lab.imported(),
-      ),
-    );
+    // A partial series (from=) is the page's update: the imported history came with the whole one.
+    if (from !== undefined)
+      return c.json(
+        progressSeries(
+          run,
+          exps.filter((e) => e.n >= Number(from)),
+        ),
+      );
+    return c.json(progressSeries(run, exps, lab.imported()));
   });
 
   app.get("/api/experiments", (c) => {

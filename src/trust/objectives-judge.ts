@@ -42,7 +42,7 @@ const CANDIDATE = -1;
 type Verdict = Decision | MoreTrials;
 
 /** The finite values of one metric in trials. */
-export function valuesOf(trials: readonly TrialResult[], metric: string): number[] {
+function valuesOf(trials: readonly TrialResult[], metric: string): number[] {
   const out: number[] = [];
   for (const t of trials) {
     const v = t.metrics[metric];
@@ -52,7 +52,7 @@ export function valuesOf(trials: readonly TrialResult[], metric: string): number
 }
 
 /** Positive when x is better than y in the metric's direction. */
-export function gain(m: ObjectiveMetric, x: number, y: number): number {
+function gain(m: ObjectiveMetric, x: number, y: number): number {
   return m.direction === "minimize" ? y - x : x - y;
 }
 
@@ -76,7 +76,7 @@ interface Credibility {
  * Is the mean of xs credibly better than the mean of ys (or than a fixed value, `ys` a number)?
  * `plain`: the greedy rule — better is better.
  */
-export function credibleGain(
+function credibleGain(
   m: ObjectiveMetric,
   xs: readonly number[],
   ys: readonly number[] | number,
@@ -104,12 +104,12 @@ export function credibleGain(
 
 function fmtZ(z: number): string {
   if (Number.isNaN(z)) return "σ unknown";
-  if (!Number.isFinite(z)) return z > 0 ? "exact" : "exact";
+  if (!Number.isFinite(z)) return "exact";
   return `${z.toFixed(1)}σ`;
 }
 
 /** The single-metric rule's input with metric m as the objective (values from the run's trials). */
-export function projectInput(input: JudgeInput, m: ObjectiveMetric, primary: string): JudgeInput {
+function projectInput(input: JudgeInput, m: ObjectiveMetric, primary: string): JudgeInput {
   const program = { ...input.program, objective: m };
   if (m.metric === primary) return { ...input, program };
   const exps = input.experiments ?? [];
