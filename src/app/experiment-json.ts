@@ -2,6 +2,7 @@ import { revisitOf } from "../core/advisor.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, HookRunRecord, RunRecord } from "../core/ledger.ts";
 import type { Params } from "../core/types.ts";
+import { type Holdouts, redactHoldouts } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { visibleMetrics } from "./status.ts";
 
@@ -97,6 +98,23 @@ export interface HookJson {
   output: string;
   logDir: string;
   finishedAt: string;
+}
+
+/**
+ * Hook runs as a viewer shows them: their output and reason are trial-controlled text, so holdout
+ * values are redacted like every trial text unless the viewer asked for them (`show`).
+ */
+export function viewedHooks(
+  hooks: readonly HookRunRecord[],
+  holdout: Holdouts,
+  show: boolean,
+): HookRunRecord[] {
+  if (show) return [...hooks];
+  return hooks.map((h) => ({
+    ...h,
+    output: redactHoldouts(h.output, holdout),
+    ...(h.reason !== undefined ? { reason: redactHoldouts(h.reason, holdout) } : {}),
+  }));
 }
 
 export function hookJson(h: HookRunRecord): HookJson {

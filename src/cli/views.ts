@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { experimentJson, holdoutOf, hookJson } from "../app/experiment-json.ts";
+import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
 import { openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
 import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
@@ -282,14 +282,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
     hooks: lab.ledger.listHookRuns(run.id, n),
   }));
   const { run, e, holdout } = found;
-  // Hook output is trial-controlled: holdout names redacted like every trial text (unless --holdout).
-  const hooks = flags.holdout
-    ? found.hooks
-    : found.hooks.map((h) => ({
-        ...h,
-        output: redactHoldouts(h.output, holdout),
-        reason: h.reason && redactHoldouts(h.reason, holdout),
-      }));
+  const hooks = viewedHooks(found.hooks, holdout, flags.holdout === true);
   if (!e)
     throw new AutolabError(
       "EXPERIMENT_NOT_FOUND",

@@ -9,7 +9,7 @@ import { AutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
-import { isTreeNode } from "./frontier.ts";
+import { parentNodeOf } from "./frontier.ts";
 import { afterDecisionEnv, bestCommitOf, runHook } from "./hooks.ts";
 import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
@@ -187,7 +187,7 @@ async function judgeCandidate(
   if (!best || bestMetric === undefined) throw new AutolabError("NO_BEST", "the run has no measured best.");
   // Judged against the best it was built on (in a parallel run the best may have moved since).
   // With a branching frontier, the kept node it grew from (a tree node is kept in the tree too).
-  const parent = exps.find((e) => e.commit === exp.parentCommit && isTreeNode(e)) ?? best;
+  const parent = parentNodeOf(exps, exp) ?? best;
   const parentMetric = objectiveOf(parent, metric) ?? bestMetric;
   // The full-budget ok trials of an experiment, in order (values and trials must stay aligned:
   // the judge pairs candidate and best trials by seed).

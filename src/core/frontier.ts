@@ -55,6 +55,14 @@ export function isBetter(a: number, b: number, direction: Direction): boolean {
   return direction === "minimize" ? a < b : a > b;
 }
 
+/** The kept node (a keep or a tree node) `exp` grew from, if its parent is one. */
+export function parentNodeOf(
+  exps: readonly ExperimentRecord[],
+  exp: ExperimentRecord,
+): ExperimentRecord | undefined {
+  return exps.find((e) => e.commit === exp.parentCommit && isTreeNode(e));
+}
+
 /**
  * The node the next candidate builds on: `best` when the strategy is `best` or the tree has one
  * node; otherwise drawn by the strategy with `random` (uniform in [0, 1)). Returns a node's n.

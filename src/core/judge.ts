@@ -1,3 +1,4 @@
+import { isBetter as isBetterIn } from "./frontier.ts";
 import type { Decision, Program, TrialResult } from "./types.ts";
 
 export interface JudgeInput {
@@ -67,5 +68,5 @@ export interface Judge {
 
 /** True when a is strictly better than b in the program's direction. */
 export function isBetter(program: Program, a: number, b: number): boolean {
-  return program.objective.direction === "minimize" ? a < b : a > b;
+  return isBetterIn(a, b, program.objective.direction);
 }

@@ -14,7 +14,7 @@
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
 import { formatMetric, formatRungBudget } from "./format.ts";
-import { isTreeNode } from "./frontier.ts";
+import { isBetter, parentNodeOf } from "./frontier.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { mean } from "./stats.ts";
@@ -75,7 +75,7 @@ export async function climbLadder(
 
     const exps = ledger.listExperiments(run.id);
     const value = result.metrics[metric] as number;
-    const better = (a: number, b: number) => (program.objective.direction === "minimize" ? a < b : a > b);
+    const better = (a: number, b: number) => isBetter(a, b, program.objective.direction);
     const seen = exps.flatMap((e) => {
       const v = e.n === exp.n ? value : valueAt(program, e, rung.budgetMs);
       return v === undefined ? [] : [v];
@@ -84,7 +84,7 @@ export async function climbLadder(
     const promoted = Math.max(1, Math.ceil(ladder.promote * seen.length));
     // Ranked against the node it grew from, as the judge does (a tree node with a frontier).
     const best = bestOf(exps);
-    const parent = exps.find((e) => e.commit === exp.parentCommit && isTreeNode(e)) ?? best;
+    const parent = parentNodeOf(exps, exp) ?? best;
     const parentValue = parent && parent.n !== exp.n ? valueAt(program, parent, rung.budgetMs) : undefined;
     if (rank <= promoted || (parentValue !== undefined && better(value, parentValue))) continue;
     const whose = parent?.n === best?.n ? "the best" : "its parent";

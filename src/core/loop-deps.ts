@@ -6,7 +6,7 @@
 import type { Confinement } from "./confinement.ts";
 import type { LoopEvent, LoopEventListener } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
-import { chooseNode, frontierRandom, isTreeNode, treeNodesOf } from "./frontier.ts";
+import { chooseNode, frontierRandom, parentNodeOf, treeNodesOf } from "./frontier.ts";
 import type { Judge } from "./judge.ts";
 import type { PriorWorkSource } from "./knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
@@ -151,7 +151,7 @@ export function branches(program: Program): boolean {
  */
 export function treeParent(deps: LoopDeps, exp: ExperimentRecord): ExperimentRecord | undefined {
   if (!branches(deps.program)) return undefined;
-  return deps.ledger.listExperiments(deps.run.id).find((e) => e.commit === exp.parentCommit && isTreeNode(e));
+  return parentNodeOf(deps.ledger.listExperiments(deps.run.id), exp);
 }
 
 /**

@@ -410,7 +410,7 @@ export function holdoutNames(program?: Pick<Program, "metrics">, run?: RunRecord
   return [...new Set([...(program ? namesOf(program) : []), ...fromRun])].filter((h) => h.length > 0);
 }
 
-type Holdouts = readonly string[] | Pick<Program, "metrics">;
+export type Holdouts = readonly string[] | Pick<Program, "metrics">;
 const namesOf = (h: Holdouts): readonly string[] =>
   Array.isArray(h) ? h : ((h as Partial<Pick<Program, "metrics">>).metrics?.holdout ?? []);
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

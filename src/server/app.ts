@@ -7,7 +7,7 @@ import { getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import { streamSSE } from "hono/streaming";
 import { alarmsOf, noiseOf } from "../app/alarms.ts";
-import { experimentJson, hookJson } from "../app/experiment-json.ts";
+import { experimentJson, hookJson, viewedHooks } from "../app/experiment-json.ts";
 import { finalizeView } from "../app/finalize-view.ts";
 import { LabReader } from "../app/lab-reader.ts";
 import { orgView } from "../app/org-view.ts";
@@ -298,15 +298,7 @@ export function createApp(deps: AppDeps): LabApp {
         show ? [] : holdout,
       ),
       diffText: await lab.diff(run, e),
-      hooks: lab.hooks(run, n).map((h) => {
-        const j = hookJson(h);
-        if (show) return j;
-        return {
-          ...j,
-          output: redactHoldouts(j.output, holdout),
-          reason: j.reason === null ? null : redactHoldouts(j.reason, holdout),
-        };
-      }),
+      hooks: viewedHooks(lab.hooks(run, n), holdout, show).map(hookJson),
     } satisfies ExperimentResponse);
   });
 
