@@ -20,7 +20,7 @@ import { fitNoise } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
 import type { GitWorkspace } from "../workspace/git-workspace.ts";
 import { openRunSession } from "./create-run.ts";
-import type { FinalizeBranch, FinalizePlan, VerifyResult } from "./finalize.ts";
+import { type FinalizeBranch, type FinalizePlan, type VerifyResult, verifyNote } from "./finalize.ts";
 
 export interface VerifyOptions {
   program: string;
@@ -128,7 +128,7 @@ export async function verifyBranches(
             ? `could not be measured (${failed ?? "no value"})`
             : `${verdict === "no-gain" ? "NO GAIN ALONE" : "NOT SIGNIFICANT ALONE"}${missing.length ? `: in the run it was measured on top of ${missing.join(", ")}, which this branch lacks (it may depend on ${missing.length === 1 ? "it" : "them"})` : ""}`;
       const runGain = change?.gain ? ` (in the run: ${formatMetric(change.gain.value)})` : "";
-      const note = `finalize --verify: #${b.n} alone on ${b.name}: gain ${Number.isNaN(gain) ? "—" : formatMetric(gain)} ${sig} ${over}${runGain}, ${opts.trials} trial${opts.trials === 1 ? "" : "s"} each — ${why}`;
+      const note = `${verifyNote(b)}gain ${Number.isNaN(gain) ? "—" : formatMetric(gain)} ${sig} ${over}${runGain}, ${opts.trials} trial${opts.trials === 1 ? "" : "s"} each — ${why}`;
       b.verify = { gain, sigma, trials: opts.trials, against: againstKind, verdict, note };
       const exp = ledger.getExperiment(run.id, b.n);
       ledger.addNote(run.id, exp?.id ?? null, note);

@@ -9,7 +9,14 @@ import { isAutolabError } from "../core/errors.ts";
 import type { ExperimentRecord, NoteRecord, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
-import { type FinalizePlan, gainLine, planFinalize } from "./finalize.ts";
+import {
+  appliedNote,
+  type FinalizePlan,
+  gainLine,
+  planFinalize,
+  VERIFY_NOTE,
+  verifyNote,
+} from "./finalize.ts";
 
 export interface FinalizeGainJson {
   /** Improvement in metric units (positive: better in the run's direction). */
@@ -120,8 +127,8 @@ export function planJson(plan: FinalizePlan, notes: readonly NoteRecord[]): Fina
     })),
     branches: plan.branches.map((b) => {
       // The notes finalize writes (finalize.ts applyBranches, finalize-verify.ts).
-      const applied = `finalize: #${b.n} is on branch ${b.name} (${b.tip.slice(0, 8)})`;
-      const verified = `finalize --verify: #${b.n} alone on ${b.name}: `;
+      const applied = `${appliedNote(b)} (${b.tip.slice(0, 8)})`;
+      const verified = verifyNote(b);
       return {
         name: b.name,
         n: b.n,
@@ -132,7 +139,7 @@ export function planJson(plan: FinalizePlan, notes: readonly NoteRecord[]): Fina
         applied: notes.some((x) => x.text.startsWith(applied)),
         verify: notes
           .filter((x) => x.text.startsWith(verified))
-          .map((x) => ({ text: x.text.replace(/^finalize --verify: /, ""), at: x.createdAt })),
+          .map((x) => ({ text: x.text.slice(VERIFY_NOTE.length), at: x.createdAt })),
       };
     }),
     noise: { sigma: finite(plan.noise.sigma), explain: plan.noise.explain },

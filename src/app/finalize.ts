@@ -305,6 +305,14 @@ async function dirtyPaths(root: string): Promise<string[]> {
     .map((l) => l.slice(3));
 }
 
+/**
+ * The notes finalize writes are read back (a second --apply skips a branch already noted; the
+ * dashboard marks applied and verified branches): their openings are built here only.
+ */
+export const appliedNote = (b: { n: number; name: string }) => `finalize: #${b.n} is on branch ${b.name}`;
+export const VERIFY_NOTE = "finalize --verify: ";
+export const verifyNote = (b: { n: number; name: string }) => `${VERIFY_NOTE}#${b.n} alone on ${b.name}: `;
+
 /** `autolab-finalize/<tag>/<n>-<slug>`: outside `autolab/<tag>`, which is the run's branch (git keeps no ref under a ref). */
 export function branchName(tag: string, n: number, hypothesis: string): string {
   const slug =
@@ -588,7 +596,7 @@ async function applyBranches(
   // A branch made by an --apply killed before its note: the note is written now.
   const noted = new Set(ledger.listNotes(run.id).map((n) => n.text.split(" (")[0]));
   for (const b of plan.branches) {
-    if (b.state === "unchanged" && noted.has(`finalize: #${b.n} is on branch ${b.name}`)) continue;
+    if (b.state === "unchanged" && noted.has(appliedNote(b))) continue;
     if (b.state !== "unchanged") {
       // The empty old value: create only, never move a branch someone made meanwhile.
       await git(repo.root, ["update-ref", `refs/heads/${b.name}`, b.tip, ""]);
@@ -599,7 +607,7 @@ async function applyBranches(
     ledger.addNote(
       run.id,
       exp?.id ?? null,
-      `finalize: #${b.n} is on branch ${b.name} (${b.tip.slice(0, 8)})${with_.length ? ` with ${with_.map((n) => `#${n}`).join(", ")} first` : ""}${b.conflictsWith.length ? `; kept together with ${b.conflictsWith.map((x) => `#${x.n}`).join(", ")}: git could not apply it without them (${[...new Set(b.conflictsWith.flatMap((x) => x.paths))].join(", ")})` : ""}`,
+      `${appliedNote(b)} (${b.tip.slice(0, 8)})${with_.length ? ` with ${with_.map((n) => `#${n}`).join(", ")} first` : ""}${b.conflictsWith.length ? `; kept together with ${b.conflictsWith.map((x) => `#${x.n}`).join(", ")}: git could not apply it without them (${[...new Set(b.conflictsWith.flatMap((x) => x.paths))].join(", ")})` : ""}`,
     );
   }
   plan.applied = true;
@@ -732,7 +740,7 @@ export function renderPlan(plan: FinalizePlan): string {
     lines.push(
       `    commits: ${b.contains.map((n, i) => `#${n} ${b.commits[i]?.slice(0, 8) ?? ""}`).join(" → ")}`,
     );
-    if (b.verify) lines.push(`    verify: ${b.verify.note.replace(/^finalize --verify: /, "")}`);
+    if (b.verify) lines.push(`    verify: ${b.verify.note.slice(VERIFY_NOTE.length)}`);
     if (b.pr) lines.push(`    pull request: ${"url" in b.pr ? b.pr.url : `not opened: ${b.pr.error}`}`);
   }
   const empty = plan.changes.filter((c) => c.empty);
