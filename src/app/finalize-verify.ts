@@ -15,6 +15,7 @@ import type { LoopDeps } from "../core/loop-deps.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { runSetup, setupFilesOf } from "../core/setup.ts";
 import { mean } from "../core/stats.ts";
+import { pristineForTrial } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
 import { fitNoise } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
@@ -151,9 +152,7 @@ async function trial(
   const { program, executor } = deps;
   const setupFiles = setupFilesOf(deps);
   const caches = deps.confinement?.projectCaches ?? [];
-  await ws.cleanTree(commit, [...setupFiles, ...caches]);
-  const allowed = [...setupFiles, ...caches, ...program.outputs];
-  if (await ws.verifyProtected(allowed)) await ws.restoreProtected(allowed);
+  const allowed = await pristineForTrial(deps, ws, commit);
   const logDir = join(deps.logDir, name);
   await mkdir(logDir, { recursive: true });
   const slotEnv = deps.slot?.env ?? {};

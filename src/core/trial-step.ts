@@ -16,6 +16,34 @@ import type { LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import { isFullBudget } from "./trial-values.ts";
 import type { Program, TrialPruner, TrialResult } from "./types.ts";
+import type { Workspace } from "./workspace.ts";
+
+/**
+ * Puts `ws` at `commit` for a trial: a clean tree (setup's files and the caches kept) and the
+ * protected files pristine — restored if a previous trial scribbled over them, and a harness
+ * error if they cannot be. Returns the untracked paths that may lie in a protected directory
+ * without being a tamper (setup's, the caches', the declared outputs). Every trial the harness
+ * runs starts here (runTrial, finalize --verify).
+ */
+export async function pristineForTrial(deps: LoopDeps, ws: Workspace, commit: string): Promise<string[]> {
+  const setupFiles = setupFilesOf(deps);
+  const caches = deps.confinement?.projectCaches ?? [];
+  await ws.cleanTree(commit, [...setupFiles, ...caches]);
+  const allowed = [...setupFiles, ...caches, ...deps.program.outputs];
+  let stillBad = await ws.verifyProtected(allowed);
+  if (stillBad) {
+    await ws.restoreProtected(allowed);
+    stillBad = await ws.verifyProtected(allowed);
+  }
+  if (stillBad) {
+    throw new AutolabError(
+      "PROTECTED_CHANGED",
+      `${stillBad} in the run's base commit cannot be restored.`,
+      "The repository may be corrupt; start a new run.",
+    );
+  }
+  return allowed;
+}
 
 /** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
 const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";
@@ -49,23 +77,7 @@ export async function runTrial(
   // files and declared caches, nothing else (docs/security.md).
   const setupFiles = setupFilesOf(deps);
   const caches = deps.confinement?.projectCaches ?? [];
-  await ws.cleanTree(exp0.commit, [...setupFiles, ...caches]);
-  // A previous trial may have scribbled over a protected file: restore the pristine copy.
-  // Untracked files that may lie in a protected directory without being a tamper: setup's, the
-  // caches', and the declared outputs (present between command and evaluate).
-  const allowed = [...setupFiles, ...caches, ...program.outputs];
-  let stillBad = await ws.verifyProtected(allowed);
-  if (stillBad) {
-    await ws.restoreProtected(allowed);
-    stillBad = await ws.verifyProtected(allowed);
-  }
-  if (stillBad) {
-    throw new AutolabError(
-      "PROTECTED_CHANGED",
-      `${stillBad} in the run's base commit cannot be restored.`,
-      "The repository may be corrupt; start a new run.",
-    );
-  }
+  const allowed = await pristineForTrial(deps, ws, exp0.commit);
   const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
   const seed = run.seed + (seedIndex === "next" ? nextSeedIndex(program, run.seed, exp) : seedIndex);
