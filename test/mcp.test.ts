@@ -190,6 +190,9 @@ describe("autolab mcp", () => {
       const x = Number(/X = (-?\d+)/.exec(readFileSync(join(worktree, "value.mjs"), "utf8"))?.[1]);
       writeFileSync(join(worktree, "value.mjs"), `export const X = ${x - 1};\n`);
       said.push((await call(client, "run_experiment", { hypothesis: `X ${x} → ${x - 1}` })).text);
+      // The notebook the agent reads next names the node its worktree is at, as runStep's does.
+      const at = /The worktree is at kept node #(\d+) \(the frontier's choice\)/.exec(said.at(-1) ?? "")?.[1];
+      if (at) expect((await call(client, "context")).text).toContain(`You build on kept node #${at} `);
     }
     const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
     const exps = ledger.listExperiments(ledger.getRun("m")?.id ?? -1);

@@ -13,7 +13,13 @@ import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds 
 import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
-import { buildContext, failuresText, hookOutputLines, redactHoldouts } from "../core/views.ts";
+import {
+  buildContext,
+  failuresText,
+  hookOutputLines,
+  notebookExtras,
+  redactHoldouts,
+} from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -402,10 +408,8 @@ export function contextCommand(flags: ViewFlags & { priorWork?: boolean }): void
     const priorWork = contextPriorWork(program, run, flags.priorWork);
     print(
       buildContext(program, run, ledger.listExperiments(run.id), {
-        imported: ledger.listImportedResults(),
-        hooks: ledger.latestHookRuns(run.id),
+        ...notebookExtras(ledger, program, run.id),
         priorWork,
-        advice: ledger.listAdvice(run.id),
       }),
     );
   } finally {

@@ -18,7 +18,7 @@ import type { ExperimentRecord, HookRunRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
-import { buildContext, toView } from "./views.ts";
+import { buildContext, notebookExtras, toView } from "./views.ts";
 import type { Snapshot } from "./workspace.ts";
 
 export interface StepOptions {
@@ -108,11 +108,11 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
         ...(deps.instructions
           ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }
           : {}),
-        imported: ledger.listImportedResults(),
+        ...notebookExtras(ledger, program, run.id),
+        // Its own before hook, with the latest after hook (not an older before hook).
         hooks: hooksForContext(deps, beforeHook),
         ...(deps.priorWork ? { priorWork: deps.priorWork.for(exps) } : {}),
         ...(best.n !== ratchet.exp.n ? { buildsOn: best } : {}),
-        advice: ledger.listAdvice(run.id),
       }),
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),

@@ -6,6 +6,7 @@ import type {
   ExperimentRecord,
   HookRunRecord,
   ImportedResultRecord,
+  Ledger,
   RunRecord,
 } from "./ledger.ts";
 import { valuesAt } from "./trial-values.ts";
@@ -65,6 +66,23 @@ export interface ContextOptions {
   buildsOn?: ExperimentRecord;
   /** The run's advice (Ledger.listAdvice): the newest ideas are listed as the advisor's. */
   advice?: readonly AdviceRecord[];
+}
+
+/**
+ * What the notebook adds to a context besides its experiments: imported history, the latest hook
+ * runs (when program.md has hooks), the advisor's answers. One reading for every place that
+ * builds a researcher's context (runStep, `autolab context`, MCP's `context`).
+ */
+export function notebookExtras(
+  ledger: Pick<Ledger, "listImportedResults" | "latestHookRuns" | "listAdvice">,
+  program: Program,
+  runId: number,
+): Pick<ContextOptions, "imported" | "hooks" | "advice"> {
+  return {
+    imported: ledger.listImportedResults(),
+    hooks: program.hooks ? ledger.latestHookRuns(runId) : [],
+    advice: ledger.listAdvice(runId),
+  };
 }
 
 /**

@@ -9,6 +9,7 @@ import { statusOf } from "../app/status.ts";
 import { treeOf } from "../app/tree.ts";
 import { adviceDue, parseAdvice } from "../core/advisor.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
+import { bestOf } from "../core/experiments.ts";
 import { formatMetric, shortLine } from "../core/format.ts";
 import { priorWorkQuery } from "../core/knowledge.ts";
 import { runLoop } from "../core/loop.ts";
@@ -21,6 +22,7 @@ import {
   buildContext,
   failuresText,
   holdoutNames,
+  notebookExtras,
   priorWorkLines,
   redactHoldouts,
   redactHoldoutsDeep,
@@ -130,13 +132,17 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
           "## How to propose",
           `Edit only these files, in the run's worktree ${s.workspace.projectDir}: ${s.lab.program.files.editable.join(", ")}.`,
           "Make one focused change that tests one hypothesis, then call run_experiment with the hypothesis and the mechanism (why it should work).",
-          "The harness runs it under the budget, scores it with the protected evaluator, and keeps it only if it beats the best; otherwise the worktree is reset to the best.",
+          "The harness runs it under the budget, scores it with the protected evaluator, and keeps it only if it beats the node it builds on (see the notebook); afterwards the worktree is put at the node the next experiment builds on.",
         ];
-        const imported = s.lab.ledger.listImportedResults();
         const priorWork = s.deps.priorWork?.for(exps);
-        const hooks = s.lab.ledger.latestHookRuns(s.run.id);
-        const advice = s.lab.ledger.listAdvice(s.run.id);
-        return `${buildContext(s.lab.program, s.run, exps, { imported, hooks, advice, ...(priorWork ? { priorWork } : {}) })}\n${where.join("\n")}`;
+        // The worktree is at this node (atNode); said in the notebook when it is not the best.
+        const node = frontierNode(s.deps, exps);
+        const buildsOn = node && node.exp.n !== bestOf(exps)?.n ? node.exp : undefined;
+        return `${buildContext(s.lab.program, s.run, exps, {
+          ...notebookExtras(s.lab.ledger, s.lab.program, s.run.id),
+          ...(priorWork ? { priorWork } : {}),
+          ...(buildsOn ? { buildsOn } : {}),
+        })}\n${where.join("\n")}`;
       }),
   );
 
