@@ -11,10 +11,11 @@ import { bestOf, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import { parentNodeOf } from "./frontier.ts";
 import { afterDecisionEnv, bestCommitOf, runHook } from "./hooks.ts";
+import { judgeInputOf } from "./judge-input.ts";
 import { climbLadder } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps, type Trials } from "./loop-deps.ts";
-import { budgetLeft, trialsSpent } from "./run-budget.ts";
+import { trialsSpent } from "./run-budget.ts";
 import { mean as meanOf, sampleSd } from "./stats.ts";
 import { runTrial } from "./trial-step.ts";
 import { isFullBudget } from "./trial-values.ts";
@@ -189,36 +190,8 @@ async function judgeCandidate(
   // With a branching frontier, the kept node it grew from (a tree node is kept in the tree too).
   const parent = parentNodeOf(exps, exp) ?? best;
   const parentMetric = objectiveOf(parent, metric) ?? bestMetric;
-  // The full-budget ok trials of an experiment, in order (values and trials must stay aligned:
-  // the judge pairs candidate and best trials by seed).
-  const okTrials = (e: ExperimentRecord | undefined): TrialResult[] =>
-    (e?.trials ?? [])
-      .filter((t) => isFullBudget(program, t))
-      .map((t) => t.result)
-      .filter((r): r is NonNullable<typeof r> => r?.status === "ok");
-  const okValues = (e: ExperimentRecord | undefined) => okTrials(e).map((r) => r.metrics[metric] as number);
   /** The judge's view of the run now: re-read after an incumbent trial adds to the best. */
-  const judgeInput = () => {
-    const now = ledger.listExperiments(run.id);
-    const p = now.find((e) => e.n === parent.n) ?? parent;
-    return {
-      program,
-      best: { n: p.n, metric: parentMetric, values: okValues(p), trials: okTrials(p) },
-      baseline: okValues(now.find((e) => e.n === 0)),
-      // Every configuration's repeats inform σ (the noise model pools them).
-      run: now.filter((e) => e.n !== exp.n).map((e) => ({ n: e.n, values: okValues(e) })),
-      // The share of the run's budget left (this experiment counts as started).
-      ...(deps.budget ? { budget: budgetLeft(deps.budget, now, exp.n) } : {}),
-      // Several objectives: every metric of every other experiment (the front, each metric's σ).
-      ...(program.objectives
-        ? {
-            experiments: now
-              .filter((e) => e.n !== exp.n)
-              .map((e) => ({ n: e.n, kept: e.decision?.action === "keep", trials: okTrials(e) })),
-          }
-        : {}),
-    };
-  };
+  const judgeInput = () => judgeInputOf(deps, exp, parent, parentMetric);
   /** Why no further trial may start (the run's budget is spent), else undefined. */
   // (An unbounded run reads nothing for it.)
   const spent = () => (deps.budget ? trialsSpent(deps.budget, ledger.listExperiments(run.id)) : undefined);
