@@ -13,7 +13,7 @@ import {
 import { climbLadder } from "../src/core/ladder.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
 import type { LoopDeps } from "../src/core/loop-deps.ts";
-import type { TrialResult } from "../src/core/types.ts";
+import type { Decision, TrialResult } from "../src/core/types.ts";
 import { parseProgram } from "../src/program/parse.ts";
 
 const NODES: FrontierNode[] = [
@@ -289,5 +289,23 @@ frontier: top_k
     const decision = await climbLadder(deps, onBest, () => {}, rungTrial);
     expect(decision).toMatchObject({ action: "discard" });
     expect((decision as { reason: string }).reason).toMatch(/the best, #1, has 2 there/);
+  });
+});
+
+describe("onTree: moving the ratchet takes a credible win over the best", () => {
+  it("a candidate ahead of the best by a point value the judge did not keep is a tree node, saying why", () => {
+    const keep: Decision = {
+      action: "keep",
+      reason: "better than #2",
+      metric: 2.9,
+      mechanismConfirmed: true,
+    };
+    const d = onTree(keep, 5, 3, "minimize", false, "inside the noise: margin 0.4σ");
+    expect(d).toMatchObject({ action: "discard", treeNode: true, metric: 2.9 });
+    expect(d.reason).toBe(
+      "kept in the tree: better than #2; ahead of the best #5 (3), but not credibly (inside the noise: margin 0.4σ): the best stays",
+    );
+    // Without the judge's objection it moves the ratchet, as before.
+    expect(onTree(keep, 5, 3, "minimize").action).toBe("keep");
   });
 });

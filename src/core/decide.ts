@@ -8,6 +8,7 @@ import type { LoopEvent } from "./events.ts";
 import { bestOf, objectiveOf } from "./experiments.ts";
 import { formatMetric } from "./format.ts";
 import { isBetter } from "./frontier.ts";
+import { judgeInputOf, okTrials } from "./judge-input.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import { branches, coordinationOf, type LoopDeps } from "./loop-deps.ts";
 import { verifyRatchet } from "./ratchet.ts";
@@ -35,7 +36,12 @@ export async function recordDecision(
       // a parallel run also a best that moved meanwhile, a node of the tree all the same) moves
       // the ratchet only when it beats the best too; otherwise it stays in the tree as a node.
       // Never merged onto the best: the tree keeps its branches apart (docs/loop.md).
-      decision = onTree(decision, best.n, bestMetric, program.objective.direction, exp.n < best.n);
+      // Moving the ratchet takes what any keep takes: the judge, asked against the best itself.
+      const direction = program.objective.direction;
+      const ahead =
+        decision.metric !== undefined && isBetter(decision.metric, bestMetric, direction) && exp.n > best.n;
+      const notCredible = ahead ? notCredibleAgainst(deps, exp, best, bestMetric) : undefined;
+      decision = onTree(decision, best.n, bestMetric, direction, exp.n < best.n, notCredible);
     } else {
       // Only a parallel run judges a candidate on a best that has moved (Coordination.judgedOn).
       const { keepOnMovedBest } = coordinationOf(deps);
@@ -75,12 +81,29 @@ export async function recordDecision(
   });
 }
 
+/** The judge's reason when it would not keep `exp` against `best` itself; undefined when it would. */
+function notCredibleAgainst(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  best: ExperimentRecord,
+  bestMetric: number,
+): string | undefined {
+  const now = deps.ledger.getExperiment(deps.run.id, exp.n) ?? exp;
+  const verdict = deps.judge.decide({
+    ...judgeInputOf(deps, exp, best, bestMetric),
+    trials: okTrials(deps.program, now),
+  });
+  return verdict.action === "keep" ? undefined : verdict.reason;
+}
+
 /**
  * A candidate kept against the kept node it grew from (not the best): kept, moving the ratchet,
  * when its value beats the best's too; else a tree node — a discard others may build on.
  * `bestIsLater`: the best has a higher number (a parallel run kept it while this one ran). Kept
  * experiments go in order of n (bestOf, the ratchet's reconciliation), so such a candidate is a
  * tree node even when it beats the best — the frontier ranks it first and grows from it.
+ * `notCredible`: the judge's reason when, asked about the candidate against the best, it did not
+ * keep it (ahead by a point value inside the noise): a tree node too, the ratchet stays.
  */
 export function onTree(
   decision: Decision,
@@ -88,6 +111,7 @@ export function onTree(
   bestMetric: number,
   direction: Direction,
   bestIsLater = false,
+  notCredible?: string,
 ): Decision {
   const v = decision.metric;
   const shown = `the best #${bestN} (${formatMetric(bestMetric)})`;
@@ -98,6 +122,14 @@ export function onTree(
         action: "discard",
         treeNode: true,
         reason: `kept in the tree: ${decision.reason}; it beats ${shown} too, but #${bestN} was kept while it ran and keeps go in order of number: the best #${bestN} stays`,
+      };
+    }
+    if (notCredible !== undefined) {
+      return {
+        ...decision,
+        action: "discard",
+        treeNode: true,
+        reason: `kept in the tree: ${decision.reason}; ahead of ${shown}, but not credibly (${notCredible}): the best stays`,
       };
     }
     return { ...decision, reason: `${decision.reason}; beats ${shown} too` };
