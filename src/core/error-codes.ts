@@ -77,6 +77,17 @@ export const ERROR_CODES = {
   },
   BUSY: { kind: "user", http: 409, meaning: "an MCP step is already running" },
   CONSTRAINT_INVALID: { kind: "user", http: 400, meaning: "a constraint in program.md cannot be evaluated" },
+  DB_NOT_EMPTY: {
+    kind: "user",
+    http: 409,
+    meaning: "`db import` into a PostgreSQL notebook that already holds runs",
+  },
+  DB_UNAVAILABLE: {
+    kind: "user",
+    http: 500,
+    meaning: "the PostgreSQL notebook cannot be reached (down, wrong password, no such database) or stayed away too long",
+  },
+  DB_URL_INVALID: { kind: "user", http: 400, meaning: "a notebook address is not a valid postgres:// URL" },
   DIRTY_WORKTREE: {
     kind: "user",
     http: 409,
@@ -160,6 +171,11 @@ export const ERROR_CODES = {
   },
   LEDGER_TOO_NEW: { kind: "user", http: 409, meaning: "the notebook was written by a newer autolab" },
   LISTEN_FAILED: { kind: "user", http: 500, meaning: "`serve` could not listen" },
+  PG_DRIVER_MISSING: {
+    kind: "user",
+    http: 500,
+    meaning: "a PostgreSQL notebook was asked for but the `pg` driver cannot be loaded",
+  },
   NOTEBOOK_DAMAGED: { kind: "user", http: 500, meaning: "the notebook file is damaged" },
   NOTEBOOK_EMPTY: { kind: "user", http: 409, meaning: "the notebook was emptied where a lab has run" },
   NOTHING_TO_FINALIZE: {

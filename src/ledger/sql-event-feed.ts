@@ -1,4 +1,3 @@
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { EventFeed, NotebookEvent } from "../core/notebook-reader.ts";
 import {
   type AdviceRow,
@@ -8,11 +7,14 @@ import {
   type TrialRow,
   toAdvice,
 } from "./rows.ts";
+import { placeholders, type Sql, type SqlValue } from "./sql.ts";
 
 // The columns each query of the feed reads: projections of rows.ts's row types.
 type RunInfoRow = Pick<RunRow, "id" | "tag" | "metric">;
 type KeptRow = Pick<ExperimentRow, "run_id" | "n"> & { metric: number };
 type IdRow = { id: number };
+/** A row with its place in commit order (Sql.order) as `o`. */
+type Ordered = { o: number };
 type CreatedRow = Pick<ExperimentRow, "id" | "run_id" | "n" | "hypothesis" | "commit_sha" | "created_at">;
 type StartedRow = Pick<TrialRow, "id" | "attempt" | "seed" | "budget_ms" | "started_at" | "slot"> &
   Pick<ExperimentRow, "run_id" | "n" | "hypothesis">;
@@ -40,12 +42,11 @@ interface RunInfo {
  * Incremental: remembers the last seen ids, and the trials and experiments still waiting for
  * a result or decision (with parallel slots they need not finish in id order). A poll that
  * finds the database unchanged (the ledger's version(): PRAGMA data_version, total_changes)
- * costs two tiny queries. Made by SqliteLedger.eventFeed(); outside src/ledger/ it is an EventFeed.
+ * costs one tiny query. Watermarks are in commit order (Sql.order: ids on SQLite, the notebook
+ * clock's stamp on PostgreSQL, where ids can commit out of order). Made by SqlLedger.eventFeed();
+ * outside src/ledger/ it is an EventFeed.
  */
-export class SqliteEventFeed implements EventFeed {
-  private readonly db: DatabaseSync;
-  /** The ledger's change token (SqliteLedger.version): one definition of "the notebook changed". */
-  private readonly currentVersion: () => string;
+export class SqlEventFeed implements EventFeed {
   private lastRunId = 0;
   private lastExperimentId = 0;
   private lastTrialId = 0;
@@ -58,19 +59,24 @@ export class SqliteEventFeed implements EventFeed {
   private readonly openExperiments = new Set<number>();
   private version = "";
 
-  constructor(db: DatabaseSync, version: () => string) {
-    this.db = db;
-    this.currentVersion = version;
+  /** `sql`'s change token is the ledger's version(): one definition of "the notebook changed". */
+  private readonly sql: Sql;
+
+  constructor(sql: Sql) {
+    this.sql = sql;
   }
 
   /** Marks everything the notebook holds now as seen; later polls report only what is new. */
   prime(): void {
-    const version = this.currentVersion();
+    const version = this.sql.changeToken();
     this.read(() => {
-      for (const r of this.all<RunInfoRow>("SELECT id, tag, metric FROM runs ORDER BY id")) this.addRun(r);
+      for (const r of this.all<RunInfoRow & Ordered>(
+        `SELECT id, tag, metric, ${this.o} AS o FROM runs ORDER BY ${this.o}`,
+      ))
+        this.addRun(r);
       for (const r of this.all<KeptRow>(
         `SELECT e.run_id, e.n, d.metric FROM decisions d JOIN experiments e ON e.id = d.experiment_id
-         WHERE d.action = 'keep' AND d.metric IS NOT NULL ORDER BY e.id`,
+         WHERE d.action = 'keep' AND d.metric IS NOT NULL ORDER BY e.${this.o}`,
       ))
         this.best.set(r.run_id, { n: r.n, metric: r.metric });
       this.lastExperimentId = this.max("experiments");
@@ -90,11 +96,14 @@ export class SqliteEventFeed implements EventFeed {
 
   /** Events for every row written since the last poll (or prime), oldest first. */
   poll(): NotebookEvent[] {
-    const version = this.currentVersion();
+    const version = this.sql.changeToken();
     if (version === this.version) return [];
     const events: { e: NotebookEvent; phase: number }[] = [];
     this.read(() => {
-      for (const r of this.all<RunRow>("SELECT * FROM runs WHERE id > ? ORDER BY id", this.lastRunId)) {
+      for (const r of this.all<RunRow & Ordered>(
+        `SELECT *, ${this.o} AS o FROM runs WHERE ${this.o} > ? ORDER BY ${this.o}`,
+        this.lastRunId,
+      )) {
         const run = this.addRun(r);
         events.push({
           phase: 0,
@@ -111,11 +120,12 @@ export class SqliteEventFeed implements EventFeed {
         });
       }
 
-      for (const r of this.all<CreatedRow>(
-        "SELECT id, run_id, n, hypothesis, commit_sha, created_at FROM experiments WHERE id > ? ORDER BY id",
+      for (const r of this.all<CreatedRow & Ordered>(
+        `SELECT id, run_id, n, hypothesis, commit_sha, created_at, ${this.o} AS o FROM experiments
+         WHERE ${this.o} > ? ORDER BY ${this.o}`,
         this.lastExperimentId,
       )) {
-        this.lastExperimentId = r.id;
+        this.lastExperimentId = r.o;
         this.openExperiments.add(r.id);
         events.push({
           phase: 1,
@@ -130,12 +140,12 @@ export class SqliteEventFeed implements EventFeed {
         });
       }
 
-      for (const r of this.all<StartedRow>(
-        `SELECT s.id, s.attempt, s.seed, s.budget_ms, s.started_at, s.slot, e.run_id, e.n, e.hypothesis
-         FROM trial_starts s JOIN experiments e ON e.id = s.experiment_id WHERE s.id > ? ORDER BY s.id`,
+      for (const r of this.all<StartedRow & Ordered>(
+        `SELECT s.id, s.attempt, s.seed, s.budget_ms, s.started_at, s.slot, e.run_id, e.n, e.hypothesis, s.${this.o} AS o
+         FROM trial_starts s JOIN experiments e ON e.id = s.experiment_id WHERE s.${this.o} > ? ORDER BY s.${this.o}`,
         this.lastTrialId,
       )) {
-        this.lastTrialId = r.id;
+        this.lastTrialId = r.o;
         this.openTrials.add(r.id);
         events.push({
           phase: 2,
@@ -207,11 +217,11 @@ export class SqliteEventFeed implements EventFeed {
         });
       }
 
-      for (const row of this.all<AdviceRow>(
-        "SELECT * FROM advice WHERE id > ? ORDER BY id",
+      for (const row of this.all<AdviceRow & Ordered>(
+        `SELECT *, ${this.o} AS o FROM advice WHERE ${this.o} > ? ORDER BY ${this.o}`,
         this.lastAdviceId,
       )) {
-        this.lastAdviceId = row.id;
+        this.lastAdviceId = row.o;
         const a = toAdvice(row);
         events.push({
           phase: 5,
@@ -236,10 +246,10 @@ export class SqliteEventFeed implements EventFeed {
     return events.map((x) => x.e);
   }
 
-  private addRun(r: RunInfoRow): RunInfo {
+  private addRun(r: RunInfoRow & Ordered): RunInfo {
     const info = { tag: r.tag, metric: r.metric };
     this.runs.set(r.id, info);
-    if (r.id > this.lastRunId) this.lastRunId = r.id;
+    if (r.o > this.lastRunId) this.lastRunId = r.o;
     return info;
   }
 
@@ -247,14 +257,18 @@ export class SqliteEventFeed implements EventFeed {
     return this.runs.get(runId)?.tag ?? String(runId);
   }
 
+  /** The commit-order column (Sql.order). */
+  private get o(): string {
+    return this.sql.order;
+  }
+
   private max(table: string): number {
-    const row = this.db.prepare(`SELECT MAX(id) AS m FROM ${table}`).get() as unknown as MaxRow;
-    return row.m ?? 0;
+    return this.sql.get<MaxRow>(`SELECT MAX(${this.o}) AS m FROM ${table}`)?.m ?? 0;
   }
 
   /** The rows of `sql`, typed by the caller's projection (one cast per query, here). */
-  private all<R>(sql: string, ...args: SQLInputValue[]): R[] {
-    return this.db.prepare(sql).all(...args) as unknown as R[];
+  private all<R>(sql: string, ...args: SqlValue[]): R[] {
+    return this.sql.all<R>(sql, ...args);
   }
 
   /** `sql` with its `IN (?)` expanded for `ids`, in chunks that stay under SQLite's variable limit. */
@@ -268,23 +282,10 @@ export class SqliteEventFeed implements EventFeed {
     return rows;
   }
 
-  /** One read transaction: every query of a poll sees the same snapshot (WAL readers never block the writer). */
+  /** One read transaction: every query of a poll sees the same snapshot. */
   private read(fn: () => void): void {
-    if (this.db.isTransaction) {
-      fn();
-      return;
-    }
-    this.db.exec("BEGIN");
-    try {
-      fn();
-    } finally {
-      this.db.exec("COMMIT");
-    }
+    this.sql.read(fn);
   }
-}
-
-function placeholders(n: number): string {
-  return Array.from({ length: n }, () => "?").join(",");
 }
 
 function objective(metricsJson: string, metric: string | undefined): number | undefined {
