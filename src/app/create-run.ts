@@ -26,7 +26,7 @@ import {
 } from "../workspace/git-workspace.ts";
 import { alarmsOf } from "./alarms.ts";
 import { createConfinement } from "./confinement.ts";
-import { type Lab, locateNotebook, openLab, prepareStateDir, programPath } from "./lab.ts";
+import { type Lab, locateNotebook, notebookExists, openLab, prepareStateDir, programPath } from "./lab.ts";
 import { acquireLock } from "./lock.ts";
 import { isParallel, parallelDeps } from "./parallel.ts";
 import { priorWorkFor } from "./prior-work.ts";
@@ -166,7 +166,7 @@ export async function openRunSession(
     );
   }
   // Without a notebook this is a new run: its checks come before the notebook is made.
-  let start = existsSync(locateNotebook(file).db)
+  let start = notebookExists(locateNotebook(file).db)
     ? undefined
     : await checkNewRun(repo, file, loaded, opts.allowDirty ?? false);
   const lab = openLab(file);

@@ -5,8 +5,9 @@ import { AutolabError } from "../core/errors.ts";
 import type { Ledger, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
-import { openNotebook } from "../ledger/open-notebook.ts";
+import { isPgUrl, maskUrl, openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
+import { programDb } from "../program/program-db.ts";
 import { SAFE_GIT_CONFIG } from "../workspace/git.ts";
 
 /** A project as the CLI sees it: its program, its `.autolab/` state directory and notebook. */
@@ -16,6 +17,8 @@ export interface Lab {
   dir: string;
   stateDir: string;
   ledger: ReadableNotebook;
+  /** Where the notebook is, for people: its file, or its postgres:// URL with the password masked. */
+  notebook: string;
 }
 
 /** Resolves `--program` (a file or a directory holding program.md; default: the current directory). */
@@ -35,8 +38,10 @@ export function notebookFile(stateDir: string): string {
 }
 
 /**
- * Where `--program`'s lab keeps its notebook: program.md, its `.autolab/` and the notebook file.
- * Every command that opens a notebook (run, views, serve, mcp) finds it here; none checks it.
+ * Where `--program`'s lab keeps its notebook: program.md, its `.autolab/` and the notebook —
+ * `--db` (which sets AUTOLAB_DB), else $AUTOLAB_DB, else program.md's `db:`, else the file
+ * `.autolab/lab.db`. `db` is then a path or a postgres:// URL. Every command that opens a
+ * notebook (run, views, serve, mcp) finds it here; none checks it.
  */
 export function locateNotebook(programArg: string | undefined): {
   file: string;
@@ -45,7 +50,13 @@ export function locateNotebook(programArg: string | undefined): {
 } {
   const file = programPath(programArg);
   const stateDir = stateDirOf(file);
-  return { file, stateDir, db: notebookFile(stateDir) };
+  const db = process.env.AUTOLAB_DB || programDb(file) || notebookFile(stateDir);
+  return { file, stateDir, db };
+}
+
+/** Whether a notebook is there to open: a file that exists, or a database (opening makes its schema). */
+export function notebookExists(db: string): boolean {
+  return isPgUrl(db) || existsSync(db);
 }
 
 /**
@@ -68,7 +79,7 @@ export function openLab(programArg: string | undefined): Lab {
   assertNotEmptied(stateDir);
   prepareStateDir(stateDir);
   const ledger = openNotebook(db);
-  return { program, dir: dirname(file), stateDir, ledger };
+  return { program, dir: dirname(file), stateDir, ledger, notebook: maskUrl(db) };
 }
 
 // What SQLite keeps beside the notebook, and the .gitignore every opening writes (prepareStateDir):
@@ -121,7 +132,7 @@ function autolabRefs(dir: string): string[] {
 /** Opens only the notebook (for read-only views that must work even if program.md is now broken). */
 export function openLedger(programArg: string | undefined): { ledger: ReadableNotebook; stateDir: string } {
   const { stateDir, db } = locateNotebook(programArg);
-  if (!existsSync(db)) {
+  if (!notebookExists(db)) {
     throw new AutolabError(
       "NO_NOTEBOOK",
       `no lab notebook at ${db}.`,

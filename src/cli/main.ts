@@ -55,6 +55,17 @@ const programOpt = [
   "program.md or its directory (default: current directory)",
 ] as const;
 const tagOpt = ["-t, --tag <tag>", "the run (default: the newest)"] as const;
+const dbOpt = [
+  "--db <url>",
+  "the notebook on PostgreSQL, postgres://user@host/db[?schema=lab] (default: $AUTOLAB_DB, program.md's db:, .autolab/lab.db)",
+] as const;
+
+// `--db` reaches every command through AUTOLAB_DB, where app/lab.ts's locateNotebook looks first
+// (never passed on: trials and researchers get a scrubbed environment).
+cli.hook("preAction", (_cli, action) => {
+  const db = action.opts().db;
+  if (typeof db === "string" && db) process.env.AUTOLAB_DB = db;
+});
 
 cli
   .command("init")
@@ -79,6 +90,7 @@ cli
   .command("run")
   .description("run the research loop (resumes the newest run unless --tag names a new one)")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(
     "-t, --tag <tag>",
     "run tag; the ratchet branch is autolab/<tag> (default: resume newest, or today's date)",
@@ -134,6 +146,7 @@ cli
   .command("status")
   .description("the run at a glance: baseline, best, counts")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("--json", "machine-readable (see docs/cli.md)")
   .action(statusCommand);
@@ -142,6 +155,7 @@ cli
   .command("log")
   .description("every experiment of the run, oldest first")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("--json", "machine-readable (see docs/cli.md)")
   .option("--holdout", "include holdout metrics (never show these to an agent)")
@@ -152,6 +166,7 @@ cli
   .description("one experiment: hypothesis, mechanism, diff, trials, decision")
   .argument("<id>", "experiment number (as in `autolab log`)")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("--json", "machine-readable")
   .option("--holdout", "include holdout metrics (never show these to an agent)")
@@ -163,6 +178,7 @@ cli
     "the notebook as a researcher sees it (best, recent experiments, failures, directions, prior work from other runs)",
   )
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("--no-prior-work", "leave other runs' results out")
   .action(contextCommand);
@@ -171,6 +187,7 @@ cli
   .command("failures")
   .description("crashed and rejected experiments with their reasons and log tails")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("--json", "machine-readable")
   .action(failuresCommand);
@@ -181,6 +198,7 @@ cli
     "export the run: results-tsv (autoresearch's results.tsv), log-jsonl (pi-autoresearch's .auto/log.jsonl) or jsonl",
   )
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("-f, --format <format>", "results-tsv | log-jsonl | jsonl", "results-tsv")
   .option("-o, --out <file>", "write to a file instead of stdout")
@@ -192,6 +210,7 @@ cli
     "serve the lab to an interactive agent over MCP (stdio): context, failures, status, run_experiment, note, finalize_plan",
   )
   .option(...programOpt)
+  .option(...dbOpt)
   .option("-t, --tag <tag>", "run tag (default: resume the newest run, or start one)")
   .action(mcpCommand);
 
@@ -199,6 +218,7 @@ cli
   .command("serve")
   .description("the live dashboard and a read-only JSON API + event stream of the lab (docs/dashboard.md)")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(
     "--port <port>",
     "port (0: any free one)",
@@ -219,6 +239,7 @@ cli
   .command("report")
   .description("report.md with the progress chart (progress.svg, progress.png) and the kept changes")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("-o, --out <dir>", "output directory (default: .autolab/reports/<tag>)")
   .option("--holdout", "include holdout metrics (never show these to an agent)")
@@ -230,6 +251,7 @@ cli
     "the run's kept changes as reviewable branches, one per change from the base (dry run unless --apply; docs/finalize.md)",
   )
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option("--apply", "create the branches autolab-finalize/<tag>/<n>-<slug>")
   .option(
@@ -250,6 +272,7 @@ cli
   .command("watch")
   .description("a live view of the lab in the terminal (Ctrl-C quits)")
   .option(...programOpt)
+  .option(...dbOpt)
   .option(...tagOpt)
   .option(
     "-n, --last <n>",

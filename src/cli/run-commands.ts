@@ -151,6 +151,6 @@ function printSummary(outcome: RunOutcome, demo: boolean): void {
   }
   if (s.front) out.push(...frontLines(s.front));
   out.push(`${s.front ? "Last kept" : "Best code"}: branch ${run.branch} in ${lab.dir}`);
-  out.push(`Notebook: ${lab.stateDir}/lab.db  (autolab log${demo ? ` -p ${lab.dir}` : ""})`);
+  out.push(`Notebook: ${lab.notebook}  (autolab log${demo ? ` -p ${lab.dir}` : ""})`);
   process.stdout.write(`${safeText(out.join("\n"))}\n`);
 }

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { assertNotEmptied, locateNotebook, prepareStateDir } from "../app/lab.ts";
+import { assertNotEmptied, locateNotebook, notebookExists, prepareStateDir } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
 import { openNotebook } from "../ledger/open-notebook.ts";
 import { startServer } from "../server/serve.ts";
@@ -15,7 +15,7 @@ export interface ServeFlags {
 /** The notebook of `--program`; an empty one is made for a project that has not run yet. */
 export function notebookPath(program: string | undefined): { ledgerPath: string; stateDir: string } {
   const { file, stateDir, db: ledgerPath } = locateNotebook(program);
-  if (!existsSync(ledgerPath)) {
+  if (!notebookExists(ledgerPath)) {
     if (!existsSync(file)) {
       throw new AutolabError(
         "NO_NOTEBOOK",

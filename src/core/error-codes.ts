@@ -85,7 +85,8 @@ export const ERROR_CODES = {
   DB_UNAVAILABLE: {
     kind: "user",
     http: 500,
-    meaning: "the PostgreSQL notebook cannot be reached (down, wrong password, no such database) or stayed away too long",
+    meaning:
+      "the PostgreSQL notebook cannot be reached (down, wrong password, no such database) or stayed away too long",
   },
   DB_URL_INVALID: { kind: "user", http: 400, meaning: "a notebook address is not a valid postgres:// URL" },
   DIRTY_WORKTREE: {

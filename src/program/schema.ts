@@ -441,6 +441,20 @@ const topShape = {
     .optional(),
   /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
   prior_work: z.boolean().default(true),
+  /**
+   * The notebook on PostgreSQL (docs/distributed.md); read by app/lab.ts's locateNotebook.
+   * Never with a password: program.md is committed (PGPASSWORD or ~/.pgpass carry it).
+   */
+  db: z
+    .string()
+    .refine((v) => /^postgres(ql)?:\/\//i.test(v.trim()), {
+      error: (iss) =>
+        `${describe(iss.input)} is not a postgres:// URL (the default notebook, .autolab/lab.db, needs no db:)`,
+    })
+    .refine((v) => !/^postgres(ql)?:\/\/[^/@]*:[^@/]*@/i.test(v.trim()), {
+      error: "holds a password, and program.md is committed: put the password in PGPASSWORD or ~/.pgpass",
+    })
+    .optional(),
   /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
   sandbox: z
     .strictObject(sandboxShape)
@@ -522,6 +536,7 @@ export const EXAMPLES: Record<string, string> = {
   "files.protected": "protected: [prepare.ts, evaluate.ts]   # files, directories or globs",
   "files.holdout":
     "holdout: [data/test.txt]   # hidden from the command and from researchers; only evaluate reads them",
+  db: "db: postgres://autolab@db.lab.internal/autolab?schema=nanogpt   # the notebook on PostgreSQL (password: PGPASSWORD or ~/.pgpass)",
   prior_work:
     "prior_work: false   # default true: the closest results of other runs on this machine go into the researcher's context",
   outputs:

@@ -8,8 +8,11 @@ import type { CliPreset } from "./preset.ts";
 const CREDENTIAL =
   /(_API_KEY|_APIKEY|_TOKEN|_SECRET|_SECRET_KEY|_SECRET_ACCESS_KEY|_ACCESS_KEY_ID|_PASSWORD)$/i;
 
+/** Database credentials by name (the notebook's address may carry a password: docs/distributed.md). */
+const DATABASE_SECRETS = new Set(["PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE", "AUTOLAB_DB", "DATABASE_URL"]);
+
 export function isCredentialVar(name: string): boolean {
-  return CREDENTIAL.test(name);
+  return CREDENTIAL.test(name) || DATABASE_SECRETS.has(name.toUpperCase());
 }
 
 /** Placeholder key for local endpoints (vLLM, Ollama, a proxy) that ignore it but whose clients insist on one. */
