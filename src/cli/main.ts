@@ -4,6 +4,7 @@ import { delimiter, dirname } from "node:path";
 import { Command, CommanderError } from "commander";
 import { AUTOLAB_VERSION } from "../app/init.ts";
 import { guardOutput } from "./closed-output.ts";
+import { dbImportCommand, dbMigrateCommand } from "./db-command.ts";
 import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { finalizeCommand } from "./finalize-command.ts";
@@ -287,6 +288,25 @@ cli
     500,
   )
   .action(watchCommand);
+
+const db = cli
+  .command("db")
+  .description("the notebook on PostgreSQL: migrate it, move a SQLite lab into it (docs/distributed.md)");
+db.command("migrate")
+  .description(
+    "bring the PostgreSQL notebook (--db, $AUTOLAB_DB or program.md's db:) to this autolab's schema",
+  )
+  .option(...programOpt)
+  .option(...dbOpt)
+  .action(dbMigrateCommand);
+db.command("import")
+  .description(
+    "copy a SQLite lab (default: .autolab/lab.db) into an empty PostgreSQL notebook, and verify the copy",
+  )
+  .argument("[file]", "the SQLite notebook to import")
+  .option(...programOpt)
+  .option(...dbOpt)
+  .action(dbImportCommand);
 
 const knowledge = cli
   .command("knowledge")

@@ -427,8 +427,12 @@ export class SqlLedger implements Ledger, NotebookReader {
         this.sql.exec(migrations[v - 1] as string);
         this.sql.run("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", v, now());
       }
+      this.schema = { from: current, to: migrations.length };
     });
   }
+
+  /** The schema version this notebook had when opened, and the one it has now (`autolab db migrate`). */
+  schema: { from: number; to: number } = { from: 0, to: 0 };
 
   /**
    * The sync point's watermarks. Read after the sync token and before the rows: a commit after
