@@ -7,10 +7,10 @@
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { CrashPoint } from "../src/core/crash-points.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
+import { dropSchemas, freshSchemaUrl, PG_SKIP } from "./helpers/pg.ts";
 import {
   git,
   type LedgerDump,
@@ -20,6 +20,7 @@ import {
   type ToyOptions,
   type ToyProject,
   toysOfFile,
+  withRawNotebook,
 } from "./helpers/toy-project.ts";
 import { valueProject, git as vgit } from "./helpers/value-project.ts";
 
@@ -28,10 +29,13 @@ const { toy } = toysOfFile();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `autolab run -n n` without fault injection, repeated until it exits 0 (it must within a few tries). */
-async function runToCompletion(t: ToyProject, n: number): Promise<string> {
+async function runToCompletion(t: ToyProject, n: number, db?: string): Promise<string> {
   let out = "";
   for (let i = 0; i < 3; i++) {
-    const r = await runCli(["run", "-n", String(n)], { cwd: t.dir });
+    const r = await runCli(["run", "-n", String(n)], {
+      cwd: t.dir,
+      ...(db ? { env: { AUTOLAB_DB: db } } : {}),
+    });
     out += r.stdout;
     expect(r.stderr, r.stdout).not.toMatch(/internal error/);
     if (r.code === 0) return out;
@@ -62,8 +66,8 @@ function experiments(db: LedgerDump): Exp[] {
 }
 
 /** The invariants every finished run must satisfy, however often it was killed on the way. */
-function checkInvariants(t: ToyProject, n: number): { tag: string; exps: Exp[] } {
-  const db = readLedger(t.dir);
+function checkInvariants(t: ToyProject, n: number, pgUrl?: string): { tag: string; exps: Exp[] } {
+  const db = readLedger(t.dir, pgUrl);
   expect(db.runs).toHaveLength(1);
   const tag = db.runs[0]?.tag as string;
   const exps = experiments(db);
@@ -105,100 +109,107 @@ function checkInvariants(t: ToyProject, n: number): { tag: string; exps: Exp[] }
 
 const N = 3;
 
-describe("kill -9 between two writes (AUTOLAB_CRASH_AT), then resume", () => {
-  // k-th pass of the point: the baseline passes after-trial-start and after-trial-result once,
-  // the other points only candidates pass; every k below lands on experiment 2.
-  const cases: { point: CrashPoint; k: number; opts?: ToyOptions }[] = [
-    { point: "after-commit", k: 2 },
-    { point: "after-row", k: 2 },
-    { point: "after-trial-start", k: 3 },
-    { point: "after-trial-result", k: 3 },
-    // Every candidate improves, so experiment 2 is a keep whose branch move is cut off.
-    { point: "after-decision", k: 2, opts: { score: "decreasing" } },
-    // Hooks: the baseline's after hook passes first, then #1's before and after: the 4th pass is
-    // #2's before hook, recorded, with nothing of #2 committed yet.
-    {
-      point: "after-hook",
-      k: 4,
-      opts: { hooks: { before: "echo before $AUTOLAB_N", after: "echo after $AUTOLAB_N" } },
-    },
-  ];
+// The same crash points against each notebook: SQLite, and PostgreSQL where there is one
+// (test/helpers/pg.ts: required in CI).
+const STORES = [
+  { name: "SQLite", url: (): string | undefined => undefined },
+  ...(PG_SKIP ? [] : [{ name: "PostgreSQL", url: (): string | undefined => freshSchemaUrl("resume") }]),
+];
+afterAll(dropSchemas);
 
-  for (const { point, k, opts } of cases) {
-    it(`${point}:${k}`, async () => {
-      const t = toy(opts ?? {});
-      const crashed = await runCli(["run", "-n", String(N)], {
-        cwd: t.dir,
-        env: { AUTOLAB_CRASH_AT: `${point}:${k}` },
-      });
-      expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
-      const before = experiments(readLedger(t.dir));
-      const tag = readLedger(t.dir).runs[0]?.tag as string;
-      const orphanRef = t.git(["for-each-ref", "--format=%(objectname)", `refs/autolab/${tag}/2`]).trim();
-      const invocationsAtCrash = t.invocations();
+for (const store of STORES)
+  describe(`kill -9 between two writes (AUTOLAB_CRASH_AT), then resume — ${store.name} notebook`, () => {
+    // k-th pass of the point: the baseline passes after-trial-start and after-trial-result once,
+    // the other points only candidates pass; every k below lands on experiment 2.
+    const cases: { point: CrashPoint; k: number; opts?: ToyOptions }[] = [
+      { point: "after-commit", k: 2 },
+      { point: "after-row", k: 2 },
+      { point: "after-trial-start", k: 3 },
+      { point: "after-trial-result", k: 3 },
+      // Every candidate improves, so experiment 2 is a keep whose branch move is cut off.
+      { point: "after-decision", k: 2, opts: { score: "decreasing" } },
+      // Hooks: the baseline's after hook passes first, then #1's before and after: the 4th pass is
+      // #2's before hook, recorded, with nothing of #2 committed yet.
+      {
+        point: "after-hook",
+        k: 4,
+        opts: { hooks: { before: "echo before $AUTOLAB_N", after: "echo after $AUTOLAB_N" } },
+      },
+    ];
 
-      await runToCompletion(t, N);
-      const { exps } = checkInvariants(t, N);
-      const e2 = exps[2] as Exp;
+    for (const { point, k, opts } of cases) {
+      it(`${point}:${k}`, async () => {
+        const t = toy(opts ?? {});
+        const pgUrl = store.url();
+        const crashed = await runCli(["run", "-n", String(N)], {
+          cwd: t.dir,
+          env: { AUTOLAB_CRASH_AT: `${point}:${k}`, ...(pgUrl ? { AUTOLAB_DB: pgUrl } : {}) },
+        });
+        expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
+        const before = experiments(readLedger(t.dir, pgUrl));
+        const tag = readLedger(t.dir, pgUrl).runs[0]?.tag as string;
+        const orphanRef = t.git(["for-each-ref", "--format=%(objectname)", `refs/autolab/${tag}/2`]).trim();
+        const invocationsAtCrash = t.invocations();
 
-      switch (point) {
-        case "after-commit":
-          // Committed and ref'd but not recorded: adopted as experiment 2, not proposed again.
-          expect(before.map((e) => e.n)).toEqual([0, 1]);
-          expect(orphanRef).not.toBe("");
-          expect(e2.commit).toBe(orphanRef);
-          expect(e2.trials).toHaveLength(1);
-          break;
-        case "after-row":
-          expect(before.at(-1)?.n).toBe(2);
-          expect(before.at(-1)?.trials).toEqual([]);
-          expect(e2.commit).toBe(before.at(-1)?.commit);
-          expect(e2.trials).toHaveLength(1);
-          break;
-        case "after-trial-start":
-          // The start row was written but the process never spawned: interrupted, then run again.
-          expect(before.at(-1)?.trials).toEqual([{ attempt: 1, status: undefined }]);
-          expect(e2.trials.map((x) => x.status)).toEqual(["interrupted", "ok"]);
-          break;
-        case "after-trial-result":
-          // The result was on record: only the decision was missing, the trial is not run again.
-          expect(before.at(-1)?.trials).toEqual([{ attempt: 1, status: "ok" }]);
-          expect(before.at(-1)?.decision).toBeUndefined();
-          expect(e2.trials).toHaveLength(1);
-          expect(t.invocations()).toBe(invocationsAtCrash + (N - 2));
-          break;
-        case "after-hook": {
-          // #2's before hook was recorded, nothing else of #2: it is proposed (and its hook run) again.
-          expect(before.map((e) => e.n)).toEqual([0, 1]);
-          expect(orphanRef).toBe("");
-          expect(e2.trials).toHaveLength(1);
-          const db = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
-          const hooks = db.prepare("SELECT n, phase, status, output FROM hook_runs ORDER BY id").all() as {
-            n: number;
-            phase: string;
-            status: string;
-            output: string;
-          }[];
-          db.close();
-          expect(hooks.filter((h) => h.n === 2 && h.phase === "before").map((h) => h.output)).toEqual([
-            "before 2",
-            "before 2",
-          ]);
-          // Every experiment has its after hook, the baseline's included, each once.
-          expect(hooks.filter((h) => h.phase === "after").map((h) => h.n)).toEqual([0, 1, 2, 3]);
-          expect(hooks.every((h) => h.status === "ok")).toBe(true);
-          break;
+        await runToCompletion(t, N, pgUrl);
+        const { exps } = checkInvariants(t, N, pgUrl);
+        const e2 = exps[2] as Exp;
+
+        switch (point) {
+          case "after-commit":
+            // Committed and ref'd but not recorded: adopted as experiment 2, not proposed again.
+            expect(before.map((e) => e.n)).toEqual([0, 1]);
+            expect(orphanRef).not.toBe("");
+            expect(e2.commit).toBe(orphanRef);
+            expect(e2.trials).toHaveLength(1);
+            break;
+          case "after-row":
+            expect(before.at(-1)?.n).toBe(2);
+            expect(before.at(-1)?.trials).toEqual([]);
+            expect(e2.commit).toBe(before.at(-1)?.commit);
+            expect(e2.trials).toHaveLength(1);
+            break;
+          case "after-trial-start":
+            // The start row was written but the process never spawned: interrupted, then run again.
+            expect(before.at(-1)?.trials).toEqual([{ attempt: 1, status: undefined }]);
+            expect(e2.trials.map((x) => x.status)).toEqual(["interrupted", "ok"]);
+            break;
+          case "after-trial-result":
+            // The result was on record: only the decision was missing, the trial is not run again.
+            expect(before.at(-1)?.trials).toEqual([{ attempt: 1, status: "ok" }]);
+            expect(before.at(-1)?.decision).toBeUndefined();
+            expect(e2.trials).toHaveLength(1);
+            expect(t.invocations()).toBe(invocationsAtCrash + (N - 2));
+            break;
+          case "after-hook": {
+            // #2's before hook was recorded, nothing else of #2: it is proposed (and its hook run) again.
+            expect(before.map((e) => e.n)).toEqual([0, 1]);
+            expect(orphanRef).toBe("");
+            expect(e2.trials).toHaveLength(1);
+            const hooks = withRawNotebook(t.dir, pgUrl, (all) =>
+              all<{ n: number; phase: string; status: string; output: string }>(
+                "SELECT n, phase, status, output FROM hook_runs ORDER BY id",
+              ),
+            );
+            expect(hooks.filter((h) => h.n === 2 && h.phase === "before").map((h) => h.output)).toEqual([
+              "before 2",
+              "before 2",
+            ]);
+            // Every experiment has its after hook, the baseline's included, each once.
+            expect(hooks.filter((h) => h.phase === "after").map((h) => h.n)).toEqual([0, 1, 2, 3]);
+            expect(hooks.every((h) => h.status === "ok")).toBe(true);
+            break;
+          }
+          case "after-decision":
+            // Decided keep, branch not moved yet: resume moves it (checked by the invariants).
+            expect(before.at(-1)?.decision?.action).toBe("keep");
+            expect(e2.decision).toEqual(before.at(-1)?.decision);
+            expect(e2.trials).toHaveLength(1);
+            break;
         }
-        case "after-decision":
-          // Decided keep, branch not moved yet: resume moves it (checked by the invariants).
-          expect(before.at(-1)?.decision?.action).toBe("keep");
-          expect(e2.decision).toEqual(before.at(-1)?.decision);
-          expect(e2.trials).toHaveLength(1);
-          break;
-      }
-    });
-  }
-});
+      });
+    }
+  });
 
 describe("kill -9 right after the advisor's answer (AUTOLAB_CRASH_AT=after-advice), then resume", () => {
   it("keeps the answer once and asks again only after new discards", async () => {

@@ -15,6 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { afterAll } from "vitest";
+import { PgLedger } from "../../src/ledger/pg/pg-ledger.ts";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CLI_MAIN = join(REPO_ROOT, "src", "cli", "main.ts");
@@ -402,20 +403,39 @@ export interface LedgerDump {
   decisions: { experiment_id: number; action: string; reason: string; metric: number | null }[];
 }
 
-/** The raw tables of `<dir>/.autolab/lab.db`, read directly (not through the code under test). */
-export function readLedger(dir: string): LedgerDump {
+/**
+ * The raw tables of `<dir>/.autolab/lab.db` — or of the PostgreSQL notebook at `pgUrl` — read with
+ * plain SQL (not through the ledger's reads under test).
+ */
+export function readLedger(dir: string, pgUrl?: string): LedgerDump {
+  return withRawNotebook(dir, pgUrl, (all) => ({
+    runs: all("SELECT id, tag, base_commit FROM runs ORDER BY id"),
+    experiments: all(
+      "SELECT id, run_id, n, commit_sha, ref, parent_commit, rebase_of FROM experiments ORDER BY run_id, n, id",
+    ),
+    trialStarts: all("SELECT id, experiment_id, attempt FROM trial_starts ORDER BY id"),
+    trialResults: all("SELECT trial_id, status, reason FROM trial_results ORDER BY trial_id"),
+    decisions: all("SELECT experiment_id, action, reason, metric FROM decisions ORDER BY experiment_id"),
+  }));
+}
+
+/** Runs `read` with a raw query function over the lab's notebook (SQLite file, or PostgreSQL at `pgUrl`). */
+export function withRawNotebook<R>(
+  dir: string,
+  pgUrl: string | undefined,
+  read: (all: <T>(sql: string) => T[]) => R,
+): R {
+  if (pgUrl) {
+    const l = new PgLedger(pgUrl);
+    try {
+      return read(<T>(sql: string) => l.pg.query<T>(sql));
+    } finally {
+      l.close();
+    }
+  }
   const db = new DatabaseSync(join(dir, ".autolab", "lab.db"), { readOnly: true });
   try {
-    const all = <T>(sql: string) => db.prepare(sql).all() as unknown as T[];
-    return {
-      runs: all("SELECT id, tag, base_commit FROM runs ORDER BY id"),
-      experiments: all(
-        "SELECT id, run_id, n, commit_sha, ref, parent_commit, rebase_of FROM experiments ORDER BY run_id, n, id",
-      ),
-      trialStarts: all("SELECT id, experiment_id, attempt FROM trial_starts ORDER BY id"),
-      trialResults: all("SELECT trial_id, status, reason FROM trial_results ORDER BY trial_id"),
-      decisions: all("SELECT experiment_id, action, reason, metric FROM decisions ORDER BY experiment_id"),
-    };
+    return read(<T>(sql: string) => db.prepare(sql).all() as unknown as T[]);
   } finally {
     db.close();
   }
