@@ -111,6 +111,42 @@ describe.skipIf(PG_SKIP)(`PgLedger (${PG_SKIP ? PG_SKIP_REASON : "PostgreSQL"})`
     }
   });
 
+  it("wakes a reader when another process commits (LISTEN/NOTIFY), and stops when unsubscribed", async () => {
+    const writer = fresh();
+    const reader = openAnother(writer) as PgLedger;
+    try {
+      let wakes = 0;
+      let woken: () => void = () => {};
+      const stop = reader.onChange(() => {
+        wakes++;
+        woken();
+      });
+      const next = () =>
+        new Promise<void>((resolve, reject) => {
+          const t = setTimeout(() => reject(new Error("no notification within 10 s")), 10_000);
+          woken = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+      const first = next();
+      const run = writer.createRun(newRun());
+      await first;
+      const feed = reader.eventFeed();
+      expect(feed.poll().map((e) => e.type)).toEqual(["run_started"]);
+      const second = next();
+      writer.addExperiment(newExperiment(run.id, 0));
+      await second;
+      stop();
+      const before = wakes;
+      writer.addNote(run.id, null, "after unsubscribing");
+      await new Promise((r) => setTimeout(r, 300));
+      expect(wakes).toBe(before);
+    } finally {
+      reader.close();
+    }
+  });
+
   it("reconnects after its connection is killed, and the write lands once", async () => {
     const l = fresh();
     try {

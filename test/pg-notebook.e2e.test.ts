@@ -63,8 +63,9 @@ describe.skipIf(PG_SKIP)(
         await serve.done;
       }
 
-      // watch: the run's summary, then a line per new row written by another process.
-      const watch = spawnCli(["watch", "--interval", "50ms"], { cwd: t.dir, env });
+      // watch: the run's summary, then a line per new row written by another process. The interval
+      // is ten minutes: only the notebook's NOTIFY can wake it in time.
+      const watch = spawnCli(["watch", "--interval", "10m"], { cwd: t.dir, env });
       try {
         await watch.waitFor(/best/);
         const more = await runCli(["run", "-n", "3"], { cwd: t.dir, env, timeoutMs: 120_000 });

@@ -66,6 +66,10 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
   const now = opts.now ?? Date.now;
   const feed = reader.ledger.eventFeed();
   feed.prime();
+  // Where the notebook pushes (PostgreSQL), a commit wakes the loop at once and the timer is
+  // only a backstop; a terminal with a trial running still redraws every interval (its clocks).
+  let wake: (() => void) | undefined;
+  const unlisten = reader.ledger.onChange?.(() => wake?.());
   let lastVersion = "";
   let printedHeader = false;
   if (opts.tty) out.write("\x1b[?1049h\x1b[?25l");
@@ -104,9 +108,14 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
           if (line) out.write(`${line}\n`);
         }
       }
-      await sleep(opts.intervalMs, signal);
+      const ticking =
+        opts.tty && run !== undefined && reader.openTrials(run, reader.experiments(run)).length > 0;
+      await sleep(unlisten && !ticking ? Math.max(opts.intervalMs, 5000) : opts.intervalMs, signal, (w) => {
+        wake = w;
+      });
     }
   } finally {
+    unlisten?.();
     if (opts.tty) out.write("\x1b[?25h\x1b[?1049l");
   }
 }
@@ -230,10 +239,12 @@ function ago(iso: string | null, now: number): string {
   return `${(s / 3600).toFixed(1)} h ago`;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, on abort, or when the function handed to `onWake` is called. */
+function sleep(ms: number, signal: AbortSignal, onWake?: (wake: () => void) => void): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const t = setTimeout(done, ms);
+    onWake?.(done);
     function done() {
       clearTimeout(t);
       signal.removeEventListener("abort", done);

@@ -23,6 +23,12 @@ export interface NotebookReader {
   experimentCounts(): Map<number, number>;
   /** A new feed of this notebook's events, starting from nothing seen (call `prime` first). */
   eventFeed(): EventFeed;
+  /**
+   * Where the store can push (PostgreSQL's LISTEN/NOTIFY): calls `listener` soon after any write
+   * commits, by any process — a wake-up, never data (read with a feed or version()). Returns the
+   * unsubscribe. Absent (SQLite): viewers poll on a timer.
+   */
+  onChange?(listener: () => void): () => void;
 }
 
 /**

@@ -43,6 +43,9 @@ export interface SyncPgOptions {
 export class SyncPg {
   private readonly worker: Worker;
   private readonly port: MessagePort;
+  /** Notifications of the LISTEN connection (listen()). */
+  private readonly events: MessagePort;
+  private readonly changeListeners = new Set<() => void>();
   private readonly flag = new Int32Array(new SharedArrayBuffer(4));
   /** Never notified: Atomics.wait on it is a synchronous sleep. */
   private readonly pause = new Int32Array(new SharedArrayBuffer(4));
@@ -57,19 +60,22 @@ export class SyncPg {
     // The worker gives up on its own after waitMs; this bound only catches a worker that died.
     this.bound = waitMs + statementTimeoutMs + 30_000;
     const channel = new MessageChannel();
+    const events = new MessageChannel();
     this.port = channel.port1;
+    this.events = events.port1;
     this.worker = new Worker(new URL("./pg-worker.js", import.meta.url), {
       workerData: {
         url: target.connectionString,
         schema: target.schema,
         shown: target.shown,
         port: channel.port2,
+        events: events.port2,
         flag: this.flag.buffer,
         waitMs,
         retryMs: opts.retryMs ?? 1000,
         statementTimeoutMs,
       },
-      transferList: [channel.port2],
+      transferList: [channel.port2, events.port2],
       // Its stdout/stderr would pass through this (blocked) thread; it writes to fd 2 itself.
       stdout: false,
       stderr: false,
@@ -84,13 +90,39 @@ export class SyncPg {
 
   /** One statement (`$n` placeholders); its rows. */
   query<R>(sql: string, params: unknown[] = []): R[] {
+    return (this.request({ op: "query", sql, params }).rows ?? []) as R[];
+  }
+
+  private request(msg: Record<string, unknown>): Answer {
     if (this.closed) throw new AutolabError("INTERNAL", "the PostgreSQL notebook was used after close().");
     Atomics.store(this.flag, 0, 0);
-    this.port.postMessage({ op: "query", sql, params });
+    this.port.postMessage(msg);
     const a = this.wait(this.bound);
     if (!a.ok) throw this.failure(a);
-    return (a.rows ?? []) as R[];
+    return a;
   }
+
+  /**
+   * Calls `fn` after any write to the lab's notebook commits, by any process (LISTEN/NOTIFY; the
+   * listening connection opens with the first subscriber). A wake-up only: read what changed.
+   * Never keeps the process alive. Returns the unsubscribe.
+   */
+  onChange(fn: () => void): () => void {
+    if (this.changeListeners.size === 0) {
+      this.request({ op: "listen" });
+      this.events.on("message", this.wake);
+      this.events.unref();
+    }
+    this.changeListeners.add(fn);
+    return () => {
+      this.changeListeners.delete(fn);
+      if (this.changeListeners.size === 0) this.events.off("message", this.wake);
+    };
+  }
+
+  private readonly wake = () => {
+    for (const fn of [...this.changeListeners]) fn();
+  };
 
   close(): void {
     if (this.closed) return;
@@ -99,6 +131,7 @@ export class SyncPg {
     this.port.postMessage({ op: "close" });
     this.wait(5_000);
     this.port.close();
+    this.events.close();
     void this.worker.terminate();
   }
 

@@ -35,4 +35,8 @@ export class PgLedger extends SqlLedger {
       throw err;
     }
   }
+
+  onChange(listener: () => void): () => void {
+    return this.pg.onChange(listener);
+  }
 }

@@ -13,7 +13,17 @@
 import { writeSync } from "node:fs";
 import { workerData } from "node:worker_threads";
 
-const { url, schema, shown, port, flag: flagBuffer, waitMs, retryMs, statementTimeoutMs } = workerData;
+const {
+  url,
+  schema,
+  shown,
+  port,
+  events,
+  flag: flagBuffer,
+  waitMs,
+  retryMs,
+  statementTimeoutMs,
+} = workerData;
 const flag = new Int32Array(flagBuffer);
 
 /** @param {object} msg */
@@ -116,13 +126,51 @@ async function withClient(fn, inTransaction) {
 
 let inTransaction = false;
 
+/**
+ * The LISTEN connection (asked for by the first onChange subscriber): every notification on the
+ * lab's channel is posted on `events`. Lost, it reconnects every `retryMs` and posts a wake-up
+ * once back (notifications sent meanwhile are gone: the reader polls once).
+ * @type {any}
+ */
+let listener;
+let listening = false;
+
+async function listen() {
+  listening = true;
+  for (;;) {
+    try {
+      const c = await connect();
+      c.on("notification", (/** @type {any} */ n) => events.postMessage(n.payload ?? ""));
+      c.on("error", () => {
+        if (listener === c) listener = undefined;
+        c.end().catch(() => {});
+        if (listening) setTimeout(() => void listen(), retryMs);
+      });
+      await c.query(`LISTEN "autolab_${schema}"`);
+      listener = c;
+      return;
+    } catch {
+      await sleep(retryMs);
+      events.postMessage("reconnected");
+    }
+  }
+}
+
 port.on("message", async (/** @type {any} */ m) => {
   try {
+    if (m.op === "listen") {
+      if (!listening) await listen();
+      answer({ ok: true });
+      return;
+    }
     if (m.op === "close") {
+      listening = false;
+      await listener?.end().catch(() => {});
       await client?.end().catch(() => {});
       client = undefined;
       answer({ ok: true });
       port.close();
+      events.close();
       return;
     }
     const sql = String(m.sql);
