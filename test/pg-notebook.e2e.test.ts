@@ -4,6 +4,7 @@
  * `autolab db import` moving a SQLite lab with every kind of row into PostgreSQL.
  */
 import { existsSync } from "node:fs";
+import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -16,7 +17,14 @@ import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { newExperiment, newRun, newTrial, trialResult } from "./contracts/ledger-contract.ts";
 import { tempDir } from "./helpers/git-project.ts";
 import { dropSchemas, freshSchemaUrl, PG_SKIP, PG_SKIP_REASON } from "./helpers/pg.ts";
-import { CLI_MAIN, createToyProject, runCli, spawnCli, stackLines } from "./helpers/toy-project.ts";
+import {
+  CLI_MAIN,
+  createToyProject,
+  readLedger,
+  runCli,
+  spawnCli,
+  stackLines,
+} from "./helpers/toy-project.ts";
 
 afterAll(dropSchemas);
 
@@ -100,6 +108,38 @@ describe.skipIf(PG_SKIP)(
       } finally {
         await client.close();
       }
+      t.cleanup();
+    });
+
+    it("waits out a database that goes away mid-run, says so, and resumes: nothing lost", async () => {
+      const t = createToyProject({ acceptance: "greedy", sleepMs: 300 });
+      const direct = new URL(freshSchemaUrl("outage"));
+      const proxy = await tcpProxy(Number(direct.port || 5432));
+      const url = new URL(direct);
+      url.port = String(proxy.port);
+      const cli = spawnCli(["run", "-n", "5"], {
+        cwd: t.dir,
+        env: { AUTOLAB_DB: url.toString() },
+        timeoutMs: 120_000,
+      });
+      try {
+        await cli.waitFor(/#2 /, 60_000);
+        proxy.down(); // every connection cut, new ones refused
+        await new Promise((r) => setTimeout(r, 3000));
+        await proxy.up();
+        const done = await cli.done;
+        expect(done.code, done.stdout + done.stderr).toBe(0);
+        expect(done.stderr).toMatch(/does not answer .*waiting up to \d+ s/);
+        expect(done.stderr).toMatch(/answers again; going on/);
+        expect(stackLines(done.stderr)).toEqual([]);
+      } finally {
+        cli.child.kill("SIGKILL");
+        await proxy.close();
+      }
+      const db = readLedger(t.dir, direct.toString());
+      expect(db.experiments.map((e) => e.n)).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(db.decisions).toHaveLength(6);
+      expect(db.trialResults).toHaveLength(db.trialStarts.length);
       t.cleanup();
     });
 
@@ -187,3 +227,45 @@ describe.skipIf(PG_SKIP)(
     });
   },
 );
+
+/** A TCP proxy to PostgreSQL on 127.0.0.1 that a test can take down (cut and refuse) and bring back. */
+async function tcpProxy(
+  target: number,
+): Promise<{ port: number; down(): void; up(): Promise<void>; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let port = 0;
+  let server: Server | undefined;
+  const listen = () =>
+    new Promise<void>((resolve) => {
+      const srv = createServer((client) => {
+        const upstream = tcpConnect(target, "127.0.0.1");
+        for (const s of [client, upstream]) {
+          sockets.add(s);
+          s.on("close", () => sockets.delete(s));
+          s.on("error", () => s.destroy());
+        }
+        client.pipe(upstream).pipe(client);
+        client.on("close", () => upstream.destroy());
+        upstream.on("close", () => client.destroy());
+      });
+      server = srv;
+      srv.listen(port, "127.0.0.1", () => {
+        port = (srv.address() as { port: number }).port;
+        resolve();
+      });
+    });
+  await listen();
+  const down = () => {
+    server?.close();
+    server = undefined;
+    for (const s of sockets) s.destroy();
+  };
+  return {
+    get port() {
+      return port;
+    },
+    down,
+    up: listen,
+    close: async () => down(),
+  };
+}
