@@ -13,10 +13,13 @@ const tsc = spawnSync(join(root, "node_modules", ".bin", "tsc"), ["-p", join(roo
   stdio: "inherit",
 });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
-// Files read at run time next to a module (import.meta.url): the dashboard's assets. Its
+// Files read at run time next to a module (import.meta.url): the dashboard's assets, and below,
+// the PostgreSQL bridge's worker. Its
 // tsconfig.json only type-checks app.js in the checkout.
 cpSync(join(root, "src", "server", "assets"), join(dist, "server", "assets"), {
   recursive: true,
   filter: (p) => !p.endsWith("tsconfig.json"),
 });
+// The PostgreSQL bridge's worker thread is plain JavaScript, loaded by URL next to bridge.js.
+cpSync(join(root, "src", "ledger", "pg", "pg-worker.js"), join(dist, "ledger", "pg", "pg-worker.js"));
 console.log(`built ${dist}`);
