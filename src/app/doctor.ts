@@ -15,12 +15,12 @@ import { loadPreset } from "../agents/cli/register.ts";
 import { resolveModel } from "../agents/llm/provider.ts";
 import { AutolabError } from "../core/errors.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
-import { damagedNotebook, isDamaged, openNotebook } from "../ledger/open-notebook.ts";
+import { damagedNotebook, isDamaged, maskUrl, openNotebook } from "../ledger/open-notebook.ts";
 import { loadRoles } from "../org/roles.ts";
 import { loadProgram } from "../program/index.ts";
 import { findOnPath, probeSandbox, type SandboxProbe } from "../runner/sandbox.ts";
 import { PACKAGE_ROOT } from "./init.ts";
-import { assertNotEmptied, locateNotebook, programPath } from "./lab.ts";
+import { assertNotEmptied, locateNotebook, notebookExists, programPath } from "./lab.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -302,13 +302,14 @@ async function reachable(env: DoctorEnv, name: string, baseUrl: string): Promise
 
 /** The notebook (.autolab/lab.db): absent is fine; present, it must open and read. */
 export function checkNotebook(dir: string): Check {
-  const { stateDir, db } = locateNotebook(dir);
-  if (!existsSync(db)) {
+  const { stateDir, db: where } = locateNotebook(dir);
+  const db = maskUrl(where); // shown: a postgres:// password never is
+  if (!notebookExists(where)) {
     return { name: "notebook", status: "ok", detail: `none yet (${db}: \`autolab run\` creates it)` };
   }
   try {
     assertNotEmptied(stateDir);
-    const notebook = openNotebook(db);
+    const notebook = openNotebook(where);
     try {
       const runs = notebook.listRuns();
       return {

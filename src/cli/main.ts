@@ -85,6 +85,7 @@ cli
     "check this machine and project: git, Node, the sandbox, the researchers, the notebook, GPUs (exit 1 if anything fails)",
   )
   .argument("[dir]", "project directory (holding program.md)", ".")
+  .option(...dbOpt)
   .action(doctorCommand);
 
 cli
