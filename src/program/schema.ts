@@ -460,6 +460,14 @@ const slurmShape = {
         .string()
         .min(1, { error: "must not be empty" })
         .superRefine((arg, ctx) => {
+          if (!arg.startsWith("-")) {
+            ctx.addIssue({
+              code: "custom",
+              input: arg,
+              message: `${JSON.stringify(arg)} is not an sbatch option: write each option with its value after = (--mem=16G)`,
+            });
+            return;
+          }
           const r = reservedSlurmArg(arg);
           if (r)
             ctx.addIssue({
