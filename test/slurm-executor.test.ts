@@ -14,6 +14,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -35,6 +36,21 @@ function slurmProblem(): string | undefined {
 }
 
 const problem = slurmProblem();
+/** The single-node cluster of .ci/start-slurm.sh (ClusterName=local), where a test may take the node down. */
+function testCluster(): boolean {
+  const conf = spawnSync("scontrol", ["show", "config"], { encoding: "utf8" }).stdout ?? "";
+  return (
+    /^ClusterName\s*=\s*local$/m.test(conf) &&
+    /^NodeName=\S+ CPUs=/m.test(readFileSafe("/etc/slurm/slurm.conf"))
+  );
+}
+function readFileSafe(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
 const required = process.env.AUTOLAB_REQUIRE_SLURM === "1";
 const withSlurm = problem === undefined || required ? describe : describe.skip;
 const title = problem && !required ? `Slurm executor (skipped: ${problem})` : "Slurm executor (real Slurm)";
@@ -247,6 +263,57 @@ withSlurm(title, () => {
     expect(r.reason).toMatch(/^Slurm job \d+ on \S+ was cancelled outside autolab/);
     expect(await untilState(spec.token, /CANCELLED/)).toMatch(/\|CANCELLED$/);
     expect(await new SlurmExecutor(CONFIG).reap(spec.token)).toBe(0);
+  });
+
+  // Takes the node down and up again: only on the single-node cluster .ci/start-slurm.sh makes.
+  it.runIf(problem === undefined && testCluster())(
+    "a node that fails under the job: crash naming NODE_FAIL",
+    async () => {
+      const spec = trial('echo "METRIC step=1"; sleep 120');
+      const running = new SlurmExecutor(CONFIG, FAST).runTrial(spec);
+      await untilState(spec.token, /RUNNING/);
+      const nodeName = execFileSync(
+        "squeue",
+        ["--name", `autolab-${spec.token}`, "--noheader", "--format=%N"],
+        {
+          encoding: "utf8",
+        },
+      ).trim();
+      try {
+        execFileSync("scontrol", [
+          "update",
+          `NodeName=${nodeName}`,
+          "State=DOWN",
+          "Reason=autolab-test-node-fail",
+        ]);
+        const r = await running;
+        expect(r.status).toBe("crash");
+        expect(r.reason).toBe(
+          `Slurm job ${jobState(spec.token).split("|")[0]} on ${nodeName} did not finish: its node failed (state NODE_FAIL)`,
+        );
+      } finally {
+        execFileSync("scontrol", ["update", `NodeName=${nodeName}`, "State=RESUME"]);
+      }
+      // --no-requeue: the job is not run again behind the harness's back.
+      expect(jobState(spec.token)).toMatch(/\|NODE_FAIL$/);
+    },
+  );
+
+  it("slurmctld unreachable for longer than the limit: the job is cancelled and the trial is a crash saying so", async () => {
+    const bin = tempDir();
+    for (const tool of ["sbatch", "scancel", "sacct"]) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+    writeFileSync(
+      join(bin, "squeue"),
+      "#!/bin/sh\necho 'squeue: error: Unable to contact slurm controller (connect failure)' >&2\nexit 1\n",
+      { mode: 0o755 },
+    );
+    const spec = trial('echo "METRIC step=1"; sleep 120');
+    const r = await new SlurmExecutor(CONFIG, { ...FAST, bin, unreachableLimitMs: 1000 }).runTrial(spec);
+    expect(r.status).toBe("crash");
+    expect(r.reason).toMatch(
+      /^Slurm job \d+: Slurm did not answer for 1s \(squeue: error: Unable to contact slurm controller \(connect failure\)\); the job was cancelled if it could be$/,
+    );
+    expect(await untilState(spec.token, /CANCELLED/)).toMatch(/\|CANCELLED$/);
   });
 
   it("evaluate runs on this machine after beforeEvaluate, and owns the score", async () => {
