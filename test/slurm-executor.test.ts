@@ -174,14 +174,23 @@ withSlurm(title, () => {
 
   it.runIf(sandboxed)("runs the command inside the local executor's sandbox on the node", async () => {
     const spec = trial(
-      'ls ../logs 2>/dev/null | wc -l | sed "s/^/hidden_entries: /"; env | wc -l | sed "s/^/env_vars: /"; echo "loss: 1"',
+      'ls ../logs 2>/dev/null | wc -l | sed "s/^/hidden_entries: /"; echo "job: $SLURM_JOB_ID"; env | cut -d= -f1 | sort | tr "\\n" " "; echo; echo "loss: 1"',
     );
     const r = await new SlurmExecutor(CONFIG, FAST).runTrial(spec);
     expect(r.status).toBe("ok");
     // The log directory (next to the job's script and exit status) is an empty directory inside.
     expect(r.metrics.hidden_entries).toBe(0);
-    // Only PATH, AUTOLAB_SEED, AUTOLAB_BUDGET_S, AUTOLAB_TRIAL_TOKEN and what sh sets (PWD).
-    expect(r.metrics.env_vars).toBeLessThanOrEqual(6);
+    const out = readFileSync(r.stdoutPath, "utf8");
+    // Slurm's job variables reach the command (the node's GPUs would too); nothing else of the harness's.
+    const id = jobState(spec.token).split("|")[0];
+    expect(out).toContain(`job: ${id}\n`);
+    const names = (out.split("\n")[2] ?? "").trim().split(" ");
+    const allowed =
+      /^(PATH|PWD|OLDPWD|SHLVL|_|AUTOLAB_(SEED|BUDGET_S|TRIAL_TOKEN)|SLURMD?_[A-Z_]+|CUDA_VISIBLE_DEVICES)$/;
+    expect(names.filter((n) => !allowed.test(n))).toEqual([]);
+    expect(names).toEqual(
+      expect.arrayContaining(["PATH", "AUTOLAB_SEED", "AUTOLAB_TRIAL_TOKEN", "SLURM_JOB_ID"]),
+    );
   });
 
   it("a command that fails is a crash with its exit code and last stderr line", async () => {

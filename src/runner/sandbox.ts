@@ -157,6 +157,11 @@ export interface SandboxCommandOptions extends SandboxToolOptions {
    * system: the caller makes it (an empty regular file, mode 0444).
    */
   emptyFile?: string;
+  /**
+   * bwrap options added after the mounts, before `--chdir` (so a `--dev-bind` lands on top of
+   * the sandbox's own /dev). The Slurm job script uses one to add what only the node knows.
+   */
+  lateArgs?: string[];
 }
 
 /**
@@ -176,6 +181,7 @@ export function sandboxCommand(
     "--clearenv",
     ...Object.entries(spec.env).flatMap(([k, v]) => ["--setenv", k, v]),
     ...mountArgs(spec, opts.emptyFile),
+    ...(opts.lateArgs ?? []),
     "--chdir",
     realpathSync(cwd),
     "--",

@@ -26,6 +26,42 @@ export interface JobScriptInput {
   sandbox?: SandboxSpec;
 }
 
+/**
+ * What only the node knows, passed into the sandbox: the GPUs and CPUs Slurm gave the job (its
+ * `CUDA_VISIBLE_DEVICES` wins over a slot's) and the job's id. Names only; values come from the
+ * job's environment at run time.
+ */
+export const NODE_ENV = [
+  "CUDA_VISIBLE_DEVICES",
+  "ROCR_VISIBLE_DEVICES",
+  "GPU_DEVICE_ORDINAL",
+  "SLURM_JOB_ID",
+  "SLURM_JOB_GPUS",
+  "SLURM_CPUS_PER_TASK",
+  "SLURM_CPUS_ON_NODE",
+  "SLURM_MEM_PER_NODE",
+  "SLURM_MEM_PER_CPU",
+  "SLURMD_NODENAME",
+] as const;
+
+/** The word of the bwrap argv that the script replaces by the node's own options ("$@"). */
+const NODE_ARGS = "\u0000autolab-node-args";
+
+/**
+ * Builds the node's bwrap options in "$@": `--setenv` for each NODE_ENV variable the job has,
+ * and, when Slurm gave the job GPUs, the NVIDIA device nodes (the sandbox's /dev is minimal).
+ */
+const NODE_PRELUDE = `set --
+for v in ${NODE_ENV.join(" ")}; do
+  eval "isset=\\\${$v+x}"
+  if [ -n "$isset" ]; then eval "set -- \\"\\$@\\" --setenv $v \\"\\\${$v}\\""; fi
+done
+if [ -n "\${CUDA_VISIBLE_DEVICES:-}\${SLURM_JOB_GPUS:-}" ]; then
+  for d in /dev/nvidia*; do
+    if [ -e "$d" ]; then set -- "$@" --dev-bind "$d" "$d"; fi
+  done
+fi`.split("\n");
+
 /** Quotes one word for /bin/sh: single quotes, with `'` written as `'\''`. Anything else is literal. */
 export function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
@@ -45,12 +81,15 @@ export function jobScript(input: JobScriptInput): string {
   const status = join(input.logDir, EXIT_STATUS_FILE);
   let argv: string[];
   let exports: string[] = [];
+  let prelude: string[] = [];
   if (input.sandbox) {
     const env = { ...input.sandbox.env, ...input.env };
     const sb = sandboxCommand({ ...input.sandbox, env }, input.command, input.cwd, {
       emptyFile: join(input.logDir, EMPTY_FILE),
+      lateArgs: [NODE_ARGS],
     });
     argv = [sb.file, ...sb.args];
+    prelude = NODE_PRELUDE;
   } else {
     argv = ["/bin/sh", "-c", input.command];
     exports = Object.entries(input.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`);
@@ -61,7 +100,8 @@ export function jobScript(input: JobScriptInput): string {
     ...exports,
     `cd ${shellQuote(input.cwd)} || exit 125`,
     "start=$(date +%s%N)",
-    argv.map(shellQuote).join(" "),
+    ...prelude,
+    argv.map((w) => (w === NODE_ARGS ? '"$@"' : shellQuote(w))).join(" "),
     "code=$?",
     `printf '%s %s %s\\n' "$code" "$start" "$(date +%s%N)" > ${shellQuote(`${status}.tmp`)} && mv -f ${shellQuote(`${status}.tmp`)} ${shellQuote(status)}`,
     'exit "$code"',
