@@ -325,6 +325,26 @@ withSlurm(title, () => {
     expect(await untilState(spec.token, /CANCELLED/)).toMatch(/\|CANCELLED$/);
   });
 
+  it("a job squeue has forgotten (past MinJobAge) ends by the exit status its script wrote", async () => {
+    for (const [command, status, reason] of [
+      ['echo "loss: 0.5"', "ok", undefined],
+      ['echo "bad input" >&2; exit 3', "crash", "exited with code 3: bad input"],
+    ] as const) {
+      const spec = trial(command);
+      // squeue answers as Slurm does for a job it no longer keeps, once the job has ended.
+      const bin = tempDir();
+      for (const tool of ["sbatch", "scancel", "sacct"]) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+      writeFileSync(
+        join(bin, "squeue"),
+        `#!/bin/sh\nif [ -e ${JSON.stringify(join(spec.logDir, "exit-status"))} ]; then echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; fi\nexec /usr/bin/squeue "$@"\n`,
+        { mode: 0o755 },
+      );
+      const r = await new SlurmExecutor(CONFIG, { ...FAST, bin }).runTrial(spec);
+      expect(r.status).toBe(status);
+      expect(r.reason).toBe(reason);
+    }
+  });
+
   it("evaluate runs on this machine after beforeEvaluate, and owns the score", async () => {
     const order: string[] = [];
     const spec = trial('echo "loss: 0.001"; echo 0.5 > result.txt', {

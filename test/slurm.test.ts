@@ -8,11 +8,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { executorFor } from "../src/app/create-run.ts";
 import { AutolabError } from "../src/core/errors.ts";
 import { parseProgram } from "../src/program/parse.ts";
+import { LocalExecutor } from "../src/runner/local-executor.ts";
 import { parseSacctLine, parseSqueueLine } from "../src/runner/slurm/cli.ts";
 import { jobScript, parseExitStatus, shellQuote } from "../src/runner/slurm/job-script.ts";
 import { outcomeOfEnd, phaseOf, slurmTime } from "../src/runner/slurm/states.ts";
+import { SlurmExecutor } from "../src/runner/slurm-executor.ts";
 
 const MINIMAL = `---
 name: m
@@ -109,6 +112,32 @@ describe("program.md executor: { slurm }", () => {
     expect(failure(withExtra("executor: { slurm: { pending_limit: soon } }")).message).toContain(
       `lab/program.md:${LINES}`,
     );
+  });
+});
+
+describe("the executor a run gets", () => {
+  it("local without executor:, Slurm with it, SLURM_UNAVAILABLE naming the missing tools", () => {
+    expect(executorFor(parseProgram(MINIMAL, "p.md"), "/nonexistent")).toBeInstanceOf(LocalExecutor);
+    const slurm = parseProgram(withExtra("executor: { slurm: {} }"), "p.md");
+    const bin = mkdtempSync(join(tmpdir(), "autolab-slurm-bin-"));
+    dirs.push(bin);
+    for (const tool of ["sbatch", "squeue", "scancel"])
+      writeFileSync(join(bin, tool), "#!/bin/sh\n", { mode: 0o755 });
+    expect(executorFor(slurm, bin)).toBeInstanceOf(SlurmExecutor);
+    rmSync(join(bin, "scancel"));
+    rmSync(join(bin, "squeue"));
+    let err: unknown;
+    try {
+      executorFor(slurm, bin);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AutolabError);
+    expect((err as AutolabError).code).toBe("SLURM_UNAVAILABLE");
+    expect((err as AutolabError).message).toBe(
+      "program.md's executor.slurm runs each trial as a Slurm job, but squeue, scancel are not on this machine's PATH.",
+    );
+    expect((err as AutolabError).hint).toContain("remove `executor:` from program.md");
   });
 });
 

@@ -340,10 +340,10 @@ export async function openRunSession(
  * Where trials run: program.md's `executor:` (docs/distributed.md "Slurm"), else this machine.
  * A Slurm executor needs sbatch here (the coordinator submits every job).
  */
-function executorFor(program: Program): Executor {
+export function executorFor(program: Program, path = process.env.PATH): Executor {
   const slurm = program.executor?.slurm;
   if (!slurm) return new LocalExecutor();
-  const missing = (["sbatch", "squeue", "scancel"] as const).filter((t) => !findOnPath(t));
+  const missing = (["sbatch", "squeue", "scancel"] as const).filter((t) => !findOnPath(t, path));
   if (missing.length > 0) {
     throw new AutolabError(
       "SLURM_UNAVAILABLE",
