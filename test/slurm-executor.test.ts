@@ -30,7 +30,7 @@ function slurmProblem(): string | undefined {
   const v = spawnSync("sbatch", ["--version"], { encoding: "utf8" });
   if (v.error || v.status !== 0) return "sbatch is not installed (run .ci/start-slurm.sh as root)";
   const ping = spawnSync("scontrol", ["ping"], { encoding: "utf8", timeout: 20_000 });
-  if (ping.status !== 0 || !/UP/.test(ping.stdout))
+  if (ping.status !== 0 || !/ is UP\b/.test(ping.stdout))
     return `slurmctld does not answer (scontrol ping: ${(ping.stdout + ping.stderr).trim() || "no output"})`;
   return undefined;
 }
