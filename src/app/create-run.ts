@@ -12,6 +12,8 @@ import type { Agent, AgentConfig, Executor, Program } from "../core/types.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { DEFAULT_HOOK_BUDGET_MS, defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
+import { findOnPath } from "../runner/sandbox.ts";
+import { SlurmExecutor } from "../runner/slurm-executor.ts";
 import { judgeFor } from "../trust/acceptance.ts";
 import { createPruner } from "../trust/pruner.ts";
 import { git } from "../workspace/git.ts";
@@ -310,7 +312,7 @@ export async function openRunSession(
         ledger,
         run,
         workspace,
-        executor: opts.executor ?? new LocalExecutor(),
+        executor: opts.executor ?? executorFor(program),
         agent,
         ...(advisor ? { advisor } : {}),
         judge: judgeFor(program),
@@ -332,6 +334,24 @@ export async function openRunSession(
     lab.ledger.close();
     throw err;
   }
+}
+
+/**
+ * Where trials run: program.md's `executor:` (docs/distributed.md "Slurm"), else this machine.
+ * A Slurm executor needs sbatch here (the coordinator submits every job).
+ */
+export function executorFor(program: Program, path = process.env.PATH): Executor {
+  const slurm = program.executor?.slurm;
+  if (!slurm) return new LocalExecutor();
+  const missing = (["sbatch", "squeue", "scancel"] as const).filter((t) => !findOnPath(t, path));
+  if (missing.length > 0) {
+    throw new AutolabError(
+      "SLURM_UNAVAILABLE",
+      `program.md's executor.slurm runs each trial as a Slurm job, but ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not on this machine's PATH.`,
+      "Run autolab on a machine that can submit jobs (a login node: `sbatch --version` works there), or remove `executor:` from program.md to run trials here.",
+    );
+  }
+  return new SlurmExecutor(slurm);
 }
 
 /** The advisor's agent (program.md `advisor.agent`); a problem with it says that it is the advisor's. */

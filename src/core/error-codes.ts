@@ -219,6 +219,11 @@ export const ERROR_CODES = {
   },
   SEARCH_EXHAUSTED: { kind: "user", http: 400, meaning: "the search space has no other configuration" },
   SETUP_FAILED: { kind: "user", http: 500, meaning: "the program's setup command failed" },
+  SLURM_UNAVAILABLE: {
+    kind: "user",
+    http: 500,
+    meaning: "`executor.slurm` is set but sbatch, squeue or scancel is missing here",
+  },
   TAG_INVALID: { kind: "user", http: 400, meaning: "a run tag has characters a branch name cannot" },
   TOKEN_REQUIRED: { kind: "user", http: 401, meaning: "`serve` off loopback needs a token" },
   TOKEN_TOO_SHORT: { kind: "user", http: 400, meaning: "the dashboard token is shorter than 16 characters" },

@@ -198,6 +198,11 @@ export interface Program {
     /** Experiments decided without a keep that call the advisor. */
     plateau?: number;
   };
+  /**
+   * Where trials run (docs/distributed.md "Slurm"): absent, on this machine (the local
+   * executor); `slurm`, each trial one `sbatch` job.
+   */
+  executor?: { slurm: SlurmConfig };
   /** The markdown body: research directions for agents. */
   directions: string;
   /**
@@ -205,6 +210,20 @@ export interface Program {
    * researcher's context. Absent means on; `prior_work: false` turns it off.
    */
   priorWork?: boolean;
+}
+
+/** program.md `executor: { slurm: … }`: how each trial's `sbatch` job is asked for. */
+export interface SlurmConfig {
+  /** `--partition`; absent: the cluster's default partition. */
+  partition?: string;
+  /** `--gres` (e.g. `gpu:1`). */
+  gres?: string;
+  /** `--account`. */
+  account?: string;
+  /** More `sbatch` options, one argv item each (never through a shell). */
+  extraArgs: string[];
+  /** A job still pending after this long is cancelled and recorded as a crash saying why. */
+  pendingLimitMs: number;
 }
 
 /** How a trial ended. Outcomes are data, never exceptions. */

@@ -7,7 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { DEFAULT_FRONTIER, type FrontierConfig } from "../core/frontier.ts";
-import type { AgentConfig, Direction, ObjectiveMetric, Program } from "../core/types.ts";
+import type { AgentConfig, Direction, ObjectiveMetric, Program, SlurmConfig } from "../core/types.ts";
 import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
 import { locateLine } from "./locate.ts";
@@ -90,6 +90,10 @@ export function parseProgram(text: string, path: string): Program {
     const sb = raw as { sandbox?: unknown };
     if (sb.sandbox === false || sb.sandbox === "off") sb.sandbox = { enabled: false };
     else if (sb.sandbox === true || sb.sandbox === "on") sb.sandbox = { enabled: true };
+    // `executor: { slurm: }` (nothing under it) means the defaults: `slurm: {}`.
+    const ex = (raw as { executor?: unknown }).executor;
+    if (ex && typeof ex === "object" && "slurm" in ex && (ex as { slurm: unknown }).slurm === null)
+      (ex as { slurm: unknown }).slurm = {};
   }
   const parsed = frontmatterSchema.safeParse(raw);
   const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
@@ -157,6 +161,7 @@ export function parseProgram(text: string, path: string): Program {
           },
         }
       : {}),
+    ...(fm.executor ? { executor: { slurm: toSlurm(fm.executor.slurm) } } : {}),
     directions: split.body,
     ...(fm.prior_work ? {} : { priorWork: false }),
   };
@@ -185,6 +190,19 @@ function toObjectives(o: Frontmatter["objective"]): Pick<Program, "objective" | 
 function toSlots(s: Frontmatter["slots"]): NonNullable<Program["slots"]> {
   const count = s.count ?? s.gpus?.length ?? 1;
   return { count, ...(s.gpus ? { gpus: s.gpus } : {}), proposers: s.proposers ?? count };
+}
+
+/** How long a trial's Slurm job may stay pending before it is cancelled (program.md `executor.slurm.pending_limit`). */
+export const DEFAULT_SLURM_PENDING_LIMIT_MS = 10 * 60_000;
+
+function toSlurm(s: NonNullable<Frontmatter["executor"]>["slurm"]): SlurmConfig {
+  return {
+    ...(s.partition !== undefined && { partition: s.partition }),
+    ...(s.gres !== undefined && { gres: s.gres }),
+    ...(s.account !== undefined && { account: s.account }),
+    extraArgs: s.extra_args,
+    pendingLimitMs: s.pending_limit ?? DEFAULT_SLURM_PENDING_LIMIT_MS,
+  };
 }
 
 /** Default time limit of each hook (program.md `hooks.budget`). */

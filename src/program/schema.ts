@@ -411,6 +411,80 @@ const advisorShape = {
     .optional(),
 };
 
+/**
+ * sbatch options autolab sets itself for every trial job (src/runner/slurm/): `extra_args` may not
+ * set them. Long forms with or without `=value`, short forms alone or with the value attached.
+ */
+export const SLURM_RESERVED_ARGS: ReadonlyArray<{ long: string; short?: string; why: string }> = [
+  { long: "--time", short: "-t", why: "autolab sets it to run.budget + grace" },
+  { long: "--output", short: "-o", why: "the job's stdout goes to the trial's log directory" },
+  { long: "--error", short: "-e", why: "the job's stderr goes to the trial's log directory" },
+  {
+    long: "--job-name",
+    short: "-J",
+    why: "the job is named after the trial's token (reap finds it by name)",
+  },
+  { long: "--chdir", short: "-D", why: "the job runs in the trial's worktree" },
+  { long: "--export", why: "the trial's environment is the sandbox's (sandbox.env in program.md)" },
+  { long: "--parsable", why: "autolab reads the job id from it" },
+  { long: "--wrap", why: "autolab writes the job's script" },
+  { long: "--array", short: "-a", why: "one trial is one job" },
+  { long: "--wait", short: "-W", why: "autolab polls the job itself" },
+];
+
+/** The reserved option an `extra_args` item sets, or undefined. */
+export function reservedSlurmArg(arg: string): (typeof SLURM_RESERVED_ARGS)[number] | undefined {
+  return SLURM_RESERVED_ARGS.find(
+    (r) =>
+      arg === r.long ||
+      arg.startsWith(`${r.long}=`) ||
+      (r.short !== undefined && !arg.startsWith("--") && arg.startsWith(r.short)),
+  );
+}
+
+/** A partition, gres or account: one word, no whitespace or control characters. */
+const slurmWord = z
+  .string()
+  .trim()
+  .min(1, { error: "must not be empty" })
+  .regex(/^[^\s\p{Cc}]+$/u, { error: "must be one word (no spaces or control characters)" });
+
+/** `executor: { slurm: { … } }`: every trial one sbatch job (docs/distributed.md "Slurm"). */
+const slurmShape = {
+  partition: slurmWord.optional(),
+  gres: slurmWord.optional(),
+  account: slurmWord.optional(),
+  extra_args: z
+    .array(
+      z
+        .string()
+        .min(1, { error: "must not be empty" })
+        .superRefine((arg, ctx) => {
+          if (!arg.startsWith("-")) {
+            ctx.addIssue({
+              code: "custom",
+              input: arg,
+              message: `${JSON.stringify(arg)} is not an sbatch option: write each option with its value after = (--mem=16G)`,
+            });
+            return;
+          }
+          const r = reservedSlurmArg(arg);
+          if (r)
+            ctx.addIssue({
+              code: "custom",
+              input: arg,
+              message: `${JSON.stringify(arg)} sets ${r.long}, which autolab sets itself: ${r.why}`,
+            });
+        }),
+    )
+    .default([]),
+  pending_limit: optionalDuration(true),
+};
+
+const executorShape = {
+  slurm: z.strictObject(slurmShape),
+};
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -439,6 +513,8 @@ const topShape = {
       error: "names no hook: give `before:`, `after:` or both",
     })
     .optional(),
+  /** Where trials run; absent: this machine. `slurm:` with nothing under it means `slurm: {}` (parse.ts). */
+  executor: z.strictObject(executorShape).optional(),
   /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
   prior_work: z.boolean().default(true),
   /**
@@ -493,6 +569,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "advisor.agent": Object.keys(agentShape),
   sandbox: Object.keys(sandboxShape),
   "sandbox.limits": Object.keys(limitsShape),
+  executor: Object.keys(executorShape),
+  "executor.slurm": Object.keys(slurmShape),
 };
 
 export const MINIMAL_PROGRAM = `---
@@ -601,6 +679,17 @@ export const EXAMPLES: Record<string, string> = {
     "alarm_below: 0.2   # proxy alarm when adjacent rungs' rank correlation falls below (default 0.2)",
   "ladder.min_pairs":
     "min_pairs: 12   # candidates measured on both rungs before the alarm judges (default 12)",
+  executor:
+    "executor:\n  slurm:                 # each trial one sbatch job (docs/distributed.md)\n    partition: gpu\n    gres: gpu:1\n    pending_limit: 10m   # a job pending longer is cancelled (default 10m)",
+  "executor.slurm":
+    "slurm: { partition: gpu, gres: gpu:1, account: mylab, extra_args: [--mem=16G], pending_limit: 10m }",
+  "executor.slurm.partition": "partition: gpu",
+  "executor.slurm.gres": "gres: gpu:1",
+  "executor.slurm.account": "account: mylab",
+  "executor.slurm.extra_args":
+    "extra_args: [--mem=16G, --constraint=a100]   # one sbatch option per item, never through a shell",
+  "executor.slurm.pending_limit":
+    "pending_limit: 10m   # a job still pending after this is cancelled and recorded (default 10m)",
   "search.*": KNOB_EXAMPLE,
   "search.*.choices":
     "OPTIMIZER: { choices: [adam, sgd, lion] }   # at least two, each text, a number or true/false",

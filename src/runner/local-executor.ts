@@ -1,10 +1,17 @@
-import { mkdir, stat } from "node:fs/promises";
-import { constants as osConstants } from "node:os";
 import { join } from "node:path";
 import { formatLimitSeconds } from "../core/format.ts";
-import type { Executor, SandboxSpec, TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
+import type { Executor, SandboxSpec, TrialResult, TrialSpec } from "../core/types.ts";
 import { findByToken } from "./process-tree.ts";
 import { type ProcessOutcome, type RunProcessOptions, runProcess } from "./run-process.ts";
+import {
+  checkDuration,
+  done,
+  errorMessage,
+  failure,
+  interruptReason,
+  notRun,
+  prepare,
+} from "./trial-outcome.ts";
 
 export interface LocalExecutorOptions {
   /** Between SIGTERM and SIGKILL when a tree is killed. Default 2000. */
@@ -113,24 +120,13 @@ export class LocalExecutor implements Executor {
       stderrPath,
       selfReported: spec.evaluate === undefined,
     };
-    const done = (
-      status: TrialStatus,
-      reason: string | undefined,
-      fields: Omit<TrialResult, "status" | "reason">,
-    ) => (reason === undefined ? { ...fields, status } : { ...fields, status, reason });
-
     if (spec.signal?.aborted)
       return done("interrupted", interruptReason(spec.signal), { ...base, ...notRun() });
     const unusable = await prepare(spec.cwd, spec.logDir);
     if (unusable) return done("crash", unusable, { ...base, ...notRun() });
 
     // Sandboxed, the harness's environment stays out: runProcess adds the sandbox's env instead.
-    const env: NodeJS.ProcessEnv = {
-      ...(spec.sandbox ? {} : process.env),
-      ...spec.env,
-      AUTOLAB_SEED: String(spec.seed),
-      AUTOLAB_BUDGET_S: String(spec.budgetMs / 1000),
-    };
+    const env = trialEnv(spec);
     // The pruner stops the command the way Ctrl-C does; its result then says "pruned".
     const commandSignal =
       spec.signal && spec.prune ? AbortSignal.any([spec.signal, spec.prune]) : (spec.signal ?? spec.prune);
@@ -165,6 +161,22 @@ export class LocalExecutor implements Executor {
     const failed = failure(cmd);
     if (failed) return done("crash", failed, fields());
 
+    return this.scoreCommand(spec, { ...base, ...measured(cmd) }, metrics);
+  }
+
+  /**
+   * What follows a command that exited 0, wherever it ran (here, or a Slurm job: slurm-executor.ts):
+   * `beforeEvaluate` (the pristine-tree check), then the protected evaluate step on this machine
+   * under its sandbox, then the objective. `fields` describe the command; `metrics` are what it
+   * printed (changed here: evaluate's win, and an objective only the command printed is dropped).
+   */
+  async scoreCommand(
+    spec: TrialSpec,
+    fields0: Omit<TrialResult, "status" | "reason" | "metrics">,
+    metrics: Map<string, number>,
+  ): Promise<TrialResult> {
+    const fields = () => ({ ...fields0, metrics: Object.fromEntries(metrics) });
+    const env = trialEnv(spec);
     if (spec.beforeEvaluate) {
       let verdict: { status: "tampered" | "crash"; reason: string } | undefined;
       try {
@@ -230,51 +242,22 @@ export class LocalExecutor implements Executor {
   }
 }
 
+/**
+ * The environment of a trial's command and evaluate step: sandboxed, the harness's environment
+ * stays out (the sandbox's env is added by whoever starts it); AUTOLAB_SEED and AUTOLAB_BUDGET_S
+ * always. Exported for the Slurm executor, which sets them the same way.
+ */
+export function trialEnv(spec: TrialSpec): NodeJS.ProcessEnv {
+  return {
+    ...(spec.sandbox ? {} : process.env),
+    ...spec.env,
+    AUTOLAB_SEED: String(spec.seed),
+    AUTOLAB_BUDGET_S: String(spec.budgetMs / 1000),
+  };
+}
+
 export function createLocalExecutor(opts: LocalExecutorOptions = {}): LocalExecutor {
   return new LocalExecutor(opts);
-}
-
-/** Checks the trial's directories; returns why it cannot run, or undefined. */
-async function prepare(cwd: string, logDir: string): Promise<string | undefined> {
-  try {
-    if (!(await stat(cwd)).isDirectory()) return `working directory is not a directory: ${cwd}`;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return `working directory does not exist: ${cwd}`;
-    return `cannot use working directory ${cwd}: ${errorMessage(err)}`;
-  }
-  try {
-    await mkdir(logDir, { recursive: true });
-  } catch (err) {
-    return `cannot create log directory ${logDir}: ${errorMessage(err)}`;
-  }
-  return undefined;
-}
-
-/** Why a process that ran to its end failed, or undefined when it exited 0. */
-function failure(out: ProcessOutcome, quoteStderr = true): string | undefined {
-  if (out.exitCode === 0) return undefined;
-  const last = out.lastStderrLine.trim();
-  if (out.exitCode === 127) {
-    // dash: "/bin/sh: 1: foo: not found"; bash: "sh: line 1: foo: command not found"
-    const m = /:\s*([^:]+?):\s*(?:command\s+)?not found\s*$/.exec(last);
-    if (m) return quoteStderr ? `command not found: ${m[1]}` : "command not found";
-  }
-  if (out.exitCode === 126 && /permission denied|cannot execute/i.test(last)) {
-    return `command not executable${quoteStderr ? `: ${clip(last)}` : ""}`;
-  }
-  const how =
-    out.exitCode !== null
-      ? `exited with code ${out.exitCode}${signalHint(out.exitCode)}`
-      : `killed by ${out.signal ?? "a signal"}`;
-  if (!quoteStderr) return how;
-  return last ? `${how}: ${clip(last)}` : `${how} (no stderr output)`;
-}
-
-/** Shells report a child killed by signal N as exit code 128 + N: name the signal (137 is often the OOM killer). */
-function signalHint(code: number): string {
-  if (code <= 128 || code > 128 + 64) return "";
-  const name = Object.entries(osConstants.signals).find(([, n]) => n === code - 128)?.[0];
-  return name ? ` (= 128 + ${name})` : "";
 }
 
 function measured(out: ProcessOutcome) {
@@ -286,35 +269,4 @@ function measured(out: ProcessOutcome) {
     peakRssMb: out.peakRssMb,
     logTail: out.logTail,
   };
-}
-
-function notRun() {
-  return {
-    exitCode: null,
-    signal: null,
-    wallS: 0,
-    cpuS: 0,
-    peakRssMb: 0,
-    logTail: "",
-    metrics: {},
-  };
-}
-
-function interruptReason(signal: AbortSignal | undefined): string {
-  const r: unknown = signal?.reason;
-  const detail = typeof r === "string" ? r : r instanceof Error ? r.message : undefined;
-  return detail ? `interrupted: ${detail}` : "interrupted";
-}
-
-function checkDuration(name: string, ms: number): void {
-  if (!Number.isFinite(ms) || ms < 0)
-    throw new TypeError(`${name} must be a finite number of ms >= 0, got ${ms}`);
-}
-
-function clip(s: string, max = 300): string {
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

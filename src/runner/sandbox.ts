@@ -151,6 +151,17 @@ function baseArgs(network: boolean): string[] {
 export interface SandboxCommandOptions extends SandboxToolOptions {
   /** cgroups the process joins before bwrap starts (createLimitGroup). */
   group?: LimitGroup;
+  /**
+   * The empty, read-only file bound over hidden files; default: this user's in the harness's
+   * tmpdir. A sandbox started on another machine (a Slurm job) needs one on the shared file
+   * system: the caller makes it (an empty regular file, mode 0444).
+   */
+  emptyFile?: string;
+  /**
+   * bwrap options added after the mounts, before `--chdir` (so a `--dev-bind` lands on top of
+   * the sandbox's own /dev). The Slurm job script uses one to add what only the node knows.
+   */
+  lateArgs?: string[];
 }
 
 /**
@@ -169,7 +180,8 @@ export function sandboxCommand(
     ...baseArgs(spec.network),
     "--clearenv",
     ...Object.entries(spec.env).flatMap(([k, v]) => ["--setenv", k, v]),
-    ...mountArgs(spec),
+    ...mountArgs(spec, opts.emptyFile),
+    ...(opts.lateArgs ?? []),
     "--chdir",
     realpathSync(cwd),
     "--",
@@ -237,7 +249,7 @@ interface Mount {
  * become an empty read-only file (`/dev/null` would not do: bwrap mounts binds `nodev`, so it
  * could not even be opened).
  */
-function mountArgs(spec: SandboxSpec): string[] {
+function mountArgs(spec: SandboxSpec, empty?: string): string[] {
   const mounts: Mount[] = [];
   const add = (kind: MountKind, paths: string[], mustExist: boolean) => {
     for (const p of paths) {
@@ -286,7 +298,7 @@ function mountArgs(spec: SandboxSpec): string[] {
     else if (m.dir) {
       args.push("--tmpfs", m.path);
       remount.push("--remount-ro", m.path);
-    } else args.push("--ro-bind", emptyFile(), m.path);
+    } else args.push("--ro-bind", empty ?? emptyFile(), m.path);
   }
   return [...args, ...remount];
 }
