@@ -18,13 +18,19 @@
  * A few unmeasured experiments warm each cell up. Uncached cells measure fewer experiments at
  * large sizes (each costs seconds there).
  *
+ * With AUTOLAB_PG_URL (postgres://…), the cached, cached + writer and writes-only cells run on
+ * the PostgreSQL notebook too (a copy of the same notebook in a schema of its own, dropped
+ * after; sizes up to 1,000 unless AUTOLAB_PG_SIZES says otherwise).
+ *
  * `npm run bench -- notebook [sizes=100,1000,5000,10000] [experiments=200]`
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { NewExperiment, NewTrial } from "../src/core/ledger.ts";
+import type { Ledger, NewExperiment, NewTrial } from "../src/core/ledger.ts";
 import type { TrialResult } from "../src/core/types.ts";
+import { copyNotebook } from "../src/ledger/copy-notebook.ts";
+import { PgLedger } from "../src/ledger/pg/pg-ledger.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 
 type Mode = "uncached" | "cached" | "writer" | "writes";
@@ -49,7 +55,8 @@ export async function main(args: string[]): Promise<Record<string, number | stri
       for (const mode of MODES) {
         const path = join(dir, `${mode}-${size}.db`);
         copyFileSync(template, path);
-        const m = measure(path, runId, size, mode === "uncached" ? uncachedCount : perSize, mode);
+        const open = (cache: boolean) => new SqliteLedger(path, { cache });
+        const m = measure(open, runId, size, mode === "uncached" ? uncachedCount : perSize, mode);
         row[mode] = m.medianMs;
         if (mode === "cached") {
           cold = m.coldListMs;
@@ -62,6 +69,40 @@ export async function main(args: string[]): Promise<Record<string, number | stri
       console.log(
         `${String(size).padEnd(8)} ${fmt(row.uncached, 8)} (${String(uncachedCount).padStart(3)}) ${fmt(row.cached, 9)} ${fmt(row.writer, 14)} ${fmt(row.writes, 12)} ${fmt(row.uncached / row.cached, 7)}×  ${fmt(cold, 9)}`,
       );
+    }
+    const pgUrl = process.env.AUTOLAB_PG_URL;
+    if (pgUrl) {
+      const pgSizes = (process.env.AUTOLAB_PG_SIZES ?? "100,1000").split(",").map(Number);
+      console.log("\nPostgreSQL notebook (the same pattern through the worker-thread bridge), median ms:");
+      console.log("size       cached  cached+writer  writes only  first list");
+      for (const size of pgSizes) {
+        const template = join(dir, `pg-template-${size}.db`);
+        const runId = fill(template, size);
+        const row: Partial<Record<Mode, number>> = {};
+        let cold = 0;
+        for (const mode of ["cached", "writer", "writes"] as const) {
+          const u = new URL(pgUrl);
+          u.searchParams.set("schema", `bench_${mode}_${size}_${process.pid}`);
+          const url = u.toString();
+          const from = new SqliteLedger(template);
+          const to = new PgLedger(url);
+          copyNotebook(from, to);
+          from.close();
+          try {
+            const m = measure((cache) => new PgLedger(url, { cache }), runId, size, perSize, mode);
+            row[mode] = m.medianMs;
+            if (mode === "cached") cold = m.coldListMs;
+            figures[`pg_${mode}_ms_${size}`] = round(m.medianMs);
+          } finally {
+            to.pg.query(`DROP SCHEMA "${new URL(url).searchParams.get("schema")}" CASCADE`);
+            to.close();
+          }
+        }
+        figures[`pg_first_list_ms_${size}`] = round(cold);
+        console.log(
+          `${String(size).padEnd(8)} ${fmt(row.cached ?? 0, 9)} ${fmt(row.writer ?? 0, 14)} ${fmt(row.writes ?? 0, 12)}  ${fmt(cold, 9)}`,
+        );
+      }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -95,14 +136,14 @@ function fill(path: string, size: number): number {
 }
 
 function measure(
-  path: string,
+  open: (cache: boolean) => Ledger,
   runId: number,
   size: number,
   count: number,
   mode: Mode,
 ): { medianMs: number; meanMs: number; coldListMs: number } {
-  const l = new SqliteLedger(path, { cache: mode === "cached" || mode === "writer" });
-  const other = mode === "writer" ? new SqliteLedger(path) : undefined;
+  const l = open(mode === "cached" || mode === "writer");
+  const other = mode === "writer" ? open(true) : undefined;
   const reads = mode !== "writes";
   let t = performance.now();
   if (reads) l.listExperiments(runId);

@@ -15,6 +15,11 @@ const NATURAL_KEYS: Record<string, string[]> = {
   imported_results: ["source", "seq"],
 };
 
+/** An INSERT into a notebook table (every one has `commit_seq`, stamped by the clock's trigger). */
+const STAMPED = /^\s*INSERT INTO (?!schema_migrations\b)/i;
+
+type Stamp = { commit_seq: number };
+
 /** `Sql` over PostgreSQL through the synchronous bridge. */
 export class PgSql implements Sql {
   readonly dialect = "postgres";
@@ -22,6 +27,9 @@ export class PgSql implements Sql {
   private readonly pg: SyncPg;
   private readonly translated = new Map<string, string>();
   private depth = 0;
+  /** The notebook clock as last seen (syncToken), extended by own writes that follow it. */
+  private seen = -1;
+  private token = "";
 
   constructor(pg: SyncPg) {
     this.pg = pg;
@@ -36,8 +44,13 @@ export class PgSql implements Sql {
   }
 
   run(sql: string, ...args: SqlValue[]): void {
+    const stamped = STAMPED.test(sql);
     try {
-      this.pg.query(this.translate(sql), args);
+      const row = this.pg.query<Stamp>(
+        `${this.translate(sql)}${stamped ? " RETURNING commit_seq" : ""}`,
+        args,
+      )[0];
+      if (stamped) this.ownWrite(row);
     } catch (err) {
       if (!committedBefore(err)) throw err;
     }
@@ -45,7 +58,11 @@ export class PgSql implements Sql {
 
   insert(sql: string, ...args: SqlValue[]): number {
     try {
-      const row = this.pg.query<{ id: number }>(`${this.translate(sql)} RETURNING id`, args)[0];
+      const row = this.pg.query<Stamp & { id: number }>(
+        `${this.translate(sql)} RETURNING id, commit_seq`,
+        args,
+      )[0];
+      this.ownWrite(row);
       return Number(row?.id);
     } catch (err) {
       if (!committedBefore(err)) throw err;
@@ -70,8 +87,25 @@ export class PgSql implements Sql {
     return String(this.get<{ v: number }>("SELECT v FROM notebook_clock")?.v ?? 0);
   }
 
+  /**
+   * Like SQLite's data_version: moves with other connections' commits, not with this one's own
+   * (the read cache has those already). Each own write returns the clock value it took; while
+   * those follow the clock value last seen without a gap, nobody else committed in between, and
+   * the token stays. A gap, or a clock past the last own write, is someone else: a new token.
+   */
   syncToken(): string {
-    return this.changeToken();
+    const v = Number(this.changeToken());
+    if (v !== this.seen) {
+      this.seen = v;
+      this.token = String(v);
+    }
+    return this.token;
+  }
+
+  /** The clock value an own write took (see syncToken). */
+  private ownWrite(row: Stamp | undefined): void {
+    const seq = Number(row?.commit_seq);
+    if (this.seen >= 0 && seq === this.seen + 1) this.seen = seq;
   }
 
   close(): void {
