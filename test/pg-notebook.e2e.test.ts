@@ -3,7 +3,7 @@
  * then every viewer — status, report, log, the dashboard's API, watch, MCP — against it, and
  * `autolab db import` moving a SQLite lab with every kind of row into PostgreSQL.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -19,6 +19,7 @@ import { tempDir } from "./helpers/git-project.ts";
 import { dropSchemas, freshSchemaUrl, PG_SKIP, PG_SKIP_REASON } from "./helpers/pg.ts";
 import {
   CLI_MAIN,
+  commitAll,
   createToyProject,
   readLedger,
   runCli,
@@ -108,6 +109,26 @@ describe.skipIf(PG_SKIP)(
       } finally {
         await client.close();
       }
+      t.cleanup();
+    });
+
+    it("finds the notebook from program.md's db: (the password from PGPASSWORD)", async () => {
+      const t = createToyProject({ acceptance: "greedy" });
+      const u = new URL(freshSchemaUrl("progdb"));
+      const password = decodeURIComponent(u.password);
+      u.password = "";
+      const file = join(t.dir, "program.md");
+      writeFileSync(
+        file,
+        readFileSync(file, "utf8").replace(/^name: (.*)$/m, `name: $1\ndb: ${u.toString()}`),
+      );
+      commitAll(t.dir, "the notebook on PostgreSQL");
+      const env = { PGPASSWORD: password, AUTOLAB_DB: "" };
+      const run = await runCli(["run", "-n", "1"], { cwd: t.dir, env, timeoutMs: 120_000 });
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(existsSync(join(t.dir, ".autolab", "lab.db"))).toBe(false);
+      const status = await runCli(["status", "--json"], { cwd: t.dir, env });
+      expect((JSON.parse(status.stdout) as { counts: { total: number } }).counts.total).toBe(2);
       t.cleanup();
     });
 

@@ -567,3 +567,38 @@ describe("durations", () => {
       expect(parseDuration(formatDuration(ms))).toBe(ms);
   });
 });
+
+describe("db: (the notebook on PostgreSQL)", () => {
+  const withDb = (db: string) => MINIMAL.replace("name: m\n", `name: m\ndb: ${db}\n`);
+
+  it("takes a postgres:// URL without a password", () => {
+    expect(() =>
+      parseProgram(withDb("postgres://autolab@db.internal/lab?schema=night"), "program.md"),
+    ).not.toThrow();
+  });
+
+  it("refuses a URL with a password (program.md is committed), never echoing it", () => {
+    const err = failure(withDb("postgres://autolab:hunter2@db.internal/lab"));
+    expect(err.message).toMatch(/password.*PGPASSWORD/);
+    expect(err.message).not.toContain("hunter2");
+  });
+
+  it("refuses something that is not a postgres:// URL", () => {
+    expect(failure(withDb("mysql://db/lab")).message).toMatch(/not a postgres:\/\/ URL/);
+  });
+});
+
+describe("programDb: where locateNotebook finds program.md's db:", () => {
+  it("reads db: from a program.md, even a broken one, and nothing from a file without it", async () => {
+    const { programDb } = await import("../src/program/program-db.ts");
+    const dir = mkdtempSync(join(tmpdir(), "autolab-db-"));
+    const file = join(dir, "program.md");
+    writeFileSync(file, "---\nname: x\ndb: postgres://u@h/lab\nrun: [broken\n---\n");
+    expect(programDb(file)).toBeUndefined(); // YAML that does not parse: loadProgram reports it
+    writeFileSync(file, "---\nname: x\ndb: postgres://u@h/lab\nrun: 3\n---\n");
+    expect(programDb(file)).toBe("postgres://u@h/lab");
+    writeFileSync(file, MINIMAL);
+    expect(programDb(file)).toBeUndefined();
+    expect(programDb(join(dir, "missing.md"))).toBeUndefined();
+  });
+});
