@@ -152,9 +152,10 @@ describe.skipIf(PG_SKIP)(`PgLedger (${PG_SKIP ? PG_SKIP_REASON : "PostgreSQL"})`
     try {
       const run = l.createRun(newRun());
       const e = l.addExperiment(newExperiment(run.id, 1));
-      await pgQuery(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'autolab' AND query LIKE '%notebook_clock%' OR (application_name = 'autolab' AND pid <> pg_backend_pid())",
-      );
+      // Only this ledger's connection: other test files share the server.
+      const [{ pid } = { pid: 0 }] = l.pg.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      const [killed] = await pgQuery<{ ok: boolean }>("SELECT pg_terminate_backend($1) AS ok", [pid]);
+      expect(killed?.ok).toBe(true);
       const trial = l.startTrial(newTrial(e.id, 1));
       l.finishTrial(trial, trialResult(), "/logs");
       const got = l.getExperiment(run.id, 1);
