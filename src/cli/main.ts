@@ -23,6 +23,7 @@ import {
   statusCommand,
 } from "./views.ts";
 import { watchCommand } from "./watch-command.ts";
+import { workerCommand } from "./worker-command.ts";
 
 // Commands autolab runs (setup, trials, evaluate, agent CLIs) find the Node that runs autolab
 // first on PATH: programs written in TypeScript need Node 24's type stripping, and the system
@@ -119,7 +120,21 @@ cli
     "--no-prior-work",
     "leave other runs' results out of the researcher's context (as program.md's prior_work: false)",
   )
+  .option(
+    "--fleet <url>",
+    "run trials on a worker fleet: its PostgreSQL database (postgres://user@host/db; password from PGPASSWORD or ~/.pgpass)",
+  )
   .action(runCommand);
+
+cli
+  .command("worker")
+  .description('serve a worker fleet\'s trial queue on this machine (docs/distributed.md "Worker fleet")')
+  .option("--db <url>", "the fleet's PostgreSQL database (default $AUTOLAB_FLEET_DB)")
+  .option("-s, --slots <n>", "trials at once on CPU slots (default 1)", slots)
+  .option("--gpus <list>", "one slot per GPU, e.g. 0,1,2,3 (each trial gets CUDA_VISIBLE_DEVICES)")
+  .option("--name <name>", "how status shows this worker (default: the host name)")
+  .option("--cache <dir>", "cache repositories and worktrees (default ~/.cache/autolab/fleet)")
+  .action(workerCommand);
 
 cli
   .command("demo")

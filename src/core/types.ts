@@ -157,6 +157,8 @@ export interface Program {
    * Absent when program.md has no `slots:` (the serial loop, unless there is an org).
    */
   slots?: { count: number; gpus?: number[]; proposers: number };
+  /** Where trials run besides this machine: a worker fleet's PostgreSQL URL (no password). */
+  executor?: { fleet?: { db: string } };
   /** An organization: role files in `roles` (a directory, relative to program.md) and the orchestrator's policy. */
   org?: { roles: string; policy: "bandit" | "round-robin" };
   /**

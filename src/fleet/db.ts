@@ -5,7 +5,6 @@
  * (src/fleet/queue.ts). Reached with the async `pg` driver: the worker and the coordinator's
  * executor are async code; the coordinator's notebook stays whatever it is.
  */
-import { readFileSync } from "node:fs";
 import pg from "pg";
 import { AutolabError } from "../core/errors.ts";
 
@@ -147,18 +146,6 @@ async function migrate(pool: pg.Pool, schema: string): Promise<void> {
     throw err;
   } finally {
     c.release();
-  }
-}
-
-/** This autolab's version (package.json two levels up, from src/ and from dist/ alike). */
-export function harnessVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
-      version?: string;
-    };
-    return pkg.version ?? "unknown";
-  } catch {
-    return "unknown";
   }
 }
 

@@ -6,7 +6,7 @@
  * the database) is put back by pg-boss's monitor and leased again by another worker.
  */
 import { PgBoss } from "pg-boss";
-import type { FleetUrl } from "./db.ts";
+import { type FleetUrl, unreachable } from "./db.ts";
 
 export const QUEUE = "autolab-trials";
 /** pg-boss's heartbeat: a leased job not touched for this long is retried (its minimum is 10). */
@@ -47,18 +47,26 @@ export class TrialQueue {
     boss.on("error", () => {
       // Connection trouble surfaces on the next call; pg-boss retries its own maintenance.
     });
-    await boss.start();
+    try {
+      await boss.start();
+    } catch (err) {
+      await boss.stop({ graceful: false, close: true }).catch(() => {});
+      throw unreachable(url, err);
+    }
     await boss
       .createQueue(QUEUE, {
         heartbeatSeconds: HEARTBEAT_S,
         retryLimit: RETRY_LIMIT,
         retryDelay: 0,
-        // The heartbeat, not the lease's total length, decides: a trial may run for days.
-        expireInSeconds: 7 * 24 * 3600,
+        // The heartbeat decides, not the lease's total length; pg-boss caps that at 24 hours, so a
+        // trial longer than a day is leased again (docs/distributed.md "Worker fleet").
+        expireInSeconds: 24 * 3600,
       })
-      .catch((err: unknown) => {
+      .catch(async (err: unknown) => {
         // Several instances create it at once: the loser's "already exists" is fine.
-        if (!/exist/i.test(String((err as Error)?.message))) throw err;
+        if (/exist/i.test(String((err as Error)?.message))) return;
+        await boss.stop({ graceful: false, close: true }).catch(() => {});
+        throw err;
       });
     return new TrialQueue(boss);
   }

@@ -11,8 +11,9 @@
 import { randomBytes } from "node:crypto";
 import { homedir, hostname } from "node:os";
 import { join } from "node:path";
+import { AUTOLAB_VERSION } from "../app/init.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
-import { type FleetUrl, harnessVersion, openFleetDb } from "./db.ts";
+import { type FleetUrl, openFleetDb } from "./db.ts";
 import { type JobOutcome, notRunResult, type TrialJob } from "./job.ts";
 import { type LeasedJob, TOUCH_S, TrialQueue } from "./queue.ts";
 import { runJob, type WorkerSlot } from "./worker-trial.ts";
@@ -62,7 +63,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const id = `${name}:${process.pid}:${randomBytes(4).toString("hex")}`;
   await pool.query(
     `INSERT INTO ${schema}.fleet_workers (id, name, host, pid, slots, gpus, version) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [id, name, hostname(), process.pid, slots.length, opts.gpus?.join(",") ?? null, harnessVersion()],
+    [id, name, hostname(), process.pid, slots.length, opts.gpus?.join(",") ?? null, AUTOLAB_VERSION],
   );
   log(`worker ${name}: ${slots.length} slot${slots.length === 1 ? "" : "s"} on ${opts.url.shown}`);
 

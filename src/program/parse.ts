@@ -159,6 +159,7 @@ export function parseProgram(text: string, path: string): Program {
       : {}),
     directions: split.body,
     ...(fm.prior_work ? {} : { priorWork: false }),
+    ...(fm.executor?.fleet ? { executor: { fleet: { db: fm.executor.fleet.db } } } : {}),
   };
 }
 

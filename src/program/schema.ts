@@ -411,6 +411,17 @@ const advisorShape = {
     .optional(),
 };
 
+/** `executor.fleet`: trials on a worker fleet (src/fleet/). The URL carries no password (program.md is committed). */
+const fleetShape = {
+  db: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, { error: "must be a postgres:// URL" })
+    .refine((u) => !/^[a-z]+:\/\/[^/@:]*:[^@/]*@/i.test(u), {
+      error: "must not carry a password (program.md is committed): use PGPASSWORD or ~/.pgpass",
+    }),
+};
+const executorShape = { fleet: z.strictObject(fleetShape).optional() };
+
 const topShape = {
   name: text,
   objective: z.strictObject(objectiveShape),
@@ -441,6 +452,8 @@ const topShape = {
     .optional(),
   /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
   prior_work: z.boolean().default(true),
+  /** Where trials run: `executor: { fleet: { db: postgres://… } }` (docs/distributed.md "Worker fleet"). */
+  executor: z.strictObject(executorShape).optional(),
   /** `sandbox: off` is shorthand for `sandbox: { enabled: false }` (expanded in parse.ts). */
   sandbox: z
     .strictObject(sandboxShape)
@@ -478,6 +491,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   advisor: Object.keys(advisorShape),
   "advisor.agent": Object.keys(agentShape),
   sandbox: Object.keys(sandboxShape),
+  executor: Object.keys(executorShape),
+  "executor.fleet": Object.keys(fleetShape),
   "sandbox.limits": Object.keys(limitsShape),
 };
 
@@ -559,6 +574,10 @@ export const EXAMPLES: Record<string, string> = {
   "agent.max_turns": "max_turns: 30",
   "agent.command": 'command: "mytool --prompt-file {prompt_file} --cwd {workdir}"',
   search: `search:\n${KNOB_EXAMPLE.replace(/^/gm, "  ")}`,
+  executor:
+    "executor: { fleet: { db: postgres://autolab@db-host/autolab } }   # trials run on `autolab worker`s",
+  "executor.fleet": "fleet: { db: postgres://autolab@db-host/autolab }",
+  "executor.fleet.db": "db: postgres://autolab@db-host/autolab   # no password here: PGPASSWORD or ~/.pgpass",
   slots: "slots: 4   # trials at once on CPU slots; or: slots: { gpus: [0, 1, 2, 3] } (one GPU per trial)",
   "slots.count": "count: 4",
   "slots.gpus": "gpus: [0, 1, 2, 3]   # each trial gets CUDA_VISIBLE_DEVICES=<its GPU>",
