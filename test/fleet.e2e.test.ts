@@ -1,0 +1,300 @@
+/**
+ * The worker fleet (docs/distributed.md "Worker fleet") with real PostgreSQL, real `autolab
+ * worker` processes, real git bundles and the real sandbox: trials round-trip through the queue,
+ * a worker killed with -9 has its job leased again and finished elsewhere (counted once), a
+ * bundle whose bytes do not match its hash is refused, and a prune from the coordinator stops the
+ * remote trial.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { afterAll, describe, expect, it } from "vitest";
+import type { TrialSpec } from "../src/core/types.ts";
+import { openFleetDb, parseFleetUrl } from "../src/fleet/db.ts";
+import { FleetExecutor } from "../src/fleet/fleet-executor.ts";
+import type { TrialJob } from "../src/fleet/job.ts";
+import { TrialQueue } from "../src/fleet/queue.ts";
+import { fleetSchemaOfFile, NO_PG, NO_PG_REASON, requirePgCase, testClient } from "./helpers/fleet-db.ts";
+import {
+  type CliProcess,
+  commitAll,
+  runCli,
+  spawnCli,
+  stackLines,
+  type ToyProject,
+  toysOfFile,
+} from "./helpers/toy-project.ts";
+
+const { toy, removeLater } = toysOfFile();
+const { url, schema } = fleetSchemaOfFile();
+requirePgCase();
+
+const workers: CliProcess[] = [];
+afterAll(async () => {
+  for (const w of workers)
+    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
+});
+
+/** `autolab worker` as its own process, with its own cache; resolves once it has registered. */
+async function startWorker(name: string, extra: string[] = []): Promise<CliProcess> {
+  const cache = removeLater(mkdtempSync(join(tmpdir(), `fleet-cache-${name}-`)));
+  const w = spawnCli(["worker", "--db", url, "--name", name, "--cache", cache, ...extra], {
+    cwd: tmpdir(),
+    timeoutMs: 300_000,
+  });
+  workers.push(w);
+  await w.waitFor(new RegExp(`worker ${name}: \\d+ slots? on`), 60_000);
+  return w;
+}
+
+/** A command that prints a progress line every 250 ms for SLOW_STEPS steps, then its score. */
+function slowProject(): ToyProject {
+  const t = toy({ command: "node slow.mjs" });
+  writeFileSync(
+    join(t.dir, "slow.mjs"),
+    `import { appendFileSync } from "node:fs";
+const scratch = ${JSON.stringify(t.scratch)};
+appendFileSync(scratch + "/started", process.pid + "\\n");
+const n = Number(process.env.SLOW_STEPS ?? 8);
+for (let i = 0; i < n; i++) {
+  console.log("METRIC train_loss=" + (n - i));
+  await new Promise((r) => setTimeout(r, 250));
+}
+appendFileSync(scratch + "/finished", process.pid + "\\n");
+console.log("score: 1");
+`,
+  );
+  commitAll(t.dir, "slow command");
+  return t;
+}
+
+/** A coordinator-side executor bound to the project's HEAD as the run's base commit. */
+async function coordinator(t: ToyProject): Promise<FleetExecutor> {
+  const exec = await FleetExecutor.open(parseFleetUrl(url), { pollMs: 100 });
+  exec.bind({
+    repoRoot: t.dir,
+    prefix: "",
+    programFile: "program.md",
+    programText: readFileSync(join(t.dir, "program.md"), "utf8"),
+    baseCommit: t.git(["rev-parse", "HEAD"]).trim(),
+    tag: `t${randomBytes(3).toString("hex")}`,
+  });
+  return exec;
+}
+
+function trialSpec(t: ToyProject, extra: Partial<TrialSpec> = {}): TrialSpec {
+  const logs = removeLater(mkdtempSync(join(tmpdir(), "fleet-logs-")));
+  return {
+    cwd: t.dir,
+    command: "node slow.mjs",
+    budgetMs: 120_000,
+    graceMs: 5_000,
+    evaluateTimeoutMs: 30_000,
+    seed: 0,
+    logDir: join(logs, "1", "1"),
+    env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex") },
+    objective: "score",
+    ...extra,
+  };
+}
+
+function lines(path: string): string[] {
+  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, ms = 90_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe("autolab worker: bad input", () => {
+  it("an unreachable database is a message naming the URL with the password masked, and the fix", async () => {
+    const r = await runCli(["worker", "--db", "postgres://someone:s3cret@127.0.0.1:1/nothing"], {
+      cwd: tmpdir(),
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("postgres://someone:***@127.0.0.1:1/nothing");
+    expect(r.stderr).not.toContain("s3cret");
+    expect(r.stderr).toMatch(/fix: .*PGPASSWORD/);
+    expect(stackLines(r.stderr)).toEqual([]);
+  });
+
+  it("--slots and --gpus together are refused", async () => {
+    const r = await runCli(["worker", "--db", "postgres://x@127.0.0.1/y", "--slots", "2", "--gpus", "0"], {
+      cwd: tmpdir(),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--slots and --gpus");
+  });
+});
+
+describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () => {
+  it("a worker killed with -9 mid-trial: the job is leased again after the heartbeat's expiry, finished on another worker, counted once", async () => {
+    const t = slowProject();
+    const exec = await coordinator(t);
+    const client = await testClient();
+    try {
+      const a = await startWorker("victim");
+      const spec = trialSpec(t, {
+        env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex"), SLOW_STEPS: "24" },
+      });
+      const key = spec.env?.AUTOLAB_TRIAL_TOKEN as string;
+      const seen: number[] = [];
+      const result = exec.runTrial({ ...spec, onMetric: (_n, v) => seen.push(v) });
+      // Running on the victim: its first progress line came back.
+      await waitUntil("the victim's trial reports progress", async () => seen.length > 0);
+      a.child.kill("SIGKILL");
+      await a.done.catch(() => {});
+      const b = await startWorker("survivor");
+      const r = await result;
+      expect(r.status).toBe("ok");
+      expect(r.metrics.score).toBe(1);
+      const rows = await client.query(`SELECT worker_id, run FROM ${schema}.fleet_results WHERE key = $1`, [
+        key,
+      ]);
+      expect(rows.rows).toHaveLength(1);
+      expect(rows.rows[0].worker_id).toMatch(/^survivor:/);
+      expect(rows.rows[0].run).toBe(2);
+      const job = await client.query(`SELECT runs FROM ${schema}.fleet_jobs WHERE key = $1`, [key]);
+      expect(job.rows[0].runs).toBe(2);
+      // It started twice (once on each worker) and finished once: the victim's copy died with it.
+      expect(lines(join(t.scratch, "started"))).toHaveLength(2);
+      expect(lines(join(t.scratch, "finished"))).toHaveLength(1);
+      expect(readFileSync(r.stdoutPath, "utf8")).toContain("score: 1");
+      b.child.kill("SIGTERM");
+      await b.done;
+    } finally {
+      await client.end();
+      await exec.close();
+    }
+  }, 180_000);
+
+  it("a prune from the coordinator stops the trial on its worker (pruned, never finished)", async () => {
+    const t = slowProject();
+    const exec = await coordinator(t);
+    try {
+      const w = await startWorker("pruner");
+      const prune = new AbortController();
+      const spec = trialSpec(t, {
+        env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex"), SLOW_STEPS: "400" },
+      });
+      const r = await exec.runTrial({
+        ...spec,
+        prune: prune.signal,
+        onMetric: () => prune.abort("its learning curve is worse than the best's"),
+      });
+      expect(r.status).toBe("pruned");
+      expect(r.reason).toContain("worse than the best");
+      expect(lines(join(t.scratch, "started"))).toHaveLength(1);
+      expect(lines(join(t.scratch, "finished"))).toHaveLength(0);
+      w.child.kill("SIGTERM");
+      await w.done;
+    } finally {
+      await exec.close();
+    }
+  }, 120_000);
+
+  it("a bundle whose bytes do not match its hash is refused with a reason naming it; the trial never runs", async () => {
+    const t = slowProject();
+    const fleetUrl = parseFleetUrl(url);
+    const pool = await openFleetDb(fleetUrl);
+    const queue = await TrialQueue.open(fleetUrl);
+    const client = await testClient();
+    try {
+      const w = await startWorker("careful");
+      const claimed = "a".repeat(64);
+      await pool.query(`INSERT INTO ${schema}.fleet_bundles (sha256, data) VALUES ($1, $2)`, [
+        claimed,
+        Buffer.from("not the bundle you are looking for"),
+      ]);
+      const head = t.git(["rev-parse", "HEAD"]).trim();
+      const key = randomBytes(12).toString("hex");
+      const job: TrialJob = {
+        key,
+        label: "forged #1.1",
+        project: "forged",
+        tag: "forged",
+        prefix: "",
+        programFile: "program.md",
+        programText: readFileSync(join(t.dir, "program.md"), "utf8"),
+        baseCommit: head,
+        commit: head,
+        bundles: [{ sha256: claimed, commit: head }],
+        command: "node slow.mjs",
+        budgetMs: 60_000,
+        graceMs: 5_000,
+        evaluateTimeoutMs: 30_000,
+        seed: 0,
+        env: {},
+        objective: "score",
+      };
+      await pool.query(`INSERT INTO ${schema}.fleet_jobs (key, label, payload) VALUES ($1, $2, $3)`, [
+        key,
+        job.label,
+        JSON.stringify(job),
+      ]);
+      await queue.enqueue(key);
+      let row: { result: string } | undefined;
+      await waitUntil("the worker records the refusal", async () => {
+        row = (await client.query(`SELECT result FROM ${schema}.fleet_results WHERE key = $1`, [key]))
+          .rows[0];
+        return row !== undefined;
+      });
+      const result = JSON.parse(row?.result ?? "{}");
+      expect(result.status).toBe("crash");
+      expect(result.reason).toContain(`bundle ${claimed} failed verification`);
+      expect(result.reason).toContain("the trial was not run");
+      expect(result.reason).toContain("(on worker careful)");
+      expect(lines(join(t.scratch, "started"))).toHaveLength(0);
+      w.child.kill("SIGTERM");
+      await w.done;
+    } finally {
+      await client.end();
+      await queue.close();
+      await pool.end();
+    }
+  }, 120_000);
+
+  it("autolab run --fleet -n 4 with two workers: every trial runs once on a worker and the run keeps a result", async () => {
+    const t = toy({ score: "decreasing", evaluate: true });
+    const client = await testClient();
+    try {
+      await startWorker("one");
+      await startWorker("two", ["--slots", "2"]);
+      const run = await runCli(["run", "--fleet", url, "-n", "4"], { cwd: t.dir, timeoutMs: 240_000 });
+      expect(run.stderr).not.toMatch(/internal error/);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain("reached --max-experiments 4");
+      expect(run.stdout).toMatch(/fleet postgres:\/\/.*: 2 live workers, 3 slots: the run uses 3/);
+      const db = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+      const starts = db.prepare("SELECT env FROM trial_starts").all() as { env: string }[];
+      const results = db.prepare("SELECT status FROM trial_results").all() as { status: string }[];
+      const kept = db
+        .prepare(
+          "SELECT count(*) AS n FROM decisions d JOIN experiments e ON e.id = d.experiment_id WHERE d.action = 'keep' AND e.n > 0",
+        )
+        .get() as { n: number };
+      db.close();
+      expect(results.every((r) => r.status === "ok")).toBe(true);
+      expect(results).toHaveLength(starts.length);
+      expect(kept.n).toBeGreaterThan(0);
+      const keys = starts.map((s) => JSON.parse(s.env).AUTOLAB_TRIAL_TOKEN as string);
+      const fleet = await client.query(
+        `SELECT key, worker_id FROM ${schema}.fleet_results WHERE key = ANY($1)`,
+        [keys],
+      );
+      // One result per trial of the notebook, each from one of the two workers.
+      expect(fleet.rows.map((r) => r.key).sort()).toEqual([...keys].sort());
+      expect(fleet.rows.every((r) => /^(one|two):/.test(r.worker_id))).toBe(true);
+      // Every trial's command ran exactly once (the toy counts its invocations).
+      expect(t.invocations()).toBe(starts.length);
+    } finally {
+      await client.end();
+    }
+  }, 300_000);
+});
