@@ -29,6 +29,8 @@ import {
 
 const { toy, removeLater } = toysOfFile();
 const { url, schema } = fleetSchemaOfFile();
+/** A fleet no worker ever joined. */
+const empty = fleetSchemaOfFile();
 requirePgCase();
 
 const workers: CliProcess[] = [];
@@ -173,6 +175,63 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       await exec.close();
     }
   }, 180_000);
+
+  it("SIGTERM: the worker stops its trial and gives the job back; another worker runs it at once, counted once", async () => {
+    const t = slowProject();
+    const exec = await coordinator(t);
+    const client = await testClient();
+    try {
+      const a = await startWorker("leaving");
+      const spec = trialSpec(t, {
+        env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex"), SLOW_STEPS: "24" },
+      });
+      const key = spec.env?.AUTOLAB_TRIAL_TOKEN as string;
+      let seen = 0;
+      const result = exec.runTrial({ ...spec, onMetric: () => seen++ });
+      await waitUntil("the trial reports progress", async () => seen > 0);
+      a.child.kill("SIGTERM");
+      const exit = await a.done;
+      expect(exit.code).toBe(0);
+      expect(exit.stdout).toMatch(/given back/);
+      const b = await startWorker("staying");
+      const r = await result;
+      expect(r.status).toBe("ok");
+      const rows = await client.query(`SELECT worker_id FROM ${schema}.fleet_results WHERE key = $1`, [key]);
+      expect(rows.rows.map((x) => x.worker_id.split(":")[0])).toEqual(["staying"]);
+      const gone = await client.query(
+        `SELECT stopped_at FROM ${schema}.fleet_workers WHERE name = 'leaving'`,
+      );
+      expect(gone.rows[0].stopped_at).not.toBeNull();
+      b.child.kill("SIGTERM");
+      await b.done;
+    } finally {
+      await client.end();
+      await exec.close();
+    }
+  }, 120_000);
+
+  it("no live worker: the run says so and waits; Ctrl-C stops it, the queued trial recorded as interrupted", async () => {
+    const t = toy({});
+    const run = spawnCli(["run", "--fleet", empty.url, "-n", "1"], { cwd: t.dir, timeoutMs: 120_000 });
+    await run.waitFor(
+      /no live worker yet; the run uses 1 slot and its trials wait in the queue \(start one: autolab worker --db/,
+    );
+    await run.waitFor(/#0 trial 1 started/);
+    run.child.kill("SIGINT");
+    const r = await run.done;
+    expect(r.code).toBe(130);
+    expect(stackLines(r.stderr)).toEqual([]);
+    const db = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+    const results = db.prepare("SELECT status, reason FROM trial_results").all() as {
+      status: string;
+      reason: string;
+    }[];
+    db.close();
+    expect(results).toHaveLength(1);
+    expect(results[0]?.status).toBe("interrupted");
+    expect(results[0]?.reason).toContain("before a worker started it");
+    expect(t.invocations()).toBe(0);
+  }, 120_000);
 
   it("a prune from the coordinator stops the trial on its worker (pruned, never finished)", async () => {
     const t = slowProject();

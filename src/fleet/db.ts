@@ -151,3 +151,39 @@ async function migrate(pool: pg.Pool, schema: string): Promise<void> {
 
 /** A worker counts as live while its heartbeat is younger than this (the database's clock, never a machine's). */
 export const WORKER_LIVE_S = 15;
+
+/** A failure that a restarted or briefly unreachable server explains: worth waiting out. */
+export function transient(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  if (code.startsWith("57P") || code.startsWith("08") || code === "53300") return true;
+  if (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"].includes(code))
+    return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    String((err as Error)?.message ?? err),
+  );
+}
+
+/**
+ * Runs `f`, waiting out transient database failures (a restart, a dropped connection): tries again
+ * every second, calling `onWait` with what is wrong (at most once a minute), until `signal` aborts
+ * (then the last error is thrown). Any other error is thrown at once.
+ */
+export async function whileReachable<T>(
+  f: () => Promise<T>,
+  o: { url: FleetUrl; signal?: AbortSignal; onWait?: (message: string) => void },
+): Promise<T> {
+  let saidAt = 0;
+  for (;;) {
+    try {
+      return await f();
+    } catch (err) {
+      if (!transient(err) || o.signal?.aborted) throw err;
+      if (o.onWait && Date.now() - saidAt > 60_000) {
+        saidAt = Date.now();
+        const msg = (err as Error)?.message ?? String(err);
+        o.onWait(`fleet: the database ${o.url.shown} is unreachable (${msg}); waiting for it`);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}

@@ -14,7 +14,7 @@ import type { Executor, SandboxSpec, TrialResult, TrialSpec } from "../core/type
 import { TOKEN_ENV } from "../runner/process-tree.ts";
 import { git } from "../workspace/git.ts";
 import { type BundleRef, storeBundle } from "./bundles.ts";
-import { type FleetUrl, openFleetDb, WORKER_LIVE_S } from "./db.ts";
+import { type FleetUrl, openFleetDb, transient, WORKER_LIVE_S, whileReachable } from "./db.ts";
 import { type JobOutcome, LOG_FILES, notRunResult, type TrialJob } from "./job.ts";
 import { HEARTBEAT_S, TrialQueue } from "./queue.ts";
 
@@ -100,13 +100,39 @@ export class FleetExecutor implements Executor {
   async runTrial(spec: TrialSpec): Promise<TrialResult> {
     const run = this.#run;
     if (!run) throw new Error("FleetExecutor.runTrial before bind(): createRun binds the run");
-    const { schema } = this.url;
     const key = spec.env?.[TOKEN_ENV] ?? randomBytes(12).toString("hex");
     const job0 = { seed: spec.seed, command: spec.command };
     if (spec.signal?.aborted) return notRunResult(job0, "interrupted", "interrupted");
     const commit = (await git(spec.cwd, ["rev-parse", "HEAD"])).trim();
-    const bundles = [await this.#bundle(run, run.baseCommit)];
-    if (commit !== run.baseCommit) bundles.push(await this.#bundle(run, commit, run.baseCommit));
+    // A restarted or briefly unreachable database is waited out (saying so), never a failed run.
+    const reachable = <T>(f: () => Promise<T>) =>
+      whileReachable(f, {
+        url: this.url,
+        ...(spec.signal ? { signal: spec.signal } : {}),
+        ...(this.#opts.onWait ? { onWait: this.#opts.onWait } : {}),
+      });
+    try {
+      return await this.#runJob(spec, run, key, commit, reachable);
+    } catch (err) {
+      if (spec.signal?.aborted && transient(err)) {
+        return notRunResult(job0, "interrupted", "interrupted while the fleet's database was unreachable");
+      }
+      throw err;
+    }
+  }
+
+  async #runJob(
+    spec: TrialSpec,
+    run: FleetRun,
+    key: string,
+    commit: string,
+    reachable: <T>(f: () => Promise<T>) => Promise<T>,
+  ): Promise<TrialResult> {
+    const { schema } = this.url;
+    const job0 = { seed: spec.seed, command: spec.command };
+    const bundles = [await reachable(() => this.#bundle(run, run.baseCommit))];
+    if (commit !== run.baseCommit)
+      bundles.push(await reachable(() => this.#bundle(run, commit, run.baseCommit)));
     const [n, attempt] = spec.logDir.split("/").slice(-2);
     const job: TrialJob = {
       key,
@@ -132,12 +158,19 @@ export class FleetExecutor implements Executor {
       },
       objective: spec.objective,
     };
-    await this.#pool.query(
-      `INSERT INTO ${schema}.fleet_jobs (key, label, payload) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
-      [key, job.label, JSON.stringify(job)],
-    );
-    const queueId = await this.#queue.enqueue(key);
-    await this.#pool.query(`UPDATE ${schema}.fleet_jobs SET queue_id = $2 WHERE key = $1`, [key, queueId]);
+    const queueId = await reachable(async () => {
+      const r = await this.#pool.query<{ queue_id: string | null }>(
+        `INSERT INTO ${schema}.fleet_jobs (key, label, payload) VALUES ($1, $2, $3)
+         ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key RETURNING queue_id`,
+        [key, job.label, JSON.stringify(job)],
+      );
+      // Enqueued once per trial, also when this is tried again after a dropped connection.
+      const known = r.rows[0]?.queue_id;
+      if (known) return known;
+      const id = await this.#queue.enqueue(key);
+      await this.#pool.query(`UPDATE ${schema}.fleet_jobs SET queue_id = $2 WHERE key = $1`, [key, id]);
+      return id;
+    });
 
     let lastMetric = 0;
     let flagged: "prune" | "stop" | undefined;
@@ -145,62 +178,68 @@ export class FleetExecutor implements Executor {
     let lastStateCheck = Date.now();
     const enqueuedAt = Date.now();
     for (;;) {
-      const metrics = await this.#pool.query<{ id: string; name: string; value: number }>(
-        `SELECT id, name, value FROM ${schema}.fleet_metrics WHERE key = $1 AND id > $2 ORDER BY id`,
-        [key, lastMetric],
-      );
-      for (const m of metrics.rows) {
-        lastMetric = Number(m.id);
-        spec.onMetric?.(m.name, m.value);
-      }
-      const done = await this.#pool.query<{ result: string; logs: string }>(
-        `SELECT result, logs FROM ${schema}.fleet_results WHERE key = $1`,
-        [key],
-      );
-      const row = done.rows[0];
-      if (row) return this.#finish(spec, { result: JSON.parse(row.result), logs: JSON.parse(row.logs) });
-
-      if (spec.signal?.aborted && flagged !== "stop") {
-        flagged = "stop";
-        stopAskedAt = Date.now();
-        await this.#flag(key, "stop", reasonOf(spec.signal, "interrupted"));
-        const st = await this.#queue.state(queueId);
-        if (!st || st.state === "created" || st.state === "retry") {
-          await this.#queue.cancel(queueId).catch(() => {});
-          return notRunResult(
-            job0,
-            "interrupted",
-            `interrupted: ${reasonOf(spec.signal, "stopped")} (before a worker started it)`,
-          );
+      const out = await reachable(async (): Promise<TrialResult | undefined> => {
+        const metrics = await this.#pool.query<{ id: string; name: string; value: number }>(
+          `SELECT id, name, value FROM ${schema}.fleet_metrics WHERE key = $1 AND id > $2 ORDER BY id`,
+          [key, lastMetric],
+        );
+        for (const m of metrics.rows) {
+          lastMetric = Number(m.id);
+          spec.onMetric?.(m.name, m.value);
         }
-      } else if (spec.prune?.aborted && !flagged) {
-        flagged = "prune";
-        await this.#flag(key, "prune", reasonOf(spec.prune, "pruned"));
-      }
-      if (flagged === "stop" && Date.now() - stopAskedAt > (HEARTBEAT_S * 2 + 10) * 1000 + spec.graceMs) {
-        return notRunResult(job0, "interrupted", "interrupted: its worker did not answer the stop");
-      }
+        const done = await this.#pool.query<{ result: string; logs: string }>(
+          `SELECT result, logs FROM ${schema}.fleet_results WHERE key = $1`,
+          [key],
+        );
+        const row = done.rows[0];
+        if (row) return this.#finish(spec, { result: JSON.parse(row.result), logs: JSON.parse(row.logs) });
 
-      if (Date.now() - lastStateCheck > 2000) {
-        lastStateCheck = Date.now();
-        const st = await this.#queue.state(queueId);
-        if (st?.state === "failed" || st?.state === "cancelled") {
-          // A last look: the result may have landed between the two reads.
-          const late = await this.#pool.query(`SELECT 1 FROM ${schema}.fleet_results WHERE key = $1`, [key]);
-          if (!late.rowCount) {
+        if (spec.signal?.aborted && flagged !== "stop") {
+          flagged = "stop";
+          stopAskedAt = Date.now();
+          await this.#flag(key, "stop", reasonOf(spec.signal, "interrupted"));
+          const st = await this.#queue.state(queueId);
+          if (!st || st.state === "created" || st.state === "retry") {
+            await this.#queue.cancel(queueId).catch(() => {});
             return notRunResult(
               job0,
-              st.state === "failed" ? "crash" : "interrupted",
-              st.state === "failed"
-                ? `its job was leased ${st.retryCount + 1} times and no worker finished it (workers died or gave it back)`
-                : "interrupted: its job was cancelled in the queue",
+              "interrupted",
+              `interrupted: ${reasonOf(spec.signal, "stopped")} (before a worker started it)`,
             );
           }
+        } else if (spec.prune?.aborted && !flagged) {
+          flagged = "prune";
+          await this.#flag(key, "prune", reasonOf(spec.prune, "pruned"));
         }
-        if ((st?.state === "created" || st?.state === "retry") && Date.now() - enqueuedAt > 5000) {
-          await this.#warnIfNoWorkers(job.label);
+        if (flagged === "stop" && Date.now() - stopAskedAt > (HEARTBEAT_S * 2 + 10) * 1000 + spec.graceMs) {
+          return notRunResult(job0, "interrupted", "interrupted: its worker did not answer the stop");
         }
-      }
+
+        if (Date.now() - lastStateCheck > 2000) {
+          lastStateCheck = Date.now();
+          const st = await this.#queue.state(queueId);
+          if (st?.state === "failed" || st?.state === "cancelled") {
+            // A last look: the result may have landed between the two reads.
+            const late = await this.#pool.query(`SELECT 1 FROM ${schema}.fleet_results WHERE key = $1`, [
+              key,
+            ]);
+            if (!late.rowCount) {
+              return notRunResult(
+                job0,
+                st.state === "failed" ? "crash" : "interrupted",
+                st.state === "failed"
+                  ? `its job was leased ${st.retryCount + 1} times and no worker finished it (workers died or gave it back)`
+                  : "interrupted: its job was cancelled in the queue",
+              );
+            }
+          }
+          if ((st?.state === "created" || st?.state === "retry") && Date.now() - enqueuedAt > 5000) {
+            await this.#warnIfNoWorkers(job.label);
+          }
+        }
+        return undefined;
+      });
+      if (out) return out;
       await sleep(this.#opts.pollMs ?? 250, spec.signal, spec.prune);
     }
   }

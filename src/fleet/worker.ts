@@ -13,7 +13,7 @@ import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { AUTOLAB_VERSION } from "../app/init.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
-import { type FleetUrl, openFleetDb } from "./db.ts";
+import { type FleetUrl, openFleetDb, whileReachable } from "./db.ts";
 import { type JobOutcome, notRunResult, type TrialJob } from "./job.ts";
 import { type LeasedJob, TOUCH_S, TrialQueue } from "./queue.ts";
 import { runJob, type WorkerSlot } from "./worker-trial.ts";
@@ -214,11 +214,18 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     log(`worker ${name} slot ${slot.index}: ${spec.label} ${outcome.result.status}`);
   };
 
-  /** First result wins: a job that ran twice (a lease that lapsed under a live worker) counts once. */
+  /**
+   * First result wins: a job that ran twice (a lease that lapsed under a live worker) counts once.
+   * A database that went away meanwhile is waited for: the result is not thrown away.
+   */
   const writeResult = async (key: string, run: number, outcome: JobOutcome) => {
-    await pool.query(
-      `INSERT INTO ${schema}.fleet_results (key, worker_id, run, result, logs) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`,
-      [key, id, run, JSON.stringify(outcome.result), JSON.stringify(outcome.logs)],
+    await whileReachable(
+      () =>
+        pool.query(
+          `INSERT INTO ${schema}.fleet_results (key, worker_id, run, result, logs) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`,
+          [key, id, run, JSON.stringify(outcome.result), JSON.stringify(outcome.logs)],
+        ),
+      { url: opts.url, onWait: (m) => log(`worker ${name}: ${m}`) },
     );
   };
 
