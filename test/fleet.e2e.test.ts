@@ -352,6 +352,27 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       expect(fleet.rows.every((r) => /^(one|two):/.test(r.worker_id))).toBe(true);
       // Every trial's command ran exactly once (the toy counts its invocations).
       expect(t.invocations()).toBe(starts.length);
+
+      // status and watch show the workers: host, slots, state, heartbeat, what each runs.
+      const status = await runCli(["status", "--fleet", url], { cwd: t.dir });
+      expect(status.code).toBe(0);
+      expect(status.stdout).toMatch(/Workers \(postgres:\/\/autolab:\*\*\*@[^)]*\): 2 live, 3 slots/);
+      expect(status.stdout).toMatch(/ {2}one@\S+ {2}1 slot {2}live, heartbeat \d+s ago {2}idle/);
+      expect(status.stdout).toMatch(/ {2}two@\S+ {2}2 slots {2}live, heartbeat \d+s ago {2}idle/);
+      const json = await runCli(["status", "--json", "--fleet", url], { cwd: t.dir });
+      const workersJson = JSON.parse(json.stdout).workers as Array<{
+        name: string;
+        slots: number;
+        state: string;
+      }>;
+      expect(workersJson.map((w) => [w.name, w.slots, w.state]).sort()).toEqual([
+        ["one", 1, "live"],
+        ["two", 2, "live"],
+      ]);
+      const watch = spawnCli(["watch", "--fleet", url], { cwd: t.dir });
+      await watch.waitFor(/Workers \(postgres:.*\): 2 live, 3 slots/);
+      watch.child.kill("SIGINT");
+      await watch.done;
     } finally {
       await client.end();
     }

@@ -151,6 +151,10 @@ cli
   .option(...programOpt)
   .option(...tagOpt)
   .option("--json", "machine-readable (see docs/cli.md)")
+  .option(
+    "--fleet <url>",
+    "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
+  )
   .action(statusCommand);
 
 cli
@@ -277,6 +281,10 @@ cli
     "how often to look at the notebook",
     durationFlag({ flag: "--interval", example: "--interval 2s" }),
     500,
+  )
+  .option(
+    "--fleet <url>",
+    "show the worker fleet's workers too (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
   )
   .action(watchCommand);
 
