@@ -16,6 +16,8 @@ import { openFleetDb, parseFleetUrl } from "../src/fleet/db.ts";
 import { FleetExecutor } from "../src/fleet/fleet-executor.ts";
 import type { TrialJob } from "../src/fleet/job.ts";
 import { TrialQueue } from "../src/fleet/queue.ts";
+import type { WorkersResponse } from "../src/server/api-types.ts";
+import { createApp } from "../src/server/app.ts";
 import { fleetSchemaOfFile, NO_PG, NO_PG_REASON, requirePgCase, testClient } from "./helpers/fleet-db.ts";
 import {
   type CliProcess,
@@ -369,6 +371,21 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
         ["one", 1, "live"],
         ["two", 2, "live"],
       ]);
+      // The dashboard's API: the same workers; without a fleet, none.
+      const ledgerPath = join(t.dir, ".autolab", "lab.db");
+      const app = createApp({ ledgerPath, fleet: parseFleetUrl(url) });
+      const api = (await (await app.request("/api/workers")).json()) as WorkersResponse;
+      app.close();
+      expect(api.fleet).toMatch(/^postgres:\/\/autolab:\*\*\*@/);
+      expect(api.problem).toBeNull();
+      expect(api.workers.map((w) => w.name).sort()).toEqual(["one", "two"]);
+      const bare = createApp({ ledgerPath });
+      expect(await (await bare.request("/api/workers")).json()).toEqual({
+        fleet: null,
+        workers: [],
+        problem: null,
+      });
+      bare.close();
       const watch = spawnCli(["watch", "--fleet", url], { cwd: t.dir });
       await watch.waitFor(/Workers \(postgres:.*\): 2 live, 3 slots/);
       watch.child.kill("SIGINT");

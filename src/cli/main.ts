@@ -232,6 +232,10 @@ cli
   )
   .option("--host <host>", "address to bind; anything but loopback needs --token", "127.0.0.1")
   .option("--token <token>", "every request must carry it (default: $AUTOLAB_TOKEN)")
+  .option(
+    "--fleet <url>",
+    "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
+  )
   .action(serveCommand);
 
 cli
