@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -18,7 +19,14 @@ import type { TrialJob } from "../src/fleet/job.ts";
 import { TrialQueue } from "../src/fleet/queue.ts";
 import type { WorkersResponse } from "../src/server/api-types.ts";
 import { createApp } from "../src/server/app.ts";
-import { fleetSchemaOfFile, NO_PG, NO_PG_REASON, requirePgCase, testClient } from "./helpers/fleet-db.ts";
+import {
+  fleetSchemaOfFile,
+  NO_PG,
+  NO_PG_REASON,
+  PG_URL,
+  requirePgCase,
+  testClient,
+} from "./helpers/fleet-db.ts";
 import {
   type CliProcess,
   commitAll,
@@ -101,6 +109,46 @@ function trialSpec(t: ToyProject, extra: Partial<TrialSpec> = {}): TrialSpec {
     env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex") },
     objective: "score",
     ...extra,
+  };
+}
+
+/** A TCP proxy in front of the test database that can drop every connection and refuse new ones. */
+async function pgProxy(): Promise<{
+  port: number;
+  down(): void;
+  up(): Promise<void>;
+  close(): Promise<void>;
+}> {
+  const target = new URL(PG_URL as string);
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    down() {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+    up: () => new Promise<void>((r) => server.listen(port, "127.0.0.1", r)),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+        if (!server.listening) r();
+      }),
   };
 }
 
@@ -233,6 +281,66 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
     expect(results[0]?.status).toBe("interrupted");
     expect(results[0]?.reason).toContain("before a worker started it");
     expect(t.invocations()).toBe(0);
+  }, 120_000);
+
+  it("the database unreachable mid-trial (connections cut, new ones refused for 5 s): coordinator and worker wait and go on; the trial counts once", async () => {
+    const t = slowProject();
+    const proxy = await pgProxy();
+    const viaProxy = new URL(url);
+    viaProxy.port = String(proxy.port);
+    viaProxy.hostname = "127.0.0.1";
+    const waits: string[] = [];
+    const exec = await FleetExecutor.open(parseFleetUrl(viaProxy.toString()), {
+      pollMs: 100,
+      onWait: (m) => waits.push(m),
+    });
+    exec.bind({
+      repoRoot: t.dir,
+      prefix: "",
+      programFile: "program.md",
+      programText: readFileSync(join(t.dir, "program.md"), "utf8"),
+      baseCommit: t.git(["rev-parse", "HEAD"]).trim(),
+      tag: "outage",
+    });
+    const client = await testClient();
+    try {
+      const cache = removeLater(mkdtempSync(join(tmpdir(), "fleet-cache-steady-")));
+      const w = spawnCli(["worker", "--db", viaProxy.toString(), "--name", "steady", "--cache", cache], {
+        cwd: tmpdir(),
+        timeoutMs: 300_000,
+      });
+      workers.push(w);
+      await w.waitFor(/worker steady: 1 slot on/, 60_000);
+      const spec = trialSpec(t, {
+        env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex"), SLOW_STEPS: "16" },
+      });
+      const key = spec.env?.AUTOLAB_TRIAL_TOKEN as string;
+      let seen = 0;
+      const result = exec.runTrial({ ...spec, onMetric: () => seen++ });
+      await waitUntil("the trial reports progress", async () => seen > 0);
+      proxy.down();
+      // Longer than the trial's rest: its result is ready while the database is away.
+      await new Promise((r) => setTimeout(r, 5000));
+      await proxy.up();
+      const r = await result;
+      expect(r.status).toBe("ok");
+      expect(
+        waits.some((m) => /the database postgres:\/\/.* is unreachable \(.*\); waiting for it/.test(m)),
+      ).toBe(true);
+      const password = new URL(url).password;
+      if (password) expect(waits.join("\n")).not.toContain(`:${password}@`);
+      const rows = await client.query(`SELECT worker_id FROM ${schema}.fleet_results WHERE key = $1`, [key]);
+      expect(rows.rows).toHaveLength(1);
+      expect(lines(join(t.scratch, "finished"))).toHaveLength(1);
+      w.child.kill("SIGTERM");
+      const exit = await w.done;
+      expect(exit.code).toBe(0);
+      expect(stackLines(exit.stderr)).toEqual([]);
+    } finally {
+      await client.end();
+      await exec.close();
+      await proxy.close();
+    }
   }, 120_000);
 
   it("a prune from the coordinator stops the trial on its worker (pruned, never finished)", async () => {

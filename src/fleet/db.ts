@@ -61,7 +61,12 @@ export function maskUrl(url: string): string {
  * naming the URL (password masked) and the fix.
  */
 export async function openFleetDb(url: FleetUrl, max = 4): Promise<pg.Pool> {
-  const pool = new pg.Pool({ connectionString: url.connectionString, max, connectionTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({
+    connectionString: url.connectionString,
+    max,
+    connectionTimeoutMillis: 10_000,
+    application_name: applicationName(url),
+  });
   // An idle client whose server went away must not take the process down: queries report it.
   pool.on("error", () => {});
   try {
@@ -71,6 +76,11 @@ export async function openFleetDb(url: FleetUrl, max = 4): Promise<pg.Pool> {
     throw unreachable(url, err);
   }
   return pool;
+}
+
+/** What the fleet's connections call themselves (pg_stat_activity): `autolab-fleet/<schema>`. */
+export function applicationName(url: FleetUrl): string {
+  return `autolab-fleet/${url.schema}`;
 }
 
 /** A connection failure as the error the user sees. */

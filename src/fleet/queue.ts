@@ -6,7 +6,7 @@
  * the database) is put back by pg-boss's monitor and leased again by another worker.
  */
 import { PgBoss } from "pg-boss";
-import { type FleetUrl, unreachable } from "./db.ts";
+import { applicationName, type FleetUrl, unreachable } from "./db.ts";
 
 export const QUEUE = "autolab-trials";
 /** pg-boss's heartbeat: a leased job not touched for this long is retried (its minimum is 10). */
@@ -37,6 +37,7 @@ export class TrialQueue {
     const boss = new PgBoss({
       connectionString: url.connectionString,
       schema: `${url.schema}_queue`,
+      application_name: applicationName(url),
       // Every instance supervises: with the coordinator dead, the workers still put back a dead
       // peer's job. Short intervals are what makes the heartbeat's expiry seconds, not minutes.
       supervise: true,

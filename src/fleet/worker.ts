@@ -77,11 +77,23 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       r.stop.abort(`the worker ${name} stopped; the trial is run again elsewhere`);
   });
 
+  const currentJson = () =>
+    JSON.stringify([...running.values()].map((r) => ({ slot: r.slot, key: r.job.key, label: r.label })));
+  /** What the slots run, as soon as it changes (viewers show it), besides every heartbeat. */
+  const publishCurrent = () =>
+    pool
+      .query(`UPDATE ${schema}.fleet_workers SET heartbeat_at = now(), current = $2 WHERE id = $1`, [
+        id,
+        currentJson(),
+      ])
+      .then(
+        () => {},
+        () => {},
+      );
   const beat = async () => {
-    const current = [...running.values()].map((r) => ({ slot: r.slot, key: r.job.key, label: r.label }));
     await pool.query(`UPDATE ${schema}.fleet_workers SET heartbeat_at = now(), current = $2 WHERE id = $1`, [
       id,
-      JSON.stringify(current),
+      currentJson(),
     ]);
     const jobs = [...running.values()];
     if (jobs.length === 0) return;
@@ -177,6 +189,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       prune: new AbortController(),
     };
     running.set(slot.index, r);
+    await publishCurrent();
     log(`worker ${name} slot ${slot.index}: ${spec.label} (run ${run})`);
     let metrics = Promise.resolve();
     const outcome = await runJob(spec, slot, {
@@ -204,6 +217,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     });
     await metrics;
     running.delete(slot.index);
+    await publishCurrent();
     if (stopping.signal.aborted && outcome.result.status === "interrupted") {
       await queue.giveBack(job).catch(() => {});
       log(`worker ${name} slot ${slot.index}: ${spec.label} given back`);
