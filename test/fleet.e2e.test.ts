@@ -61,15 +61,15 @@ async function startWorker(name: string, extra: string[] = []): Promise<CliProce
   return w;
 }
 
-/** A command that prints a progress line every 250 ms for SLOW_STEPS steps, then its score. */
-function slowProject(): ToyProject {
-  const t = toy({ command: "node slow.mjs" });
+/** A command that prints a progress line every 250 ms for SLOW_STEPS steps (default `steps`), then its score. */
+function slowProject(steps = 8, budget?: string): ToyProject {
+  const t = toy({ command: "node slow.mjs", ...(budget ? { budget } : {}) });
   writeFileSync(
     join(t.dir, "slow.mjs"),
     `import { appendFileSync } from "node:fs";
 const scratch = ${JSON.stringify(t.scratch)};
 appendFileSync(scratch + "/started", process.pid + "\\n");
-const n = Number(process.env.SLOW_STEPS ?? 8);
+const n = Number(process.env.SLOW_STEPS ?? ${steps});
 for (let i = 0; i < n; i++) {
   console.log("METRIC train_loss=" + (n - i));
   await new Promise((r) => setTimeout(r, 250));
@@ -342,6 +342,44 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       await proxy.close();
     }
   }, 120_000);
+
+  it("the coordinator killed with -9: on resume its open trial is reaped on the worker (stopped, recorded interrupted) and run again", async () => {
+    const t = slowProject(400, "200s");
+    const client = await testClient();
+    try {
+      const w = await startWorker("orphaned");
+      const first = spawnCli(["run", "--fleet", url, "-n", "0"], { cwd: t.dir, timeoutMs: 120_000 });
+      await waitUntil(
+        "the worker starts the baseline",
+        async () => lines(join(t.scratch, "started")).length === 1,
+      );
+      first.child.kill("SIGKILL");
+      await first.done.catch(() => {});
+      const db = new DatabaseSync(join(t.dir, ".autolab", "lab.db"), { readOnly: true });
+      const [start] = db.prepare("SELECT env FROM trial_starts").all() as { env: string }[];
+      db.close();
+      const key = JSON.parse(start?.env ?? "{}").AUTOLAB_TRIAL_TOKEN as string;
+      const resumed = spawnCli(["run", "--fleet", url, "-n", "0"], { cwd: t.dir, timeoutMs: 120_000 });
+      let row: { result: string } | undefined;
+      await waitUntil("the orphaned trial's result", async () => {
+        row = (await client.query(`SELECT result FROM ${schema}.fleet_results WHERE key = $1`, [key]))
+          .rows[0];
+        return row !== undefined;
+      });
+      const result = JSON.parse(row?.result ?? "{}");
+      expect(result.status).toBe("interrupted");
+      expect(result.reason).toContain("the coordinator stopped while this trial ran");
+      // The resumed run starts the baseline again, on the same worker.
+      await waitUntil("the baseline runs again", async () => lines(join(t.scratch, "started")).length === 2);
+      expect(lines(join(t.scratch, "finished"))).toHaveLength(0);
+      resumed.child.kill("SIGINT");
+      expect((await resumed.done).code).toBe(130);
+      w.child.kill("SIGTERM");
+      await w.done;
+    } finally {
+      await client.end();
+    }
+  }, 180_000);
 
   it("a prune from the coordinator stops the trial on its worker (pruned, never finished)", async () => {
     const t = slowProject();
