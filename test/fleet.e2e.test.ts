@@ -406,7 +406,7 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
     }
   }, 120_000);
 
-  it("a bundle whose bytes do not match its hash is refused with a reason naming it; the trial never runs", async () => {
+  it("a bundle whose bytes do not match its hash, or a job naming a path outside the cache, is refused with a reason; the trial never runs", async () => {
     const t = slowProject();
     const fleetUrl = parseFleetUrl(url);
     const pool = await openFleetDb(fleetUrl);
@@ -457,6 +457,27 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       expect(result.reason).toContain(`bundle ${claimed} failed verification`);
       expect(result.reason).toContain("the trial was not run");
       expect(result.reason).toContain("(on worker careful)");
+      expect(lines(join(t.scratch, "started"))).toHaveLength(0);
+
+      // Names from the database become paths on the worker: one that leaves its cache is refused.
+      const evil = randomBytes(12).toString("hex");
+      await pool.query(`INSERT INTO ${schema}.fleet_jobs (key, label, payload) VALUES ($1, $2, $3)`, [
+        evil,
+        "evil #1.1",
+        JSON.stringify({ ...job, key: evil, tag: "../../../tmp/escape", bundles: [] }),
+      ]);
+      await queue.enqueue(evil);
+      let evilRow: { result: string } | undefined;
+      await waitUntil("the worker refuses the malformed job", async () => {
+        evilRow = (await client.query(`SELECT result FROM ${schema}.fleet_results WHERE key = $1`, [evil]))
+          .rows[0];
+        return evilRow !== undefined;
+      });
+      const refused = JSON.parse(evilRow?.result ?? "{}");
+      expect(refused.status).toBe("crash");
+      expect(refused.reason).toContain(
+        'the job is malformed: tag "../../../tmp/escape"; the trial was not run',
+      );
       expect(lines(join(t.scratch, "started"))).toHaveLength(0);
       w.child.kill("SIGTERM");
       await w.done;
@@ -513,7 +534,9 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
         slots: number;
         state: string;
       }>;
-      expect(workersJson.map((w) => [w.name, w.slots, w.state]).sort()).toEqual([
+      // Workers of the file's earlier tests are listed too, stopped or stale.
+      const liveJson = workersJson.filter((w) => w.state === "live");
+      expect(liveJson.map((w) => [w.name, w.slots, w.state]).sort()).toEqual([
         ["one", 1, "live"],
         ["two", 2, "live"],
       ]);
@@ -524,7 +547,12 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       app.close();
       expect(api.fleet).toMatch(/^postgres:\/\/autolab:\*\*\*@/);
       expect(api.problem).toBeNull();
-      expect(api.workers.map((w) => w.name).sort()).toEqual(["one", "two"]);
+      expect(
+        api.workers
+          .filter((w) => w.state === "live")
+          .map((w) => w.name)
+          .sort(),
+      ).toEqual(["one", "two"]);
       const bare = createApp({ ledgerPath });
       expect(await (await bare.request("/api/workers")).json()).toEqual({
         fleet: null,

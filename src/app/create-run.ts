@@ -367,6 +367,11 @@ async function openFleet(
 ): Promise<FleetExecutor | undefined> {
   const url = opts.fleet ?? program.executor?.fleet?.db;
   if (url === undefined) return undefined;
+  // GPUs are the workers' (`autolab worker --gpus`): this machine passes none to its trials.
+  if (program.slots?.gpus) {
+    const { gpus: _gpus, ...rest } = program.slots;
+    program.slots = rest;
+  }
   const fleet = await FleetExecutor.open(
     parseFleetUrl(url, opts.fleet !== undefined ? "--fleet" : "program.md executor.fleet.db"),
     {

@@ -8,7 +8,7 @@
  */
 import { existsSync } from "node:fs";
 import { mkdir, open, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { createConfinement } from "../app/confinement.ts";
 import { isAutolabError } from "../core/errors.ts";
 import type { LoopDeps } from "../core/loop-deps.ts";
@@ -61,6 +61,8 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
     result: notRunResult(job, status, reason + where),
     logs: {},
   });
+  const malformed = checkJob(job);
+  if (malformed) return failed("crash", `the job is malformed: ${malformed}; the trial was not run`);
   const projectDir = join(ctx.cacheDir, safeName(job.project));
   const root = join(projectDir, "repo");
   const stateDir = join(projectDir, "state");
@@ -163,6 +165,30 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
     if (text !== undefined) logs[f] = text;
   }
   return { result, logs };
+}
+
+/**
+ * Names from the database become paths and refs here: refuse what could leave the worker's
+ * cache (a tag, a prefix with `..`, a program file that is not a plain name, a commit that is
+ * not a hash).
+ */
+function checkJob(job: TrialJob): string | undefined {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(job.tag)) return `tag ${JSON.stringify(job.tag)}`;
+  if (
+    job.prefix !== "" &&
+    (isAbsolute(job.prefix) || job.prefix.split("/").some((p) => p === ".." || p === ""))
+  )
+    return `program directory ${JSON.stringify(job.prefix)}`;
+  if (!/^[^/\\]+$/.test(job.programFile) || job.programFile === "..")
+    return `program file ${JSON.stringify(job.programFile)}`;
+  const hex = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+  if (!hex.test(job.commit) || !hex.test(job.baseCommit)) return "a commit that is not a hash";
+  if (
+    !Array.isArray(job.bundles) ||
+    job.bundles.some((b) => !/^[0-9a-f]{64}$/.test(b.sha256) || !hex.test(b.commit))
+  )
+    return "a bundle reference that is not a sha256 and a commit";
+  return undefined;
 }
 
 /** The project's cache repository: a plain repository holding only what bundles brought. */
