@@ -390,12 +390,24 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       const spec = trialSpec(t, {
         env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex"), SLOW_STEPS: "400" },
       });
+      const calledAt = Date.now();
+      const seen: Array<{ elapsedMs: number | undefined; sinceCall: number }> = [];
       const r = await exec.runTrial({
         ...spec,
         prune: prune.signal,
-        onMetric: () => prune.abort("its learning curve is worse than the best's"),
+        onMetric: (_name, _value, elapsedMs) => {
+          seen.push({ elapsedMs, sinceCall: Date.now() - calledAt });
+          prune.abort("its learning curve is worse than the best's");
+        },
       });
       expect(r.status).toBe("pruned");
+      // The curve's clock is the command's on the worker: the queue, the bundles and the
+      // worktree before it do not count (they would shift a remote trial's curve).
+      expect(seen.length).toBeGreaterThan(0);
+      for (const m of seen) {
+        expect(typeof m.elapsedMs).toBe("number");
+        expect(m.elapsedMs).toBeLessThan(m.sinceCall);
+      }
       expect(r.reason).toContain("worse than the best");
       expect(lines(join(t.scratch, "started"))).toHaveLength(1);
       expect(lines(join(t.scratch, "finished"))).toHaveLength(0);

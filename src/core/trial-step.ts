@@ -171,9 +171,9 @@ export async function runTrial(
     objective: program.objective.metric,
     beforeEvaluate: beforeEvaluateFor(deps, ws, exp.commit, allowed),
     ...(sandbox ? { sandbox } : {}),
-    onMetric: (name, value) => {
+    onMetric: (name, value, elapsedMs) => {
       if (name !== progressName) return;
-      const x = (Date.now() - startedAt) / budgetMs;
+      const x = (elapsedMs ?? Date.now() - startedAt) / budgetMs;
       curve.push([x, value]);
       emit({ type: "progress", n: exp.n, name, value });
       if (pruner && !prune.signal.aborted) {

@@ -138,8 +138,10 @@ async function migrate(pool: pg.Pool, schema: string): Promise<void> {
         run INTEGER NOT NULL,
         name TEXT NOT NULL,
         value DOUBLE PRECISION NOT NULL,
+        elapsed_ms DOUBLE PRECISION,
         at TIMESTAMPTZ NOT NULL DEFAULT now()
       );
+      ALTER TABLE ${schema}.fleet_metrics ADD COLUMN IF NOT EXISTS elapsed_ms DOUBLE PRECISION;
       CREATE INDEX IF NOT EXISTS fleet_metrics_key ON ${schema}.fleet_metrics (key, id);
       CREATE TABLE IF NOT EXISTS ${schema}.fleet_results (
         key TEXT PRIMARY KEY,

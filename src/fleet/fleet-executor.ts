@@ -179,13 +179,20 @@ export class FleetExecutor implements Executor {
     const enqueuedAt = Date.now();
     for (;;) {
       const out = await reachable(async (): Promise<TrialResult | undefined> => {
-        const metrics = await this.#pool.query<{ id: string; name: string; value: number }>(
-          `SELECT id, name, value FROM ${schema}.fleet_metrics WHERE key = $1 AND id > $2 ORDER BY id`,
+        const metrics = await this.#pool.query<{
+          id: string;
+          name: string;
+          value: number;
+          elapsed_ms: number | null;
+        }>(
+          `SELECT id, name, value, elapsed_ms FROM ${schema}.fleet_metrics WHERE key = $1 AND id > $2 ORDER BY id`,
           [key, lastMetric],
         );
         for (const m of metrics.rows) {
           lastMetric = Number(m.id);
-          spec.onMetric?.(m.name, m.value);
+          // The worker's clock of the command's run: the time in the queue is not the trial's.
+          if (m.elapsed_ms === null) spec.onMetric?.(m.name, m.value);
+          else spec.onMetric?.(m.name, m.value, m.elapsed_ms);
         }
         const done = await this.#pool.query<{ result: string; logs: string }>(
           `SELECT result, logs FROM ${schema}.fleet_results WHERE key = $1`,

@@ -37,7 +37,8 @@ export interface JobContext {
   gpus: string[];
   workerName: string;
   executor: LocalExecutor;
-  onMetric: (name: string, value: number) => void;
+  /** Every metric line, with how long the command had run (ms) when it printed it. */
+  onMetric: (name: string, value: number, elapsedMs: number) => void;
   signal: AbortSignal;
   prune: AbortSignal;
 }
@@ -139,6 +140,8 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
   const env = { ...job.env, ...slotEnv };
   if (slot.gpu === undefined) delete env.CUDA_VISIBLE_DEVICES;
   const sandbox = deps.confinement?.trial(ws, setupFiles, slotEnv);
+  // As the loop measures a local trial's curve: from just before the executor starts it.
+  const startedAt = Date.now();
   const result = await ctx.executor.runTrial({
     cwd: ws.projectDir,
     command: job.command,
@@ -152,7 +155,7 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
     objective: job.objective,
     beforeEvaluate: beforeEvaluateFor(deps, ws, job.commit, allowed),
     ...(sandbox ? { sandbox } : {}),
-    onMetric: ctx.onMetric,
+    onMetric: (name, value) => ctx.onMetric(name, value, Date.now() - startedAt),
     signal: ctx.signal,
     prune: ctx.prune,
   });

@@ -201,12 +201,12 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       executor,
       signal: r.stop.signal,
       prune: r.prune.signal,
-      onMetric: (metric, value) => {
+      onMetric: (metric, value, elapsedMs) => {
         metrics = metrics
           .then(() =>
             pool.query(
-              `INSERT INTO ${schema}.fleet_metrics (key, run, name, value) VALUES ($1, $2, $3, $4)`,
-              [job.key, run, metric, value],
+              `INSERT INTO ${schema}.fleet_metrics (key, run, name, value, elapsed_ms) VALUES ($1, $2, $3, $4, $5)`,
+              [job.key, run, metric, value, elapsedMs],
             ),
           )
           .then(
