@@ -381,6 +381,37 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
     }
   }, 180_000);
 
+  it("--gpus: each slot's trials get CUDA_VISIBLE_DEVICES=<its GPU>; a worker without the command's runtime records why", async () => {
+    // sandbox: off, so that no /dev/nvidia* is needed on this machine: only the variable is under test.
+    const t = toy({ command: "node gpu.mjs", sandbox: "off" });
+    writeFileSync(
+      join(t.dir, "gpu.mjs"),
+      `console.log("METRIC gpu=" + process.env.CUDA_VISIBLE_DEVICES);
+await new Promise((r) => setTimeout(r, 1500));
+console.log("score: 1");
+`,
+    );
+    commitAll(t.dir, "gpu command");
+    const exec = await coordinator(t);
+    try {
+      const w = await startWorker("gpubox", ["--gpus", "3,5"]);
+      const [a, b] = await Promise.all([
+        exec.runTrial(trialSpec(t, { command: "node gpu.mjs" })),
+        exec.runTrial(trialSpec(t, { command: "node gpu.mjs" })),
+      ]);
+      expect([a?.status, b?.status]).toEqual(["ok", "ok"]);
+      expect([a?.metrics.gpu, b?.metrics.gpu].sort()).toEqual([3, 5]);
+
+      const missing = await exec.runTrial(trialSpec(t, { command: "python9-not-installed train.py" }));
+      expect(missing.status).toBe("crash");
+      expect(missing.reason).toBe("command not found: python9-not-installed (on worker gpubox)");
+      w.child.kill("SIGTERM");
+      await w.done;
+    } finally {
+      await exec.close();
+    }
+  }, 120_000);
+
   it("a prune from the coordinator stops the trial on its worker (pruned, never finished)", async () => {
     const t = slowProject();
     const exec = await coordinator(t);
