@@ -50,8 +50,8 @@ afterAll(async () => {
 });
 
 /** `autolab worker` as its own process, with its own cache; resolves once it has registered. */
-async function startWorker(name: string, extra: string[] = []): Promise<CliProcess> {
-  const cache = removeLater(mkdtempSync(join(tmpdir(), `fleet-cache-${name}-`)));
+async function startWorker(name: string, extra: string[] = [], cacheDir?: string): Promise<CliProcess> {
+  const cache = cacheDir ?? removeLater(mkdtempSync(join(tmpdir(), `fleet-cache-${name}-`)));
   const w = spawnCli(["worker", "--db", url, "--name", name, "--cache", cache, ...extra], {
     cwd: tmpdir(),
     timeoutMs: 300_000,
@@ -62,8 +62,8 @@ async function startWorker(name: string, extra: string[] = []): Promise<CliProce
 }
 
 /** A command that prints a progress line every 250 ms for SLOW_STEPS steps (default `steps`), then its score. */
-function slowProject(steps = 8, budget?: string): ToyProject {
-  const t = toy({ command: "node slow.mjs", ...(budget ? { budget } : {}) });
+function slowProject(steps = 8, budget?: string, sandbox?: "off"): ToyProject {
+  const t = toy({ command: "node slow.mjs", ...(budget ? { budget } : {}), ...(sandbox ? { sandbox } : {}) });
   writeFileSync(
     join(t.dir, "slow.mjs"),
     `import { appendFileSync } from "node:fs";
@@ -152,6 +152,15 @@ async function pgProxy(): Promise<{
   };
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function lines(path: string): string[] {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
 }
@@ -225,6 +234,40 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
       await exec.close();
     }
   }, 180_000);
+
+  it("unsandboxed, a worker killed with -9 leaves its trial running: the worker restarted on its cache kills it; one worker per cache", async () => {
+    const t = slowProject(40, "60s", "off");
+    const exec = await coordinator(t);
+    const cache = removeLater(mkdtempSync(join(tmpdir(), "fleet-cache-reaped-")));
+    try {
+      const a = await startWorker("reaped", [], cache);
+      // A second worker on the same cache is refused, saying why.
+      const twin = await runCli(["worker", "--db", url, "--cache", cache], { cwd: tmpdir() });
+      expect(twin.code).toBe(2);
+      expect(twin.stderr).toContain(
+        `the cache ${cache} is in use by the worker with process id ${a.child.pid}`,
+      );
+      let seen = 0;
+      const result = exec.runTrial({ ...trialSpec(t), onMetric: () => seen++ });
+      await waitUntil("the trial reports progress", async () => seen > 0);
+      const [orphan] = lines(join(t.scratch, "started")).map(Number);
+      a.child.kill("SIGKILL");
+      await a.done.catch(() => {});
+      expect(alive(orphan as number)).toBe(true);
+      const b = await startWorker("reaped", [], cache);
+      await b.waitFor(/killed \d+ process(es)? of a trial a killed worker left/);
+      await waitUntil("the orphan is gone", async () => !alive(orphan as number));
+      const r = await result;
+      expect(r.status).toBe("ok");
+      // Run twice, finished once: the orphan never got to its end.
+      expect(lines(join(t.scratch, "started"))).toHaveLength(2);
+      expect(lines(join(t.scratch, "finished"))).toHaveLength(1);
+      b.child.kill("SIGTERM");
+      await b.done;
+    } finally {
+      await exec.close();
+    }
+  }, 120_000);
 
   it("SIGTERM: the worker stops its trial and gives the job back; another worker runs it at once, counted once", async () => {
     const t = slowProject();

@@ -9,9 +9,12 @@
  * again at once by another worker.
  */
 import { randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { AUTOLAB_VERSION } from "../app/init.ts";
+import { acquireLock, lockHolder } from "../app/lock.ts";
+import { AutolabError } from "../core/errors.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { type FleetUrl, openFleetDb, whileReachable } from "./db.ts";
 import { type JobOutcome, notRunResult, type TrialJob } from "./job.ts";
@@ -52,12 +55,41 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const cacheDir =
     opts.cacheDir ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "autolab", "fleet");
   const { schema } = opts.url;
-  const pool = await openFleetDb(opts.url, slots.length + 2);
+  // One worker per cache: its slot worktrees and repositories are this process's alone.
+  await mkdir(join(cacheDir, "running"), { recursive: true });
+  const lockPath = join(cacheDir, "worker.lock");
+  const holder = lockHolder(lockPath);
+  if (holder !== undefined && holder !== process.pid) {
+    throw new AutolabError(
+      "FLEET_OPTIONS_INVALID",
+      `the cache ${cacheDir} is in use by the worker with process id ${holder}.`,
+      "Give each worker on a machine its own --cache DIR (or one worker --slots N).",
+    );
+  }
+  const releaseLock = acquireLock(lockPath, `the worker cache ${cacheDir}`);
+  const executor = new LocalExecutor();
+  // A worker killed with -9 leaves unsandboxed trials running (a sandboxed one dies with it):
+  // their tokens were written here; kill what is left before taking new work.
+  for (const f of await readdir(join(cacheDir, "running"))) {
+    const file = join(cacheDir, "running", f);
+    const token = (await readFile(file, "utf8").catch(() => "")).trim();
+    const killed = token ? await executor.reap(token) : 0;
+    if (killed)
+      log(
+        `worker ${name}: killed ${killed} process${killed === 1 ? "" : "es"} of a trial a killed worker left`,
+      );
+    await rm(file, { force: true });
+  }
+  const pool = await openFleetDb(opts.url, slots.length + 2).catch((err: unknown) => {
+    releaseLock();
+    throw err;
+  });
   let queue: TrialQueue;
   try {
     queue = await TrialQueue.open(opts.url);
   } catch (err) {
     await pool.end();
+    releaseLock();
     throw err;
   }
   const id = `${name}:${process.pid}:${randomBytes(4).toString("hex")}`;
@@ -126,7 +158,6 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       });
   }, TOUCH_S * 1000);
 
-  const executor = new LocalExecutor();
   const serveSlot = async (slot: WorkerSlot) => {
     while (!stopping.signal.aborted) {
       let job: LeasedJob | undefined;
@@ -189,6 +220,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       prune: new AbortController(),
     };
     running.set(slot.index, r);
+    const tokenFile = join(cacheDir, "running", `slot-${slot.index}`);
+    await writeFile(tokenFile, job.key);
     await publishCurrent();
     log(`worker ${name} slot ${slot.index}: ${spec.label} (run ${run})`);
     let metrics = Promise.resolve();
@@ -216,6 +249,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       },
     });
     await metrics;
+    await rm(tokenFile, { force: true });
     running.delete(slot.index);
     await publishCurrent();
     if (stopping.signal.aborted && outcome.result.status === "interrupted") {
@@ -253,6 +287,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       .catch(() => {});
     await queue.close();
     await pool.end().catch(() => {});
+    releaseLock();
     log(`worker ${name}: stopped`);
   }
 }
