@@ -303,6 +303,17 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL (${NO_PG_REASON})`, () =>
     }
   }, 120_000);
 
+  it("a run refused after it reached the fleet (an unknown researcher) exits with its message, not held open by the queue", async () => {
+    const t = toy({});
+    const r = await runCli(["run", "--fleet", empty.url, "-a", "no-such-researcher"], {
+      cwd: t.dir,
+      timeoutMs: 30_000,
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/no-such-researcher/);
+    expect(stackLines(r.stderr)).toEqual([]);
+  }, 60_000);
+
   it("no live worker: the run says so and waits; Ctrl-C stops it, the queued trial recorded as interrupted", async () => {
     const t = toy({});
     const run = spawnCli(["run", "--fleet", empty.url, "-n", "1"], { cwd: t.dir, timeoutMs: 120_000 });

@@ -178,6 +178,7 @@ export async function openRunSession(
     ? undefined
     : await checkNewRun(repo, file, loaded, opts.allowDirty ?? false);
   const lab = openLab(file);
+  let fleet: FleetExecutor | undefined;
   try {
     const { ledger } = lab;
     let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
@@ -225,7 +226,7 @@ export async function openRunSession(
           graceMs: defaultGraceMs(budgetMs),
         };
     }
-    const fleet = await openFleet(opts, program);
+    fleet = await openFleet(opts, program);
     if (opts.slots !== undefined) {
       const given = program.slots;
       program.slots = {
@@ -352,6 +353,8 @@ export async function openRunSession(
     }
   } catch (err) {
     lab.ledger.close();
+    // The fleet's connections and pg-boss's timers would keep the process alive.
+    await fleet?.close();
     throw err;
   }
 }

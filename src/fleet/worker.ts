@@ -93,11 +93,6 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     throw err;
   }
   const id = `${name}:${process.pid}:${randomBytes(4).toString("hex")}`;
-  await pool.query(
-    `INSERT INTO ${schema}.fleet_workers (id, name, host, pid, slots, gpus, version) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [id, name, hostname(), process.pid, slots.length, opts.gpus?.join(",") ?? null, AUTOLAB_VERSION],
-  );
-  log(`worker ${name}: ${slots.length} slot${slots.length === 1 ? "" : "s"} on ${opts.url.shown}`);
 
   const running = new Map<number, Running>();
   const stopping = new AbortController();
@@ -278,7 +273,11 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   };
 
   try {
-    await beat().catch(() => {});
+    await pool.query(
+      `INSERT INTO ${schema}.fleet_workers (id, name, host, pid, slots, gpus, version) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [id, name, hostname(), process.pid, slots.length, opts.gpus?.join(",") ?? null, AUTOLAB_VERSION],
+    );
+    log(`worker ${name}: ${slots.length} slot${slots.length === 1 ? "" : "s"} on ${opts.url.shown}`);
     await Promise.all(slots.map(serveSlot));
   } finally {
     clearInterval(timer);
