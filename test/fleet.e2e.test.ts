@@ -585,6 +585,32 @@ console.log("score: 1");
     }
   }, 120_000);
 
+  it("program.md's executor.fleet.db (no password in it; PGPASSWORD) sends the run's trials to the fleet", async () => {
+    const t = toy({ score: "decreasing" });
+    const withPassword = new URL(url);
+    const password = decodeURIComponent(withPassword.password);
+    const bare = new URL(url);
+    bare.password = "";
+    const program = readFileSync(join(t.dir, "program.md"), "utf8").replace(
+      "\n---\n# Research",
+      `\nexecutor: { fleet: { db: ${JSON.stringify(bare.toString())} } }\n---\n# Research`,
+    );
+    writeFileSync(join(t.dir, "program.md"), program);
+    commitAll(t.dir, "run on the fleet");
+    const w = await startWorker("fromprogram");
+    const run = await runCli(["run", "-n", "1"], {
+      cwd: t.dir,
+      timeoutMs: 120_000,
+      ...(password ? { env: { PGPASSWORD: password } } : {}),
+    });
+    expect(run.stderr).not.toMatch(/internal error/);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/fleet postgres:\/\/[^ ]*: \d+ live workers?, \d+ slots?: the run uses/);
+    expect(w.stdout()).toMatch(/fromprogram slot 0: \S+ #0\.1 ok/);
+    w.child.kill("SIGTERM");
+    await w.done;
+  }, 120_000);
+
   it("autolab run --fleet -n 4 with two workers: every trial runs once on a worker and the run keeps a result", async () => {
     const t = toy({ score: "decreasing", evaluate: true });
     const client = await testClient();
