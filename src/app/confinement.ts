@@ -49,6 +49,7 @@ export const HOME_SECRETS = [
   ".kube",
   ".docker",
   ".netrc",
+  ".pgpass",
   ".git-credentials",
   ".npmrc",
   ".pypirc",

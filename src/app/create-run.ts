@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
@@ -9,6 +9,8 @@ import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
 import type { Agent, AgentConfig, Executor, Program } from "../core/types.ts";
+import { parseFleetUrl } from "../fleet/db.ts";
+import { FleetExecutor } from "../fleet/fleet-executor.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { DEFAULT_HOOK_BUDGET_MS, defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
@@ -61,6 +63,11 @@ export interface RunOptions {
   advisor?: Agent | false;
   /** Where trials run (embedding): the local, sandboxed executor by default. */
   executor?: Executor;
+  /**
+   * Trials run on a worker fleet (`autolab worker --db <url>`): the fleet's PostgreSQL URL
+   * (`--fleet`; else program.md's `executor: { fleet: { db } }`). docs/distributed.md "Worker fleet".
+   */
+  fleet?: string;
   seed?: number;
   allowDirty?: boolean;
   /**
@@ -123,6 +130,7 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
     throw err;
   } finally {
     session.release();
+    if (session.deps.executor instanceof FleetExecutor) await session.deps.executor.close();
   }
 }
 
@@ -172,6 +180,7 @@ export async function openRunSession(
     ? undefined
     : await checkNewRun(repo, file, loaded, opts.allowDirty ?? false);
   const lab = openLab(file);
+  let fleet: FleetExecutor | undefined;
   try {
     const { ledger } = lab;
     let run = opts.tag ? ledger.getRun(opts.tag) : resumable(lab);
@@ -219,6 +228,7 @@ export async function openRunSession(
           graceMs: defaultGraceMs(budgetMs),
         };
     }
+    fleet = await openFleet(opts, program);
     if (opts.slots !== undefined) {
       const given = program.slots;
       program.slots = {
@@ -307,12 +317,25 @@ export async function openRunSession(
         protectedHashes: pinned,
         protectedPatterns: program.files.protected,
       });
+      if (fleet) {
+        fleet.bind({
+          repoRoot: repo.root,
+          prefix: repo.prefix,
+          programFile: basename(program.path),
+          programText: Buffer.from(
+            (await workspace.fileAt(run.baseCommit, basename(program.path))) ?? "",
+            "latin1",
+          ).toString("utf8"),
+          baseCommit: run.baseCommit,
+          tag: run.tag,
+        });
+      }
       const deps: LoopDeps = {
         program,
         ledger,
         run,
         workspace,
-        executor: opts.executor ?? executorFor(program),
+        executor: fleet ?? opts.executor ?? executorFor(program),
         agent,
         ...(advisor ? { advisor } : {}),
         judge: judgeFor(program),
@@ -332,6 +355,8 @@ export async function openRunSession(
     }
   } catch (err) {
     lab.ledger.close();
+    // The fleet's connections and pg-boss's timers would keep the process alive.
+    await fleet?.close();
     throw err;
   }
 }
@@ -352,6 +377,43 @@ export function executorFor(program: Program, path = process.env.PATH): Executor
     );
   }
   return new SlurmExecutor(slurm);
+}
+
+/**
+ * The fleet's executor when the run uses one (`--fleet`, else program.md's `executor.fleet.db`).
+ * The scheduler's slots are the live workers' slots when the run starts (`--slots` wins); with
+ * none live, program.md's count (or 1) and the trials wait in the queue, saying so.
+ */
+async function openFleet(
+  opts: Pick<RunOptions, "fleet" | "slots" | "onEvent">,
+  program: Program,
+): Promise<FleetExecutor | undefined> {
+  const url = opts.fleet ?? program.executor?.fleet?.db;
+  if (url === undefined) return undefined;
+  // GPUs are the workers' (`autolab worker --gpus`): this machine passes none to its trials.
+  if (program.slots?.gpus) {
+    const { gpus: _gpus, ...rest } = program.slots;
+    program.slots = rest;
+  }
+  const fleet = await FleetExecutor.open(
+    parseFleetUrl(url, opts.fleet !== undefined ? "--fleet" : "program.md executor.fleet.db"),
+    {
+      ...(opts.onEvent ? { onWait: (message: string) => opts.onEvent?.({ type: "warning", message }) } : {}),
+    },
+  );
+  if (opts.slots === undefined) {
+    const live = await fleet.liveSlots();
+    const count = live.slots > 0 ? Math.min(live.slots, 256) : (program.slots?.count ?? 1);
+    program.slots = { count, proposers: program.slots?.proposers ?? 1 };
+    opts.onEvent?.({
+      type: "warning",
+      message:
+        live.workers > 0
+          ? `fleet ${fleet.url.shown}: ${live.workers} live worker${live.workers === 1 ? "" : "s"}, ${live.slots} slot${live.slots === 1 ? "" : "s"}: the run uses ${count}`
+          : `fleet ${fleet.url.shown}: no live worker yet; the run uses ${count} slot${count === 1 ? "" : "s"} and its trials wait in the queue (start one: autolab worker --db ${fleet.url.shown})`,
+    });
+  }
+  return fleet;
 }
 
 /** The advisor's agent (program.md `advisor.agent`); a problem with it says that it is the advisor's. */

@@ -24,6 +24,7 @@ import {
   statusCommand,
 } from "./views.ts";
 import { watchCommand } from "./watch-command.ts";
+import { workerCommand } from "./worker-command.ts";
 
 // Commands autolab runs (setup, trials, evaluate, agent CLIs) find the Node that runs autolab
 // first on PATH: programs written in TypeScript need Node 24's type stripping, and the system
@@ -133,7 +134,21 @@ cli
     "--no-prior-work",
     "leave other runs' results out of the researcher's context (as program.md's prior_work: false)",
   )
+  .option(
+    "--fleet <url>",
+    "run trials on a worker fleet: its PostgreSQL database (postgres://user@host/db; password from PGPASSWORD or ~/.pgpass)",
+  )
   .action(runCommand);
+
+cli
+  .command("worker")
+  .description('serve a worker fleet\'s trial queue on this machine (docs/distributed.md "Worker fleet")')
+  .option("--db <url>", "the fleet's PostgreSQL database (default $AUTOLAB_FLEET_DB)")
+  .option("-s, --slots <n>", "trials at once on CPU slots (default 1)", slots)
+  .option("--gpus <list>", "one slot per GPU, e.g. 0,1,2,3 (each trial gets CUDA_VISIBLE_DEVICES)")
+  .option("--name <name>", "how status shows this worker (default: the host name)")
+  .option("--cache <dir>", "cache repositories and worktrees (default ~/.cache/autolab/fleet)")
+  .action(workerCommand);
 
 cli
   .command("demo")
@@ -151,6 +166,10 @@ cli
   .option(...dbOpt)
   .option(...tagOpt)
   .option("--json", "machine-readable (see docs/cli.md)")
+  .option(
+    "--fleet <url>",
+    "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
+  )
   .action(statusCommand);
 
 cli
@@ -235,6 +254,10 @@ cli
   )
   .option("--host <host>", "address to bind; anything but loopback needs --token", "127.0.0.1")
   .option("--token <token>", "every request must carry it (default: $AUTOLAB_TOKEN)")
+  .option(
+    "--fleet <url>",
+    "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
+  )
   .action(serveCommand);
 
 cli
@@ -287,6 +310,10 @@ cli
     "how often to look at the notebook",
     durationFlag({ flag: "--interval", example: "--interval 2s" }),
     500,
+  )
+  .option(
+    "--fleet <url>",
+    "show the worker fleet's workers too (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
   )
   .action(watchCommand);
 

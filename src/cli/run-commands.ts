@@ -22,6 +22,7 @@ interface RunFlags {
   allowDirty?: boolean;
   /** false: --no-prior-work. */
   priorWork?: boolean;
+  fleet?: string;
 }
 
 /**
@@ -96,6 +97,7 @@ export function runCommand(flags: RunFlags): Promise<void> {
         ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
         ...(flags.allowDirty ? { allowDirty: true } : {}),
         ...(flags.priorWork === false ? { priorWork: false } : {}),
+        ...(flags.fleet ? { fleet: flags.fleet } : {}),
         signal,
         onEvent,
       }),

@@ -1,7 +1,15 @@
 import { existsSync } from "node:fs";
-import { assertNotEmptied, locateNotebook, notebookExists, prepareStateDir } from "../app/lab.ts";
+import {
+  assertNotEmptied,
+  locateNotebook,
+  notebookExists,
+  prepareStateDir,
+  programPath,
+} from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
+import { viewerFleetUrl } from "../fleet/workers-view.ts";
 import { openNotebook } from "../ledger/open-notebook.ts";
+import { loadProgram } from "../program/index.ts";
 import { startServer } from "../server/serve.ts";
 import { safeText } from "./safe-text.ts";
 
@@ -10,6 +18,7 @@ export interface ServeFlags {
   port: number;
   host: string;
   token?: string;
+  fleet?: string;
 }
 
 /** The notebook of `--program`; an empty one is made for a project that has not run yet. */
@@ -37,7 +46,15 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   const envToken = process.env.AUTOLAB_TOKEN || undefined;
   const token = flags.token ?? envToken;
   const source = flags.token !== undefined ? "--token" : "AUTOLAB_TOKEN";
+  let programDb: string | undefined;
+  try {
+    programDb = loadProgram(programPath(flags.program)).executor?.fleet?.db;
+  } catch {
+    // no readable program.md: only --fleet or the environment name a fleet
+  }
+  const fleet = viewerFleetUrl(flags.fleet, programDb);
   const server = await startServer({
+    ...(fleet ? { fleet } : {}),
     ledgerPath,
     stateDir,
     port: flags.port,

@@ -20,6 +20,7 @@ import {
   notebookExtras,
   redactHoldouts,
 } from "../core/views.ts";
+import { readWorkers, viewerFleetUrl, type WorkerView, workerLines } from "../fleet/workers-view.ts";
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
@@ -73,8 +74,33 @@ function programOf(run: RunRecord): Program | undefined {
   }
 }
 
-export function statusCommand(flags: ViewFlags): void {
+/**
+ * The fleet's workers when the run uses one (`--fleet`, $AUTOLAB_FLEET_DB, program.md's
+ * `executor.fleet.db`): read before the notebook, as lines, or undefined without a fleet.
+ */
+async function fleetWorkers(
+  flags: ViewFlags & { fleet?: string },
+): Promise<{ lines: string[]; workers?: WorkerView[] } | undefined> {
+  let programDb: string | undefined;
+  try {
+    programDb = loadProgram(programPath(flags.program)).executor?.fleet?.db;
+  } catch {
+    // no readable program.md: only --fleet or the environment name a fleet
+  }
+  const url = viewerFleetUrl(flags.fleet, programDb);
+  if (!url) return undefined;
+  try {
+    const workers = await readWorkers(url);
+    return { lines: workerLines(workers, url.shown), workers };
+  } catch (err) {
+    // A viewer never fails on the fleet: it says why the workers cannot be shown.
+    return { lines: [`Workers: ${err instanceof Error ? err.message : String(err)}`] };
+  }
+}
+
+export async function statusCommand(flags: ViewFlags & { fleet?: string }): Promise<void> {
   if (!flags.json && !flags.tag && priorHistoryOnly(flags)) return;
+  const fleet = await fleetWorkers(flags);
   withRun(flags, (run, exps, _holdout, lab) => {
     const s = statusOf(run, exps, programOf(run), {
       sessions: lab.ledger.listSessions(run.id),
@@ -83,7 +109,8 @@ export function statusCommand(flags: ViewFlags): void {
       imported: lab.ledger.listImportedResults(),
       advice: lab.ledger.listAdvice(run.id),
     });
-    if (flags.json) return printJson(JSON.stringify(s, null, 2));
+    if (flags.json)
+      return printJson(JSON.stringify(fleet ? { ...s, workers: fleet.workers ?? null } : s, null, 2));
     const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
     lines.push(
       `Objective: ${s.direction} ${s.metric}${s.selfReported ? "  [self-reported: no protected evaluate step]" : ""}`,
@@ -126,6 +153,7 @@ export function statusCommand(flags: ViewFlags): void {
     if (s.imported) lines.push(priorHistoryLine(s.imported, s.metric));
     lines.push(...advisorLines(s));
     lines.push(...orgLines(s));
+    if (fleet) lines.push(...fleet.lines);
     print(lines.join("\n"));
   });
 }

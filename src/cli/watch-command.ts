@@ -1,4 +1,4 @@
-import { openLedger } from "../app/lab.ts";
+import { openLedger, programPath } from "../app/lab.ts";
 import { LabReader, type OpenTrial } from "../app/lab-reader.ts";
 import { statusOf } from "../app/status.ts";
 import { adviceLine } from "../core/advisor.ts";
@@ -7,6 +7,8 @@ import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatMetric, formatSeconds } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
+import { viewerFleetUrl, workerLinesOrProblem } from "../fleet/workers-view.ts";
+import { loadProgram } from "../program/index.ts";
 import { onOutputClosed } from "./closed-output.ts";
 import { safeText } from "./safe-text.ts";
 import { orgLines } from "./views.ts";
@@ -16,6 +18,7 @@ export interface WatchFlags {
   tag?: string;
   last?: number;
   interval?: number;
+  fleet?: string;
 }
 
 export interface WatchOptions {
@@ -28,10 +31,19 @@ export interface WatchOptions {
   intervalMs: number;
   signal: AbortSignal;
   now?: () => number;
+  /** The fleet's workers as lines (a run on a worker fleet), read every few seconds. */
+  workers?: () => Promise<string[]>;
 }
 
 /** `autolab watch`: a live view of a lab that another process is running, until Ctrl-C. */
 export async function watchCommand(flags: WatchFlags): Promise<void> {
+  let programDb: string | undefined;
+  try {
+    programDb = loadProgram(programPath(flags.program)).executor?.fleet?.db;
+  } catch {
+    // no readable program.md: only --fleet or the environment name a fleet
+  }
+  const fleet = viewerFleetUrl(flags.fleet, programDb);
   const { ledger, stateDir } = openLedger(flags.program);
   const ac = new AbortController();
   const stop = () => ac.abort();
@@ -44,6 +56,7 @@ export async function watchCommand(flags: WatchFlags): Promise<void> {
       out: process.stdout,
       tty: process.stdout.isTTY === true,
       ...(flags.tag ? { tag: flags.tag } : {}),
+      ...(fleet ? { workers: () => workerLinesOrProblem(fleet) } : {}),
       last: flags.last ?? 10,
       intervalMs: flags.interval ?? 500,
       signal: ac.signal,
@@ -72,15 +85,25 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
   const unlisten = reader.ledger.onChange?.(() => wake?.());
   let lastVersion = "";
   let printedHeader = false;
+  let workerText: string[] = [];
+  let workersReadAt = 0;
+  let workersPrinted = "";
   if (opts.tty) out.write("\x1b[?1049h\x1b[?25l");
   try {
     while (!signal.aborted) {
       const run = findRun(reader, opts.tag);
+      let workersChanged = false;
+      if (opts.workers && now() - workersReadAt >= 2000) {
+        workersReadAt = now();
+        const next = await opts.workers();
+        workersChanged = next.join("\n") !== workerText.join("\n");
+        workerText = next;
+      }
       if (opts.tty) {
         const version = reader.version();
         const exps = run ? reader.experiments(run) : [];
         const open = run ? reader.openTrials(run, exps) : [];
-        if (version !== lastVersion || open.length) {
+        if (version !== lastVersion || open.length || workersChanged) {
           lastVersion = version;
           const screen = watchScreen(run, exps, open, {
             last: opts.last,
@@ -90,8 +113,11 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
             now: now(),
             ...(run ? { sessions: reader.sessions(run) } : {}),
           });
+          const shown = workerText.length
+            ? `${screen.replace(/\n$/, "")}\n\n${workerText.map((l) => safeText(l, { oneLine: true })).join("\n")}\n`
+            : screen;
           // Home, each line cleared to its end, the rest of the screen cleared: no flicker.
-          out.write(`\x1b[H${screen.replace(/\n/g, "\x1b[K\n")}\x1b[J`);
+          out.write(`\x1b[H${shown.replace(/\n/g, "\x1b[K\n")}\x1b[J`);
         }
       } else {
         if (!printedHeader && run) {
@@ -101,6 +127,13 @@ export async function watchLab(opts: WatchOptions): Promise<void> {
         } else if (!printedHeader) {
           out.write("waiting for a run to start (autolab run)…\n");
           printedHeader = true;
+        }
+        // Ages change at every read: a change is who is live and what each runs.
+        const w = workerText.join("\n").replace(/heartbeat \d+s ago/g, "");
+        if (w && w !== workersPrinted) {
+          // Plain output: the workers again whenever they change (who is live, what each runs).
+          workersPrinted = w;
+          out.write(`${workerText.map((l) => safeText(l, { oneLine: true })).join("\n")}\n`);
         }
         for (const e of feed.poll()) {
           if (opts.tag && e.run !== opts.tag) continue;

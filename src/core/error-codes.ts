@@ -112,6 +112,17 @@ export const ERROR_CODES = {
     http: 400,
     meaning: "a file or pattern under `files:` matches nothing committed",
   },
+  FLEET_OPTIONS_INVALID: {
+    kind: "usage",
+    http: 400,
+    meaning: "`autolab worker` or `run --fleet` got slots, GPUs or a name that cannot work",
+  },
+  FLEET_UNREACHABLE: {
+    kind: "user",
+    http: 500,
+    meaning: "the worker fleet's PostgreSQL database cannot be reached or used",
+  },
+  FLEET_URL_INVALID: { kind: "user", http: 400, meaning: "`--db`/`--fleet` is not a postgres:// URL" },
   GH_NOT_FOUND: { kind: "user", http: 400, meaning: "`finalize --pr` needs the GitHub CLI `gh` on PATH" },
   GIT_FAILED: { kind: "user", http: 500, meaning: "a git command failed" },
   GIT_NOT_FOUND: { kind: "user", http: 500, meaning: "git is not installed" },

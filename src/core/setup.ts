@@ -78,7 +78,7 @@ interface SetupStamp {
 const setupFilesCache = new Map<string, string[]>();
 
 /** The files setup made in this worker's worktree (project-relative); none without a setup step. */
-export function setupFilesOf(deps: LoopDeps): string[] {
+export function setupFilesOf(deps: Pick<LoopDeps, "program" | "setupStamp">): string[] {
   if (!deps.program.run.setup) return [];
   const cached = setupFilesCache.get(deps.setupStamp);
   if (cached) return cached;

@@ -15,7 +15,7 @@ import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import { isFullBudget } from "./trial-values.ts";
-import type { Program, TrialPruner, TrialResult } from "./types.ts";
+import type { Program, TrialPruner, TrialResult, TrialSpec } from "./types.ts";
 import type { Workspace } from "./workspace.ts";
 
 /**
@@ -25,7 +25,11 @@ import type { Workspace } from "./workspace.ts";
  * without being a tamper (setup's, the caches', the declared outputs). Every trial the harness
  * runs starts here (runTrial, finalize --verify).
  */
-export async function pristineForTrial(deps: LoopDeps, ws: Workspace, commit: string): Promise<string[]> {
+export async function pristineForTrial(
+  deps: Pick<LoopDeps, "program" | "confinement" | "setupStamp">,
+  ws: Workspace,
+  commit: string,
+): Promise<string[]> {
   const setupFiles = setupFilesOf(deps);
   const caches = deps.confinement?.projectCaches ?? [];
   await ws.cleanTree(commit, [...setupFiles, ...caches]);
@@ -43,6 +47,34 @@ export async function pristineForTrial(deps: LoopDeps, ws: Workspace, commit: st
     );
   }
   return allowed;
+}
+
+/**
+ * The check between a trial's command and its evaluate step: protected files unchanged, then the
+ * worktree made pristine (the commit, setup's files, caches and the declared outputs) with every
+ * declared output present. Shared by the loop's trials and a fleet worker's (src/fleet/).
+ */
+export function beforeEvaluateFor(
+  deps: Pick<LoopDeps, "program" | "confinement" | "setupStamp">,
+  ws: Workspace,
+  commit: string,
+  allowed: string[],
+): NonNullable<TrialSpec["beforeEvaluate"]> {
+  const { program } = deps;
+  const setupFiles = setupFilesOf(deps);
+  const caches = deps.confinement?.projectCaches ?? [];
+  return async () => {
+    const tampered = await ws.verifyProtected(allowed);
+    if (tampered) return { status: "tampered", reason: tampered };
+    // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs.
+    await ws.cleanTree(commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
+    const missing = program.outputs.filter((o) => !existsSync(join(ws.projectDir, o)));
+    if (missing.length === 0) return undefined;
+    return {
+      status: "crash",
+      reason: `the command did not write its declared output${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (outputs: in program.md; a symlink does not count)`,
+    };
+  };
 }
 
 /** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
@@ -76,7 +108,6 @@ export async function runTrial(
   // Whatever an earlier trial or researcher left behind is gone: the committed tree, setup's
   // files and declared caches, nothing else (docs/security.md).
   const setupFiles = setupFilesOf(deps);
-  const caches = deps.confinement?.projectCaches ?? [];
   const allowed = await pristineForTrial(deps, ws, exp0.commit);
   const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
@@ -138,22 +169,11 @@ export async function runTrial(
     logDir,
     env,
     objective: program.objective.metric,
-    beforeEvaluate: async () => {
-      const tampered = await ws.verifyProtected(allowed);
-      if (tampered) return { status: "tampered", reason: tampered };
-      // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs.
-      await ws.cleanTree(exp.commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
-      const missing = program.outputs.filter((o) => !existsSync(join(ws.projectDir, o)));
-      if (missing.length === 0) return undefined;
-      return {
-        status: "crash",
-        reason: `the command did not write its declared output${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (outputs: in program.md; a symlink does not count)`,
-      };
-    },
+    beforeEvaluate: beforeEvaluateFor(deps, ws, exp.commit, allowed),
     ...(sandbox ? { sandbox } : {}),
-    onMetric: (name, value) => {
+    onMetric: (name, value, elapsedMs) => {
       if (name !== progressName) return;
-      const x = (Date.now() - startedAt) / budgetMs;
+      const x = (elapsedMs ?? Date.now() - startedAt) / budgetMs;
       curve.push([x, value]);
       emit({ type: "progress", n: exp.n, name, value });
       if (pruner && !prune.signal.aborted) {

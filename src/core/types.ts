@@ -199,10 +199,11 @@ export interface Program {
     plateau?: number;
   };
   /**
-   * Where trials run (docs/distributed.md "Slurm"): absent, on this machine (the local
-   * executor); `slurm`, each trial one `sbatch` job.
+   * Where trials run (docs/distributed.md): absent, on this machine (the local executor);
+   * `slurm`, each trial one `sbatch` job; `fleet`, a worker fleet's PostgreSQL URL (no password).
+   * One or the other.
    */
-  executor?: { slurm: SlurmConfig };
+  executor?: { slurm?: SlurmConfig; fleet?: { db: string } };
   /** The markdown body: research directions for agents. */
   directions: string;
   /**
@@ -259,8 +260,12 @@ export interface TrialSpec {
   beforeEvaluate?: () => Promise<{ status: "tampered" | "crash"; reason: string } | undefined>;
   /** Confinement of the command and of the evaluate step; absent: they run unsandboxed. */
   sandbox?: { command: SandboxSpec; evaluate: SandboxSpec };
-  /** Called for every metric line as it appears on the command's stdout. */
-  onMetric?: (name: string, value: number) => void;
+  /**
+   * Called for every metric line as it appears on the command's stdout. `elapsedMs`: how long
+   * the command had run when it printed the line, when the executor knows better than the
+   * caller's clock (a remote worker: the time in its queue does not count); absent locally.
+   */
+  onMetric?: (name: string, value: number, elapsedMs?: number) => void;
   signal?: AbortSignal;
   /** Aborted by the harness's pruner (reason: why); the trial ends as "pruned", not "interrupted". */
   prune?: AbortSignal;

@@ -161,9 +161,10 @@ export function parseProgram(text: string, path: string): Program {
           },
         }
       : {}),
-    ...(fm.executor ? { executor: { slurm: toSlurm(fm.executor.slurm) } } : {}),
+    ...(fm.executor?.slurm ? { executor: { slurm: toSlurm(fm.executor.slurm) } } : {}),
     directions: split.body,
     ...(fm.prior_work ? {} : { priorWork: false }),
+    ...(fm.executor?.fleet ? { executor: { fleet: { db: fm.executor.fleet.db } } } : {}),
   };
 }
 
@@ -195,7 +196,7 @@ function toSlots(s: Frontmatter["slots"]): NonNullable<Program["slots"]> {
 /** How long a trial's Slurm job may stay pending before it is cancelled (program.md `executor.slurm.pending_limit`). */
 export const DEFAULT_SLURM_PENDING_LIMIT_MS = 10 * 60_000;
 
-function toSlurm(s: NonNullable<Frontmatter["executor"]>["slurm"]): SlurmConfig {
+function toSlurm(s: NonNullable<NonNullable<Frontmatter["executor"]>["slurm"]>): SlurmConfig {
   return {
     ...(s.partition !== undefined && { partition: s.partition }),
     ...(s.gres !== undefined && { gres: s.gres }),

@@ -481,8 +481,19 @@ const slurmShape = {
   pending_limit: optionalDuration(true),
 };
 
+/** `executor.fleet`: trials on a worker fleet (src/fleet/). The URL carries no password (program.md is committed). */
+const fleetShape = {
+  db: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, { error: "must be a postgres:// URL" })
+    .refine((u) => !/^[a-z]+:\/\/[^/@:]*:[^@/]*@/i.test(u), {
+      error: "must not carry a password (program.md is committed): use PGPASSWORD or ~/.pgpass",
+    }),
+};
+/** Where trials run besides this machine: one of a Slurm cluster or a worker fleet. */
 const executorShape = {
-  slurm: z.strictObject(slurmShape),
+  slurm: z.strictObject(slurmShape).optional(),
+  fleet: z.strictObject(fleetShape).optional(),
 };
 
 const topShape = {
@@ -514,7 +525,12 @@ const topShape = {
     })
     .optional(),
   /** Where trials run; absent: this machine. `slurm:` with nothing under it means `slurm: {}` (parse.ts). */
-  executor: z.strictObject(executorShape).optional(),
+  executor: z
+    .strictObject(executorShape)
+    .refine((e) => (e.slurm === undefined) !== (e.fleet === undefined), {
+      error: "names where trials run: give `slurm:` or `fleet:`, one of them",
+    })
+    .optional(),
   /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
   prior_work: z.boolean().default(true),
   /**
@@ -571,6 +587,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "sandbox.limits": Object.keys(limitsShape),
   executor: Object.keys(executorShape),
   "executor.slurm": Object.keys(slurmShape),
+  "executor.fleet": Object.keys(fleetShape),
 };
 
 export const MINIMAL_PROGRAM = `---
@@ -652,6 +669,8 @@ export const EXAMPLES: Record<string, string> = {
   "agent.max_turns": "max_turns: 30",
   "agent.command": 'command: "mytool --prompt-file {prompt_file} --cwd {workdir}"',
   search: `search:\n${KNOB_EXAMPLE.replace(/^/gm, "  ")}`,
+  "executor.fleet": "fleet: { db: postgres://autolab@db-host/autolab }",
+  "executor.fleet.db": "db: postgres://autolab@db-host/autolab   # no password here: PGPASSWORD or ~/.pgpass",
   slots: "slots: 4   # trials at once on CPU slots; or: slots: { gpus: [0, 1, 2, 3] } (one GPU per trial)",
   "slots.count": "count: 4",
   "slots.gpus": "gpus: [0, 1, 2, 3]   # each trial gets CUDA_VISIBLE_DEVICES=<its GPU>",
@@ -680,7 +699,7 @@ export const EXAMPLES: Record<string, string> = {
   "ladder.min_pairs":
     "min_pairs: 12   # candidates measured on both rungs before the alarm judges (default 12)",
   executor:
-    "executor:\n  slurm:                 # each trial one sbatch job (docs/distributed.md)\n    partition: gpu\n    gres: gpu:1\n    pending_limit: 10m   # a job pending longer is cancelled (default 10m)",
+    "executor:\n  slurm:                 # each trial one sbatch job (docs/distributed.md)\n    partition: gpu\n    gres: gpu:1\n    pending_limit: 10m   # a job pending longer is cancelled (default 10m)\n# or: executor: { fleet: { db: postgres://autolab@db-host/autolab } }   # trials run on `autolab worker`s",
   "executor.slurm":
     "slurm: { partition: gpu, gres: gpu:1, account: mylab, extra_args: [--mem=16G], pending_limit: 10m }",
   "executor.slurm.partition": "partition: gpu",

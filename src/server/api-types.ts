@@ -14,6 +14,7 @@ import type { TreeJson } from "../app/tree.ts";
 import type { ChartSeries } from "../chart/progress-chart.ts";
 import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
+import type { WorkerView } from "../fleet/workers-view.ts";
 
 /** GET /api/runs (and the page's boot data: `{ runs }`). */
 export type RunsResponse = RunSummary[];
@@ -89,6 +90,15 @@ export type FinalizeResponse = FinalizeJson;
 
 /** GET /api/org (`run` null and everything empty in an empty notebook). */
 export type OrgResponse = OrgView & { run: string | null };
+
+/** GET /api/workers: the worker fleet's workers when the dashboard was given one (`serve --fleet`). */
+export interface WorkersResponse {
+  /** The fleet's URL, password masked; null without a fleet. */
+  fleet: string | null;
+  workers: WorkerView[];
+  /** Why the workers cannot be read (the database unreachable), else null. */
+  problem: string | null;
+}
 
 /** One message of GET /api/events (server-sent events): a loop event with its run's tag. */
 export type EventMessage = NotebookEvent;

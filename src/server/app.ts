@@ -22,6 +22,8 @@ import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import type { Program } from "../core/types.ts";
 import { holdoutNames, redactHoldouts, redactHoldoutsDeep } from "../core/views.ts";
+import type { FleetUrl } from "../fleet/db.ts";
+import { readWorkers } from "../fleet/workers-view.ts";
 import { openNotebook } from "../ledger/open-notebook.ts";
 import { loadProgram } from "../program/index.ts";
 import type {
@@ -34,6 +36,7 @@ import type {
   PriorWorkResponse,
   StatusResponse,
   TreeResponse,
+  WorkersResponse,
 } from "./api-types.ts";
 import { EventHub } from "./event-hub.ts";
 import { applyExperimentQuery, parseExperimentQuery } from "./experiment-query.ts";
@@ -55,6 +58,8 @@ export interface AppDeps {
   heartbeatMs?: number;
   /** Read the newest run's experiments right away, so the first page view does not wait for it. */
   warm?: boolean;
+  /** A worker fleet whose workers GET /api/workers shows (`serve --fleet`). */
+  fleet?: FleetUrl;
 }
 
 export type { Alarm } from "./api-types.ts";
@@ -390,6 +395,19 @@ export function createApp(deps: AppDeps): LabApp {
     const exps = lab.experiments(run);
     const view = orgView(run, exps, lab.sessions(run), Date.now(), { live: lab.harnessAlive(run) });
     return c.json({ run: run.tag, ...view } satisfies OrgResponse);
+  });
+
+  // The worker fleet's workers: host, slots, state, last heartbeat, current trials.
+  app.get("/api/workers", async (c) => {
+    const fleet = deps.fleet;
+    if (!fleet) return c.json({ fleet: null, workers: [], problem: null } satisfies WorkersResponse);
+    try {
+      const workers = await readWorkers(fleet);
+      return c.json({ fleet: fleet.shown, workers, problem: null } satisfies WorkersResponse);
+    } catch (err) {
+      const problem = err instanceof Error ? err.message : String(err);
+      return c.json({ fleet: fleet.shown, workers: [], problem } satisfies WorkersResponse);
+    }
   });
 
   app.get("/api/events", (c) => {

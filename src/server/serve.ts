@@ -1,6 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { AutolabError } from "../core/errors.ts";
+import type { FleetUrl } from "../fleet/db.ts";
 import { createApp, isLoopbackName } from "./app.ts";
 
 /** A token shorter than this is refused: it could be guessed. */
@@ -14,6 +15,8 @@ export interface ServeOptions {
   host: string;
   token?: string;
   pollMs?: number;
+  /** A worker fleet whose workers the dashboard shows. */
+  fleet?: FleetUrl;
 }
 
 export interface RunningServer {
@@ -57,6 +60,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     ...(opts.stateDir ? { stateDir: opts.stateDir } : {}),
     ...(opts.token ? { token: opts.token } : { loopbackOnly: true }),
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+    ...(opts.fleet ? { fleet: opts.fleet } : {}),
     warm: true,
   });
   let server: ReturnType<typeof serve>;

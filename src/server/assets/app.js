@@ -22,6 +22,7 @@ import { chartLayout, pointPosition, pointSummary, renderProgressChart } from ".
  * @typedef {import("../api-types.ts").OrgResponse} OrgResponse
  * @typedef {import("../api-types.ts").PriorWorkResponse} PriorWorkResponse
  * @typedef {import("../api-types.ts").TreeResponse} TreeResponse
+ * @typedef {import("../api-types.ts").WorkersResponse} WorkersResponse
  * @typedef {import("../api-types.ts").FinalizeResponse} FinalizeResponse
  * @typedef {import("../api-types.ts").EventMessage} EventMessage
  * @typedef {import("../api-types.ts").ErrorResponse} ErrorResponse
@@ -232,6 +233,7 @@ async function loadAll(boot) {
       loadChart(),
       loadTable(),
       loadOrg(),
+      loadWorkers(),
       loadAlarms(),
       loadPriorWork(),
       loadTree(),
@@ -305,6 +307,35 @@ async function loadTable() {
     offset: t.offset,
   });
   renderTable(res);
+}
+
+/** The worker fleet (`serve --fleet`): read every 5 s, since heartbeats are no notebook events. */
+let workersTimer = 0;
+async function loadWorkers() {
+  /** @type {WorkersResponse} */
+  const w = await api("/api/workers", {});
+  renderWorkers(w);
+  if (w.fleet && !workersTimer) workersTimer = window.setInterval(() => loadWorkers().catch(() => {}), 5000);
+}
+
+/** @param {WorkersResponse} w */
+function renderWorkers(w) {
+  const panel = $("workers");
+  panel.hidden = w.fleet === null;
+  if (w.fleet === null) return;
+  const live = w.workers.filter((x) => x.state === "live");
+  const slots = live.reduce((a, x) => a + x.slots, 0);
+  // Worker names and hosts come from other machines: lit-html escapes them.
+  render(
+    html`<p class="muted">${w.fleet}: ${live.length} live, ${slots} slot${slots === 1 ? "" : "s"}</p>
+      ${w.problem ? html`<p class="empty">${w.problem}</p>` : ""}
+      <table class="workers"><thead><tr><th>worker</th><th>host</th><th>slots</th><th>state</th><th>last heartbeat</th><th>running</th></tr></thead>
+      <tbody>${w.workers.map(
+        (x) =>
+          html`<tr><td>${x.name}</td><td>${x.host}</td><td>${x.slots}${x.gpus ? ` (GPUs ${x.gpus})` : ""}</td><td>${x.state}</td><td>${Math.round(x.heartbeatAgeS)} s ago</td><td>${x.current.length ? x.current.map((c) => `slot ${c.slot}: ${c.label}`).join(", ") : x.state === "live" ? "idle" : "—"}</td></tr>`,
+      )}</tbody></table>`,
+    $("workers-body"),
+  );
 }
 
 async function loadOrg() {

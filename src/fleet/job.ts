@@ -1,0 +1,65 @@
+/** What a trial job carries to a worker (`fleet_jobs.payload`) and brings back (`fleet_results`). */
+import type { TrialResult } from "../core/types.ts";
+import type { BundleRef } from "./bundles.ts";
+
+export interface TrialJob {
+  /** The trial's identity: its AUTOLAB_TRIAL_TOKEN, recorded with the trial's start in the notebook. */
+  key: string;
+  /** For people: "<tag> #<n>.<attempt>". */
+  label: string;
+  /** The worker's cache repository for this project (one per project, shared by its runs). */
+  project: string;
+  tag: string;
+  /** program.md's directory inside the repository ("" at the top). */
+  prefix: string;
+  /** program.md's file name in that directory. */
+  programFile: string;
+  /** program.md as the run started from it (its base commit's). */
+  programText: string;
+  baseCommit: string;
+  commit: string;
+  /** Fetched in order: the base commit's whole history, then the candidate's commits after it. */
+  bundles: BundleRef[];
+  command: string;
+  evaluate?: string;
+  budgetMs: number;
+  graceMs: number;
+  evaluateTimeoutMs: number;
+  seed: number;
+  env: Record<string, string>;
+  objective: string;
+}
+
+/** The log files a worker sends back (capped), written into the coordinator's trial log directory. */
+export const LOG_FILES = ["stdout.log", "stderr.log", "evaluate.stdout.log", "evaluate.stderr.log"] as const;
+export const LOG_BACK_BYTES = 256 * 1024;
+
+export interface JobOutcome {
+  result: TrialResult;
+  /** File name (LOG_FILES) → its last LOG_BACK_BYTES. */
+  logs: Record<string, string>;
+}
+
+/** A result for a trial that did not run (or ran nowhere the coordinator can see). */
+export function notRunResult(
+  job: Pick<TrialJob, "seed" | "command">,
+  status: TrialResult["status"],
+  reason: string,
+): TrialResult {
+  return {
+    status,
+    reason,
+    exitCode: null,
+    signal: null,
+    wallS: 0,
+    cpuS: 0,
+    peakRssMb: 0,
+    metrics: {},
+    selfReported: false,
+    seed: job.seed,
+    command: job.command,
+    stdoutPath: "",
+    stderrPath: "",
+    logTail: "",
+  };
+}
