@@ -23,17 +23,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { SandboxSpec, SlurmConfig, TrialSpec } from "../src/core/types.ts";
 import { probeSandbox } from "../src/runner/sandbox.ts";
 import { SlurmExecutor } from "../src/runner/slurm-executor.ts";
-import { commitAll, readLedger, runCli, toysOfFile } from "./helpers/toy-project.ts";
-
-/** Why Slurm cannot be used here, or undefined when it can. */
-function slurmProblem(): string | undefined {
-  const v = spawnSync("sbatch", ["--version"], { encoding: "utf8" });
-  if (v.error || v.status !== 0) return "sbatch is not installed (run .ci/start-slurm.sh as root)";
-  const ping = spawnSync("scontrol", ["ping"], { encoding: "utf8", timeout: 20_000 });
-  if (ping.status !== 0 || !/ is UP\b/.test(ping.stdout))
-    return `slurmctld does not answer (scontrol ping: ${(ping.stdout + ping.stderr).trim() || "no output"})`;
-  return undefined;
-}
+import { fleetSchemaOfFile, NO_PG, NO_PG_REASON, requirePgCase, testClient } from "./helpers/fleet-db.ts";
+import { dropSchemas, freshSchemaUrl } from "./helpers/pg.ts";
+import { SLURM_REQUIRED, slurmProblem } from "./helpers/slurm.ts";
+import { CLI_MAIN, commitAll, readLedger, runCli, toysOfFile } from "./helpers/toy-project.ts";
 
 const problem = slurmProblem();
 /** The single-node cluster of .ci/start-slurm.sh (ClusterName=local), where a test may take the node down. */
@@ -51,7 +44,7 @@ function readFileSafe(path: string): string {
     return "";
   }
 }
-const required = process.env.AUTOLAB_REQUIRE_SLURM === "1";
+const required = SLURM_REQUIRED;
 const withSlurm = problem === undefined || required ? describe : describe.skip;
 const title = problem && !required ? `Slurm executor (skipped: ${problem})` : "Slurm executor (real Slurm)";
 const sandboxed = probeSandbox().ok;
@@ -389,3 +382,113 @@ withSlurm(title, () => {
     }
   });
 });
+
+/*
+ * All three pieces of issue #13 at once (docs/distributed.md): a worker fleet started as a Slurm
+ * job array (`autolab worker` in each array task, as examples/slurm/worker-array.sbatch does), a
+ * coordinator `autolab run --fleet` whose notebook is on PostgreSQL, and `scancel` ending the
+ * fleet.
+ */
+const { url: fleetUrl, schema } = fleetSchemaOfFile();
+const fleetToys = toysOfFile();
+requirePgCase();
+afterAll(dropSchemas);
+
+const skipFleet = NO_PG || (problem !== undefined && !SLURM_REQUIRED);
+const whyFleet = NO_PG ? NO_PG_REASON : problem;
+
+let jobId: string | undefined;
+afterAll(() => {
+  if (jobId) spawnSync("scancel", [jobId]);
+});
+
+// In this file, not its own: its tests run one after the other, and one of them takes the node
+// down (NODE_FAIL), which would kill the array's workers.
+describe.skipIf(skipFleet)(
+  `a worker fleet as a Slurm job array${skipFleet ? ` (skipped: ${whyFleet})` : ""}`,
+  () => {
+    it("two array tasks each run `autolab worker`; a run on a PostgreSQL notebook uses them; scancel ends them", async () => {
+      const dir = tempDir();
+      const script = join(dir, "workers.sbatch");
+      writeFileSync(
+        script,
+        `#!/bin/bash
+#SBATCH --job-name=autolab-workers-test
+#SBATCH --array=0-1
+#SBATCH --cpus-per-task=1
+#SBATCH --time=10:00
+#SBATCH --output=${dir}/worker-%a.out
+#SBATCH --error=${dir}/worker-%a.err
+set -euo pipefail
+exec "$AUTOLAB_NODE" "$AUTOLAB_CLI" worker --db "$AUTOLAB_FLEET_DB" --slots 1 \\
+  --name "slurm-$SLURM_ARRAY_TASK_ID" --cache "${dir}/cache-$SLURM_ARRAY_TASK_ID"
+`,
+      );
+      const submitted = spawnSync("sbatch", ["--parsable", script], {
+        cwd: dir,
+        encoding: "utf8",
+        env: {
+          ...process.env,
+          AUTOLAB_NODE: process.execPath,
+          AUTOLAB_CLI: CLI_MAIN,
+          AUTOLAB_FLEET_DB: fleetUrl,
+        },
+      });
+      expect(submitted.status, submitted.stderr).toBe(0);
+      jobId = submitted.stdout.trim().split(";")[0];
+
+      const client = await testClient();
+      try {
+        // Both array tasks register as live workers.
+        const deadline = Date.now() + 90_000;
+        let live: string[] = [];
+        while (Date.now() < deadline) {
+          const r = await client
+            .query(
+              `SELECT name FROM ${schema}.fleet_workers WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds' ORDER BY name`,
+            )
+            .catch(() => ({ rows: [] as { name: string }[] }));
+          live = r.rows.map((x) => x.name);
+          if (live.length === 2) break;
+          await new Promise((res) => setTimeout(res, 500));
+        }
+        expect(live).toEqual(["slurm-0", "slurm-1"]);
+
+        const t = fleetToys.toy({ score: "decreasing", evaluate: true });
+        const notebook = freshSchemaUrl("slurmfleet");
+        const run = await runCli(["run", "--fleet", fleetUrl, "--db", notebook, "-n", "3"], {
+          cwd: t.dir,
+          timeoutMs: 240_000,
+        });
+        expect(run.code, run.stdout + run.stderr).toBe(0);
+        expect(run.stdout).toMatch(/2 live workers, 2 slots: the run uses 2/);
+        const db = readLedger(t.dir, notebook);
+        expect(db.experiments.map((e) => e.n)).toEqual([0, 1, 2, 3]);
+        expect(db.trialResults.every((r) => r.status === "ok")).toBe(true);
+        expect(db.trialResults).toHaveLength(db.trialStarts.length);
+        const ran = await client.query(
+          `SELECT DISTINCT split_part(worker_id, ':', 1) AS name FROM ${schema}.fleet_results`,
+        );
+        expect(ran.rows.map((r) => r.name).every((n: string) => /^slurm-[01]$/.test(n))).toBe(true);
+        expect(t.invocations()).toBe(db.trialStarts.length);
+
+        // scancel: Slurm signals the workers (SIGTERM first); they leave the fleet.
+        expect(spawnSync("scancel", [jobId as string]).status).toBe(0);
+        const gone = Date.now() + 60_000;
+        let stillLive = 2;
+        while (Date.now() < gone) {
+          const r = await client.query(
+            `SELECT count(*)::int AS n FROM ${schema}.fleet_workers WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds'`,
+          );
+          stillLive = r.rows[0]?.n ?? 0;
+          if (stillLive === 0) break;
+          await new Promise((res) => setTimeout(res, 500));
+        }
+        expect(stillLive).toBe(0);
+        jobId = undefined;
+      } finally {
+        await client.end();
+      }
+    }, 300_000);
+  },
+);

@@ -7,10 +7,12 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, it } from "vitest";
 
-export const PG_URL = process.env.AUTOLAB_TEST_PG_URL;
-export const REQUIRE_PG = process.env.AUTOLAB_REQUIRE_PG === "1";
-/** describe.skipIf(NO_PG): no database and none required. */
-export const NO_PG = !PG_URL && !REQUIRE_PG;
+import { PG_REQUIRED, PG_SKIP, PG_URL } from "./pg.ts";
+
+export { PG_URL };
+export const REQUIRE_PG = PG_REQUIRED;
+/** describe.skipIf(NO_PG): no database and none required (test/helpers/pg.ts). */
+export const NO_PG = PG_SKIP;
 export const NO_PG_REASON = "AUTOLAB_TEST_PG_URL unset: the fleet's tests need PostgreSQL (skipped)";
 
 /** In CI (AUTOLAB_REQUIRE_PG=1) a missing database is a failure, not a skip. */
