@@ -40,6 +40,9 @@ SlurmctldHost=$H
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
+# Cores only: memory is not a consumable here (RealMemory is unset, so with memory every job
+# would ask for the whole node and jobs would run one at a time: a job array of workers could not).
+SelectTypeParameters=CR_Core
 SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 StateSaveLocation=/var/spool/slurmctld
@@ -59,8 +62,16 @@ if ! cmp -s "$conf" /etc/slurm/slurm.conf; then
 fi
 rm -f "$conf"
 
-if [ "$changed" = 1 ] && running /run/slurmctld.pid; then
-  scontrol reconfigure
+# A changed configuration restarts the daemons (scontrol reconfigure does not apply every
+# setting, SelectTypeParameters among them).
+if [ "$changed" = 1 ]; then
+  for pidfile in /run/slurmctld.pid /run/slurmd.pid; do
+    if running "$pidfile"; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
+  done
+  for _ in $(seq 40); do
+    if ! running /run/slurmctld.pid && ! running /run/slurmd.pid; then break; fi
+    sleep 0.5
+  done
 fi
 if ! running /run/slurmctld.pid; then slurmctld; fi
 if ! running /run/slurmd.pid; then slurmd; fi
