@@ -466,6 +466,57 @@ console.log("score: 1");
     }
   }, 120_000);
 
+  it("a worker joining mid-run is used at once: the run's slots follow the live workers, up to --slots", async () => {
+    const t = slowProject(8); // about 2 s a trial
+    const client = await testClient();
+    try {
+      const [{ t0 }] = (await client.query<{ t0: Date }>("SELECT now() AS t0")).rows as [{ t0: Date }];
+      const solo = await startWorker("solo");
+      const run = spawnCli(["run", "--fleet", url, "-n", "6", "--slots", "3"], {
+        cwd: t.dir,
+        timeoutMs: 240_000,
+      });
+      await run.waitFor(/1 live worker, 1 slot: the run uses 1 \(up to 3 as workers join\)/, 60_000);
+      // One trial at a time while one slot is live.
+      for (let i = 0; i < 240; i++) {
+        const r = await client.query(`SELECT 1 FROM ${schema}.fleet_jobs WHERE started_at > $1`, [t0]);
+        if ((r.rowCount ?? 0) >= 2) break;
+        await new Promise((res) => setTimeout(res, 250));
+      }
+      const joiner = await startWorker("joiner", ["--slots", "2"]);
+      const done = await run.done;
+      expect(done.code, done.stdout + done.stderr).toBe(0);
+      const rows = (
+        await client.query<{ enqueued: Date; started: Date; finished: Date; worker: string }>(
+          `SELECT j.enqueued_at AS enqueued, j.started_at AS started, r.finished_at AS finished,
+             split_part(r.worker_id, ':', 1) AS worker
+           FROM ${schema}.fleet_jobs j JOIN ${schema}.fleet_results r ON r.key = j.key
+           WHERE j.enqueued_at > $1 ORDER BY j.enqueued_at`,
+          [t0],
+        )
+      ).rows;
+      const joined = (
+        await client.query<{ at: Date }>(
+          `SELECT max(started_at) AS at FROM ${schema}.fleet_workers WHERE name = 'joiner'`,
+        )
+      ).rows[0]?.at as Date;
+      // In flight (enqueued, not finished) at a moment, and running (started, not finished).
+      const inFlight = (at: Date) => rows.filter((r) => r.enqueued <= at && at < r.finished).length;
+      const running = (at: Date) => rows.filter((r) => r.started <= at && at < r.finished).length;
+      // While one slot was live the run kept one trial in flight, not its three slots' worth.
+      const before = rows.filter((r) => r.enqueued < joined);
+      expect(before.length).toBeGreaterThanOrEqual(2);
+      expect(Math.max(...before.map((r) => inFlight(r.enqueued)))).toBe(1);
+      // Once the second worker joined: trials side by side, on both workers.
+      expect(Math.max(...rows.map((r) => running(r.started)))).toBeGreaterThanOrEqual(2);
+      expect(new Set(rows.map((r) => r.worker))).toEqual(new Set(["solo", "joiner"]));
+      for (const w of [solo, joiner]) w.child.kill("SIGTERM");
+      await Promise.all([solo.done, joiner.done]);
+    } finally {
+      await client.end();
+    }
+  }, 240_000);
+
   it("a prune from the coordinator stops the trial on its worker (pruned, never finished)", async () => {
     const t = slowProject();
     const exec = await coordinator(t);

@@ -381,8 +381,9 @@ export function executorFor(program: Program, path = process.env.PATH): Executor
 
 /**
  * The fleet's executor when the run uses one (`--fleet`, else program.md's `executor.fleet.db`).
- * The scheduler's slots are the live workers' slots when the run starts (`--slots` wins); with
- * none live, program.md's count (or 1) and the trials wait in the queue, saying so.
+ * The run's slots are a ceiling (`--slots`, program.md's count, or the live workers' slots at the
+ * start); the scheduler uses as many as are live, as workers come and go. With none live the
+ * trials wait in the queue, saying so.
  */
 async function openFleet(
   opts: Pick<RunOptions, "fleet" | "slots" | "onEvent">,
@@ -401,18 +402,20 @@ async function openFleet(
       ...(opts.onEvent ? { onWait: (message: string) => opts.onEvent?.({ type: "warning", message }) } : {}),
     },
   );
-  if (opts.slots === undefined) {
-    const live = await fleet.liveSlots();
-    const count = live.slots > 0 ? Math.min(live.slots, 256) : (program.slots?.count ?? 1);
-    program.slots = { count, proposers: program.slots?.proposers ?? 1 };
-    opts.onEvent?.({
-      type: "warning",
-      message:
-        live.workers > 0
-          ? `fleet ${fleet.url.shown}: ${live.workers} live worker${live.workers === 1 ? "" : "s"}, ${live.slots} slot${live.slots === 1 ? "" : "s"}: the run uses ${count}`
-          : `fleet ${fleet.url.shown}: no live worker yet; the run uses ${count} slot${count === 1 ? "" : "s"} and its trials wait in the queue (start one: autolab worker --db ${fleet.url.shown})`,
-    });
-  }
+  // The run's slots are a ceiling: --slots, else program.md's slots.count, else the live
+  // workers' slots now. Within it the scheduler uses as many as are live, following workers
+  // as they join and leave (FleetExecutor.capacity).
+  const live = await fleet.followLiveSlots();
+  const ceiling = Math.min(opts.slots ?? Math.max(live.slots, program.slots?.count ?? 1), 256);
+  if (opts.slots === undefined) program.slots = { count: ceiling, proposers: program.slots?.proposers ?? 1 };
+  const upTo = ceiling > Math.max(live.slots, 1) ? ` (up to ${ceiling} as workers join)` : "";
+  opts.onEvent?.({
+    type: "warning",
+    message:
+      live.workers > 0
+        ? `fleet ${fleet.url.shown}: ${live.workers} live worker${live.workers === 1 ? "" : "s"}, ${live.slots} slot${live.slots === 1 ? "" : "s"}: the run uses ${Math.min(live.slots, ceiling)}${upTo}`
+        : `fleet ${fleet.url.shown}: no live worker yet; the run uses 1 slot${upTo} and its trials wait in the queue (start one: autolab worker --db ${fleet.url.shown})`,
+  });
   return fleet;
 }
 

@@ -114,10 +114,12 @@ export async function parallelDeps(
         program,
       )
     : undefined;
+  const executor = deps.executor;
   return {
     ...deps,
     slots,
     proposers,
+    ...(executor.capacity ? { activeSlots: () => executor.capacity?.() ?? slots.length } : {}),
     researchers,
     ...(instant ? { instantProposals: true } : {}),
     ...(chooser ? { chooser } : {}),

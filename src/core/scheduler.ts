@@ -73,7 +73,16 @@ export interface ParallelDeps extends LoopDeps {
   chooser?: Chooser;
   /** Rebases a tuner's conflicting knob values (ParallelHooks.rebaseKnobs). */
   rebaseKnobs?: ParallelHooks["rebaseKnobs"];
+  /**
+   * How many slots may run trials now (Executor.capacity: a worker fleet's live slots): slot j
+   * waits while j is not below it, proposals stop at it, and the scheduler looks again every
+   * CAPACITY_POLL_MS. Absent: every slot. Never taken below 1.
+   */
+  activeSlots?: () => number;
 }
+
+/** How often a run whose capacity changes (activeSlots) looks at it again. */
+const CAPACITY_POLL_MS = 2000;
 
 export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): Promise<LoopSummary> {
   const { program, ledger, run, workspace: ws } = deps;
@@ -166,14 +175,18 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   let issued = exps.filter((e) => e.n > 0 && e.rebaseOf === undefined).length;
   let proposing = 0;
   let proposersLeft = deps.proposers.length;
-  const capacity = deps.slots.length;
+  /** Slots that may run now: all of them, or as many as the executor can serve (activeSlots). */
+  const capacity = () => Math.max(1, Math.min(deps.slots.length, deps.activeSlots?.() ?? deps.slots.length));
+  // A capacity that changes wakes waiting proposers and parked slots now and then.
+  const capacityTimer = deps.activeSlots ? setInterval(wake, CAPACITY_POLL_MS) : undefined;
+  capacityTimer?.unref();
   /** Slots running an experiment (the baseline's measuring ones included). */
   let busy = measuring ? baselineSlots : 0;
   /** Whether a proposer must wait: the queue is full, or (instant proposals) no slot is free for one more. */
   const full = () => {
     const queued = queue.filter((e) => !toJudge.has(e.n)).length;
-    if (deps.instantProposals) return proposing > 0 || queued + proposing >= capacity - busy;
-    return queued + proposing >= capacity;
+    if (deps.instantProposals) return proposing > 0 || queued + proposing >= capacity() - busy;
+    return queued + proposing >= capacity();
   };
   const failures = new Map<string, string[]>();
   const maxFailures = opts.maxAgentFailures ?? DEFAULT_MAX_AGENT_FAILURES;
@@ -276,6 +289,12 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
   const slotWorker = async (j: number): Promise<void> => {
     const d = slotDeps[j] as LoopDeps;
     while (!fatal) {
+      if (j >= capacity()) {
+        // Parked: the executor cannot serve this slot now (a fleet with fewer live slots).
+        if (stopped() || (proposersLeft === 0 && proposing === 0 && queue.length === 0)) return;
+        await changed();
+        continue;
+      }
       const exp = queue.shift();
       if (!exp) {
         if (stopped() || (proposersLeft === 0 && proposing === 0)) return;
@@ -336,7 +355,7 @@ export async function runParallel(deps: ParallelDeps, opts: LoopOptions = {}): P
     wake();
     if (ok) for (let j = 0; j < baselineSlots; j++) workers.push(slotWorker(j));
   }
-  await Promise.all(workers);
+  await Promise.all(workers).finally(() => clearInterval(capacityTimer));
   await lockChain;
   if (fatal) {
     // Every worker has stopped (its trial recorded as interrupted): nothing is lost on resume.

@@ -311,6 +311,12 @@ export interface Executor {
    * AUTOLAB_TRIAL_TOKEN=<token>); returns how many processes were killed.
    */
   reap?(token: string): Promise<number>;
+  /**
+   * How many trials it can run at once now, where that changes during a run (a worker fleet:
+   * its live workers' slots). Synchronous and cheap: the scheduler asks often. Absent: as many
+   * as the run has slots.
+   */
+  capacity?(): number;
 }
 
 /**

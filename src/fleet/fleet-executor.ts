@@ -43,6 +43,9 @@ export class FleetExecutor implements Executor {
   #run: FleetRun | undefined;
   readonly #bundles = new Map<string, Promise<BundleRef>>();
   #warnedAt = 0;
+  /** The live workers' slots as last read (capacity()); followed by #liveTimer. */
+  #liveSlots = 0;
+  #liveTimer: NodeJS.Timeout | undefined;
 
   private constructor(url: FleetUrl, pool: pg.Pool, queue: TrialQueue, opts: FleetExecutorOptions) {
     this.url = url;
@@ -69,6 +72,34 @@ export class FleetExecutor implements Executor {
   set onWait(f: ((message: string) => void) | undefined) {
     if (f) this.#opts.onWait = f;
     else delete this.#opts.onWait;
+  }
+
+  /**
+   * The coordinator sees the fleet's slots as its own: the live workers' slots as last read, kept
+   * current every `everyMs` once followLiveSlots() started (the scheduler parks the run's slots
+   * above it and uses them again as workers join). A database that does not answer keeps the
+   * last count.
+   */
+  capacity(): number {
+    return this.#liveSlots;
+  }
+
+  /** Reads the live slots now and then every `everyMs` (until close()). */
+  async followLiveSlots(everyMs = 2000): Promise<{ workers: number; slots: number }> {
+    const live = await this.liveSlots();
+    this.#liveSlots = live.slots;
+    if (!this.#liveTimer) {
+      this.#liveTimer = setInterval(() => {
+        this.liveSlots().then(
+          (l) => {
+            this.#liveSlots = l.slots;
+          },
+          () => {},
+        );
+      }, everyMs);
+      this.#liveTimer.unref();
+    }
+    return live;
   }
 
   /** The slots of the live workers (heartbeat younger than WORKER_LIVE_S, by the database's clock). */
@@ -264,6 +295,8 @@ export class FleetExecutor implements Executor {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#liveTimer);
+    this.#liveTimer = undefined;
     await this.#queue.close();
     await this.#pool.end().catch(() => {});
   }
