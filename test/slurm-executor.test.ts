@@ -464,10 +464,10 @@ exec "$AUTOLAB_NODE" "$AUTOLAB_CLI" worker --db "$AUTOLAB_FLEET_DB" --slots 1 \\
         expect(run.stdout).toMatch(/2 live workers, 2 slots: the run uses 2/);
         const db = readLedger(t.dir, notebook);
         // With two slots a winner may be rebased onto a newer best: more numbers than -n, each once, each decided.
-      const ns = db.experiments.map((e) => e.n);
-      expect(ns.slice(0, 4)).toEqual([0, 1, 2, 3]);
-      expect(new Set(ns).size).toBe(ns.length);
-      expect(db.decisions).toHaveLength(ns.length);
+        const ns = db.experiments.map((e) => e.n);
+        expect(ns.slice(0, 4)).toEqual([0, 1, 2, 3]);
+        expect(new Set(ns).size).toBe(ns.length);
+        expect(db.decisions).toHaveLength(ns.length);
         expect(db.trialResults.every((r) => r.status === "ok")).toBe(true);
         expect(db.trialResults).toHaveLength(db.trialStarts.length);
         const ran = await client.query(

@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { agentConfigFor, createAgent } from "../agents/index.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";

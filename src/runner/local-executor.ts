@@ -11,6 +11,7 @@ import {
   interruptReason,
   notRun,
   prepare,
+  trialBase,
 } from "./trial-outcome.ts";
 
 export interface LocalExecutorOptions {
@@ -108,18 +109,7 @@ export class LocalExecutor implements Executor {
   }
 
   async runTrial(spec: TrialSpec): Promise<TrialResult> {
-    checkDuration("budgetMs", spec.budgetMs);
-    checkDuration("graceMs", spec.graceMs);
-    checkDuration("evaluateTimeoutMs", spec.evaluateTimeoutMs);
-    const stdoutPath = join(spec.logDir, "stdout.log");
-    const stderrPath = join(spec.logDir, "stderr.log");
-    const base = {
-      seed: spec.seed,
-      command: spec.command,
-      stdoutPath,
-      stderrPath,
-      selfReported: spec.evaluate === undefined,
-    };
+    const { stdoutPath, stderrPath, base } = trialBase(spec);
     if (spec.signal?.aborted)
       return done("interrupted", interruptReason(spec.signal), { ...base, ...notRun() });
     const unusable = await prepare(spec.cwd, spec.logDir);

@@ -22,15 +22,7 @@ import { type JobInfo, type SlurmToolOptions, SlurmTools } from "./slurm/cli.ts"
 import { FileFollower } from "./slurm/file-follower.ts";
 import { EMPTY_FILE, EXIT_STATUS_FILE, jobScript, parseExitStatus } from "./slurm/job-script.ts";
 import { outcomeOfEnd, phaseOf, slurmTime } from "./slurm/states.ts";
-import {
-  checkDuration,
-  done,
-  errorMessage,
-  failure,
-  interruptReason,
-  notRun,
-  prepare,
-} from "./trial-outcome.ts";
+import { done, errorMessage, failure, interruptReason, notRun, prepare, trialBase } from "./trial-outcome.ts";
 
 export interface SlurmExecutorOptions extends SlurmToolOptions {
   /** Between two looks at the job (squeue) and its output files. Default 1000. */
@@ -96,18 +88,7 @@ export class SlurmExecutor implements Executor {
   }
 
   async runTrial(spec: TrialSpec): Promise<TrialResult> {
-    checkDuration("budgetMs", spec.budgetMs);
-    checkDuration("graceMs", spec.graceMs);
-    checkDuration("evaluateTimeoutMs", spec.evaluateTimeoutMs);
-    const stdoutPath = join(spec.logDir, "stdout.log");
-    const stderrPath = join(spec.logDir, "stderr.log");
-    const base = {
-      seed: spec.seed,
-      command: spec.command,
-      stdoutPath,
-      stderrPath,
-      selfReported: spec.evaluate === undefined,
-    };
+    const { stdoutPath, stderrPath, base } = trialBase(spec);
     const notStarted = (status: "crash" | "interrupted", reason: string) =>
       done(status, reason, { ...base, ...notRun() });
     if (spec.signal?.aborted) return notStarted("interrupted", interruptReason(spec.signal));

@@ -4,7 +4,8 @@
  */
 import { mkdir, stat } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
-import type { TrialResult, TrialStatus } from "../core/types.ts";
+import { join } from "node:path";
+import type { TrialResult, TrialSpec, TrialStatus } from "../core/types.ts";
 
 /** A result with `reason` only when there is one. */
 export function done(
@@ -75,6 +76,33 @@ export function notRun() {
     peakRssMb: 0,
     logTail: "",
     metrics: {},
+  };
+}
+
+/**
+ * What every executor's runTrial does first: its durations checked, the log paths, and the
+ * result's fields that do not depend on how the trial ends.
+ */
+export function trialBase(spec: TrialSpec): {
+  stdoutPath: string;
+  stderrPath: string;
+  base: { seed: number; command: string; stdoutPath: string; stderrPath: string; selfReported: boolean };
+} {
+  checkDuration("budgetMs", spec.budgetMs);
+  checkDuration("graceMs", spec.graceMs);
+  checkDuration("evaluateTimeoutMs", spec.evaluateTimeoutMs);
+  const stdoutPath = join(spec.logDir, "stdout.log");
+  const stderrPath = join(spec.logDir, "stderr.log");
+  return {
+    stdoutPath,
+    stderrPath,
+    base: {
+      seed: spec.seed,
+      command: spec.command,
+      stdoutPath,
+      stderrPath,
+      selfReported: spec.evaluate === undefined,
+    },
   };
 }
 
