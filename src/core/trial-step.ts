@@ -14,7 +14,7 @@ import type { Rung } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
-import { isFullBudget } from "./trial-values.ts";
+import { isFullBudget, notRunResult } from "./trial-values.ts";
 import type { Program, TrialPruner, TrialResult, TrialSpec } from "./types.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -220,22 +220,7 @@ export async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Pr
     if (token && executor.reap) await executor.reap(token);
     ledger.finishTrial(
       t.id,
-      {
-        status: "interrupted",
-        reason: "the harness stopped while this trial ran; it is run again",
-        exitCode: null,
-        signal: null,
-        wallS: 0,
-        cpuS: 0,
-        peakRssMb: 0,
-        metrics: {},
-        selfReported: false,
-        seed: t.seed,
-        command: t.command,
-        stdoutPath: "",
-        stderrPath: "",
-        logTail: "",
-      },
+      notRunResult(t, "interrupted", "the harness stopped while this trial ran; it is run again"),
       "",
     );
   }

@@ -40,26 +40,5 @@ export interface JobOutcome {
   logs: Record<string, string>;
 }
 
-/** A result for a trial that did not run (or ran nowhere the coordinator can see). */
-export function notRunResult(
-  job: Pick<TrialJob, "seed" | "command">,
-  status: TrialResult["status"],
-  reason: string,
-): TrialResult {
-  return {
-    status,
-    reason,
-    exitCode: null,
-    signal: null,
-    wallS: 0,
-    cpuS: 0,
-    peakRssMb: 0,
-    metrics: {},
-    selfReported: false,
-    seed: job.seed,
-    command: job.command,
-    stdoutPath: "",
-    stderrPath: "",
-    logTail: "",
-  };
-}
+/** Where fleet modules import it from (core/trial-values.ts). */
+export { notRunResult } from "../core/trial-values.ts";
