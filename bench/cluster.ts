@@ -118,10 +118,11 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
   try {
     const connections = await fleetConnections(admin, fleet.schema);
     console.log(`connections held by the ${o.workers} idle workers: ${connections}`);
-    const cpu0 = cpuSample(workers.map((w) => w.proc.pid ?? 0));
-    const db0 = await dbStats(admin);
     const t0 = Date.now();
     const run = spawnAutolab(["run", "--fleet", fleet.url, "-n", String(o.n)], project.dir);
+    const workerPids = workers.map((w) => w.proc.pid ?? 0);
+    const coordPid = run.proc.pid ?? 0;
+    const sampler = new Sampler(admin, () => [...workerPids, coordPid]);
     let coordPeakConns = 0;
     const connPoll = setInterval(() => {
       fleetConnections(admin, fleet.schema).then(
@@ -133,9 +134,8 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
     }, 2000);
     const exit = await run.done;
     clearInterval(connPoll);
+    sampler.stop();
     const wallS = (Date.now() - t0) / 1000;
-    const db1 = await dbStats(admin);
-    const cpu1 = cpuSample(workers.map((w) => w.proc.pid ?? 0));
     if (exit.code !== 0) throw new Error(`autolab run exited ${exit.code}\n${run.output().slice(-3000)}`);
 
     const jobs = (
@@ -220,8 +220,10 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
       phase.result_to_recorded.push(Date.parse(r.recorded) - j.fin);
       if (r.decided) phase.recorded_to_decided.push(Date.parse(r.decided) - Date.parse(r.recorded));
     }
-    const cpu = cpuDelta(cpu0, cpu1);
-    const dbRate = (db1.xacts - db0.xacts) / wallS;
+    const steady = sampler.between(from, to, workerPids);
+    const coord = sampler.between(from, to, [coordPid]);
+    const whole = sampler.between(t0, Date.now(), [coordPid]);
+    const coordMsPerTrial = (whole.tracked * wallS * 1000) / jobs.length;
     const sizes = (
       await admin.query<{ base: string; cand: string; cands: string; payload: string; result: string }>(
         `SELECT (SELECT max(length(data)) FROM ${fleet.schema}.fleet_bundles) AS base,
@@ -247,10 +249,13 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
     for (const [k, v] of Object.entries(phase))
       console.log(`  ${k.padEnd(40)} ${pad(q(v, 0.5))} ${pad(q(v, 0.9))} ${pad(q(v, 0.99))}`);
     console.log(
-      `CPU over the run: machine ${pct(cpu.machine)} of ${cpu.cores} cores busy; postgres ${cpu.postgres.toFixed(2)} cores, workers ${cpu.workers.toFixed(2)} cores (their own process, not the trials'); load average after ${loadavg()}`,
+      `CPU in the steady state: machine ${pct(steady.machine)} of ${steady.cores} cores busy (everything on it, other sessions too); postgres ${steady.postgres.toFixed(2)} cores, the ${o.workers} worker processes ${steady.tracked.toFixed(2)} (not their trials), the coordinator ${coord.tracked.toFixed(2)}; load average after ${loadavg()}`,
     );
     console.log(
-      `database: ${dbRate.toFixed(0)} transactions/s over the run; connections: ${connections} idle workers, peak ${coordPeakConns} with the coordinator`,
+      `coordinator: ${Math.round(coordMsPerTrial)} ms of CPU per trial over the whole run (${whole.tracked.toFixed(2)} cores)`,
+    );
+    console.log(
+      `database: ${steady.xactPerS.toFixed(0)} transactions/s in the steady state (the whole database); connections: ${connections} idle workers, peak ${coordPeakConns} with the coordinator`,
     );
     console.log(
       `bytes: base bundle ${kb(Number(sizes?.base))}, ${sizes?.cands} bundles avg ${kb(Number(sizes?.cand))}, job payload avg ${kb(Number(sizes?.payload))}, result + log tails avg ${kb(Number(sizes?.result))}, ${metricsPerTrial.toFixed(1)} metric rows per trial`,
@@ -272,10 +277,12 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
       tp_dispatch_max_ms: Math.round(Math.max(...dispatch)),
       ...Object.fromEntries(Object.entries(phase).map(([k, v]) => [`tp_${k}_p50_ms`, q(v, 0.5)])),
       tp_setup_and_evaluate_p99_ms: q(phase.setup_and_evaluate, 0.99),
-      tp_machine_cpu: round(cpu.machine, 3),
-      tp_postgres_cores: round(cpu.postgres, 2),
-      tp_workers_cores: round(cpu.workers, 2),
-      tp_db_xact_per_s: Math.round(dbRate),
+      tp_machine_cpu: round(steady.machine, 3),
+      tp_postgres_cores: round(steady.postgres, 2),
+      tp_workers_cores: round(steady.tracked, 2),
+      tp_coordinator_cores: round(coord.tracked, 2),
+      tp_coordinator_cpu_ms_per_trial: Math.round(coordMsPerTrial),
+      tp_db_xact_per_s: Math.round(steady.xactPerS),
       tp_connections_idle_workers: connections,
       tp_connections_peak: coordPeakConns,
       tp_base_bundle_bytes: Number(sizes?.base),
@@ -465,13 +472,13 @@ async function simulate(o: Opts, admin: pg.Client): Promise<Figures> {
   const out: Figures = {};
   const fleet = newFleet(o.url, "bench_sim");
   console.log(
-    "   N  fetch/s asked  fetch/s done  p50 ms  p99 ms  server xact/s  postgres cores  bench cores",
+    "   N  fetch/s asked  fetch/s done  p50 ms  p99 ms  server xact/s  postgres cores  bench cores  machine busy",
   );
   try {
     for (const n of o.sim) {
       const r = await simulateOne(o, admin, fleet, n);
       console.log(
-        `${String(n).padStart(4)}  ${pad(r.asked, 13)}  ${pad(r.done, 12)}  ${pad(r.p50, 6)}  ${pad(r.p99, 6)}  ${pad(r.xact, 13)}  ${pad(r.pgCores, 14)}  ${pad(r.selfCores, 11)}`,
+        `${String(n).padStart(4)}  ${pad(r.asked, 13)}  ${pad(r.done, 12)}  ${pad(r.p50, 6)}  ${pad(r.p99, 6)}  ${pad(r.xact, 13)}  ${pad(r.pgCores, 14)}  ${pad(r.selfCores, 11)}  ${pct(r.machine).padStart(12)}`,
       );
       for (const [k, v] of Object.entries(r)) out[`sim_${n}_${k}`] = v;
     }
@@ -489,6 +496,7 @@ interface SimResult {
   xact: number;
   pgCores: number;
   selfCores: number;
+  machine: number;
   errors: number;
 }
 
@@ -576,22 +584,24 @@ async function simulateOne(
     }
     await sleep(3000); // settle
     measuring = true;
-    const db0 = await dbStats(admin);
-    const cpu0 = cpuSample([]);
+    const sampler = new Sampler(admin, () => []);
     const self0 = process.cpuUsage();
+    const w0 = Date.now();
     const t0 = performance.now();
     await sleep(o.simSeconds * 1000);
     const dt = (performance.now() - t0) / 1000;
     measuring = false;
     const self1 = process.cpuUsage(self0);
-    const cpu = cpuDelta(cpu0, cpuSample([]));
-    const db1 = await dbStats(admin);
+    await sampler.sample();
+    sampler.stop();
+    const cpu = sampler.between(w0 - 1000, Date.now(), []);
     return {
       asked: n * o.slots * 2,
       done: round(fetches / dt, 0),
       p50: q(latencies, 0.5),
       p99: q(latencies, 0.99),
-      xact: Math.round((db1.xacts - db0.xacts) / dt),
+      xact: Math.round(cpu.xactPerS),
+      machine: round(cpu.machine, 2),
       pgCores: round(cpu.postgres, 2),
       selfCores: round((self1.user + self1.system) / 1e6 / dt, 2),
       errors,
@@ -779,30 +789,99 @@ async function dbStats(admin: pg.Client): Promise<{ xacts: number }> {
   return { xacts: Number(r.rows[0]?.x ?? 0) };
 }
 
-interface CpuSample {
-  at: number;
-  machineBusy: number;
-  machineTotal: number;
-  postgres: number;
-  pids: Map<number, number>;
+/**
+ * CPU and the database's transaction count, sampled every second while a part runs: per process
+ * (PostgreSQL's backends come and go, so each is counted from its first to its last sample),
+ * the machine's busy share, and `pg_stat_database`'s commits + rollbacks.
+ */
+class Sampler {
+  readonly samples: {
+    t: number;
+    busy: number;
+    total: number;
+    xacts: number;
+    ticks: Map<number, { ticks: number; postgres: boolean }>;
+  }[] = [];
+  readonly #timer: ReturnType<typeof setInterval>;
+  #busy = false;
+
+  readonly #admin: pg.Client;
+  readonly #tracked: () => number[];
+
+  constructor(admin: pg.Client, tracked: () => number[]) {
+    this.#admin = admin;
+    this.#tracked = tracked;
+    this.#timer = setInterval(() => void this.sample(), 1000);
+  }
+
+  async sample(): Promise<void> {
+    if (this.#busy) return;
+    this.#busy = true;
+    try {
+      const xacts = (await dbStats(this.#admin)).xacts;
+      const stat = readFileSync("/proc/stat", "utf8").split("\n")[0]?.split(/\s+/).slice(1).map(Number) ?? [];
+      const total = stat.reduce((a, b) => a + b, 0);
+      const busy = total - (stat[3] ?? 0) - (stat[4] ?? 0);
+      const ticks = new Map<number, { ticks: number; postgres: boolean }>();
+      for (const d of readdirSync("/proc")) {
+        if (!/^\d+$/.test(d)) continue;
+        const t = procTicks(Number(d), "postgres");
+        if (t !== undefined) ticks.set(Number(d), { ticks: t, postgres: true });
+      }
+      for (const p of this.#tracked()) {
+        const t = procTicks(p);
+        if (t !== undefined) ticks.set(p, { ticks: t, postgres: false });
+      }
+      this.samples.push({ t: Date.now(), busy, total, xacts, ticks });
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** Between two wall-clock times (ms): machine busy share, cores used by postgres and by the given pids, transactions/s. */
+  between(
+    from: number,
+    to: number,
+    pids: number[],
+  ): { machine: number; postgres: number; tracked: number; xactPerS: number; cores: number } {
+    const inside = this.samples.filter((x) => x.t >= from && x.t <= to);
+    const a = inside[0];
+    const b = inside[inside.length - 1];
+    const cores = readFileSync("/proc/stat", "utf8")
+      .split("\n")
+      .filter((l) => /^cpu\d/.test(l)).length;
+    if (!a || !b || a === b)
+      return { machine: Number.NaN, postgres: Number.NaN, tracked: Number.NaN, xactPerS: Number.NaN, cores };
+    const dt = (b.t - a.t) / 1000;
+    const first = new Map<number, number>();
+    const last = new Map<number, { ticks: number; postgres: boolean }>();
+    for (const x of inside)
+      for (const [pid, v] of x.ticks) {
+        if (!first.has(pid)) first.set(pid, x === a ? v.ticks : 0);
+        last.set(pid, v);
+      }
+    let postgres = 0;
+    let tracked = 0;
+    for (const [pid, v] of last) {
+      const d = v.ticks - (first.get(pid) ?? 0);
+      if (v.postgres) postgres += d;
+      else if (pids.includes(pid)) tracked += d;
+    }
+    return {
+      machine: (b.busy - a.busy) / Math.max(1, b.total - a.total),
+      postgres: postgres / TICK / dt,
+      tracked: tracked / TICK / dt,
+      xactPerS: (b.xacts - a.xacts) / dt,
+      cores,
+    };
+  }
 }
 
 const TICK = 100; // USER_HZ
-
-function cpuSample(pids: number[]): CpuSample {
-  const stat = readFileSync("/proc/stat", "utf8").split("\n")[0]?.split(/\s+/).slice(1).map(Number) ?? [];
-  const idle = (stat[3] ?? 0) + (stat[4] ?? 0);
-  const total = stat.reduce((a, b) => a + b, 0);
-  let postgres = 0;
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    const t = procTicks(Number(d), "postgres");
-    if (t !== undefined) postgres += t;
-  }
-  const m = new Map<number, number>();
-  for (const p of pids) m.set(p, procTicks(p) ?? 0);
-  return { at: performance.now(), machineBusy: total - idle, machineTotal: total, postgres, pids: m };
-}
 
 function procTicks(pid: number, comm?: string): number | undefined {
   try {
@@ -814,21 +893,6 @@ function procTicks(pid: number, comm?: string): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-function cpuDelta(a: CpuSample, b: CpuSample) {
-  const dt = (b.at - a.at) / 1000;
-  let workers = 0;
-  for (const [p, t] of b.pids) workers += t - (a.pids.get(p) ?? t);
-  const cores = readFileSync("/proc/stat", "utf8")
-    .split("\n")
-    .filter((l) => /^cpu\d/.test(l)).length;
-  return {
-    cores,
-    machine: (b.machineBusy - a.machineBusy) / Math.max(1, b.machineTotal - a.machineTotal),
-    postgres: (b.postgres - a.postgres) / TICK / dt,
-    workers: workers / TICK / dt,
-  };
 }
 
 function overlap(a: number, b: number, from: number, to: number): number {
