@@ -26,8 +26,12 @@
  *    connection per instance). Measured: fetches/s achieved vs asked, fetch latency, the server's
  *    transactions/s and CPU, this process's CPU; extrapolated to 1,000 workers in docs/benchmarks.md.
  *
+ * With `--sim-via=postgres://…` (a pgbouncer in transaction mode in front of the same database)
+ * each simulated instance opens its own pool of 2 through it instead, as real workers would.
+ *
  * `npm run bench -- cluster postgres://autolab:autolab@127.0.0.1/autolab_bench [throughput,faults,sim]
- *   [--workers=8] [--slots=4] [--trial=10] [--n=256] [--fault-n=400] [--sim=25,50,100,200] [--sim-conns=20]`
+ *   [--workers=8] [--slots=4] [--trial=10] [--n=256] [--fault-n=400] [--sim=25,50,100,200] [--sim-conns=20]
+ *   [--sim-seconds=20] [--sim-via=postgres://…]`
  * Without a URL (argument or AUTOLAB_PG_URL) it says so and skips.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -68,6 +72,7 @@ export async function main(args: string[]): Promise<Figures> {
     faultN: numberFlag(f, "fault-n", 400),
     sim: (f.sim ?? "25,50,100,200").split(",").map(Number),
     simConns: numberFlag(f, "sim-conns", 20),
+    ...(f["sim-via"] ? { simVia: f["sim-via"] } : {}),
     simSeconds: numberFlag(f, "sim-seconds", 20),
   };
   const figures: Figures = { benchmark: "cluster" };
@@ -101,6 +106,8 @@ interface Opts {
   faultN: number;
   sim: number[];
   simConns: number;
+  /** A pooler's URL (pgbouncer): each simulated instance then opens its own connections through it. */
+  simVia?: string;
   simSeconds: number;
 }
 
@@ -146,9 +153,10 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
         fin: number;
         runs: number;
         result: string;
+        worker_id: string;
       }>(
         `SELECT j.key, extract(epoch FROM j.enqueued_at) * 1000 AS enq, extract(epoch FROM j.started_at) * 1000 AS st,
-                extract(epoch FROM r.finished_at) * 1000 AS fin, j.runs, r.result
+                extract(epoch FROM r.finished_at) * 1000 AS fin, j.runs, r.result, j.worker_id
          FROM ${fleet.schema}.fleet_jobs j JOIN ${fleet.schema}.fleet_results r USING (key) ORDER BY j.enqueued_at`,
       )
     ).rows.map((r) => ({
@@ -157,6 +165,7 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
       st: Number(r.st),
       fin: Number(r.fin),
       runs: r.runs,
+      worker: r.worker_id,
       wallMs: (JSON.parse(r.result) as { wallS: number }).wallS * 1000,
       status: (JSON.parse(r.result) as { status: string }).status,
     }));
@@ -245,9 +254,26 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
     console.log(
       `dispatch (enqueued → started, database clock): p50 ${q(dispatch, 0.5)} ms, p99 ${q(dispatch, 0.99)} ms, max ${Math.round(Math.max(...dispatch))} ms`,
     );
-    console.log("per trial, outside its command (ms):          p50     p90     p99");
-    for (const [k, v] of Object.entries(phase))
-      console.log(`  ${k.padEnd(40)} ${pad(q(v, 0.5))} ${pad(q(v, 0.9))} ${pad(q(v, 0.99))}`);
+    // A slot's idle gap: a result written on a worker → the next lease on that worker (matched in order).
+    const gaps: number[] = [];
+    const byWorker = new Map<string, typeof jobs>();
+    for (const j of jobs) byWorker.set(j.worker, [...(byWorker.get(j.worker) ?? []), j]);
+    for (const js of byWorker.values()) {
+      const starts = js.map((j) => j.st).sort((a, b) => a - b);
+      const fins = js.map((j) => j.fin).sort((a, b) => a - b);
+      let k = 0;
+      for (const f of fins) {
+        while (k < starts.length && (starts[k] as number) < f) k++;
+        if (k >= starts.length) break;
+        if (f >= from && f <= to) gaps.push((starts[k] as number) - f);
+        k++;
+      }
+    }
+    console.log("per trial, outside its command (ms):          p50     p90     p99    mean");
+    for (const [k, v] of Object.entries({ ...phase, slot_idle_gap: gaps }))
+      console.log(
+        `  ${k.padEnd(40)} ${pad(q(v, 0.5))} ${pad(q(v, 0.9))} ${pad(q(v, 0.99))} ${pad(Math.round(mean(v)))}`,
+      );
     console.log(
       `CPU in the steady state: machine ${pct(steady.machine)} of ${steady.cores} cores busy (everything on it, other sessions too); postgres ${steady.postgres.toFixed(2)} cores, the ${o.workers} worker processes ${steady.tracked.toFixed(2)} (not their trials), the coordinator ${coord.tracked.toFixed(2)}; load average after ${loadavg()}`,
     );
@@ -276,6 +302,9 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
       tp_dispatch_p99_ms: q(dispatch, 0.99),
       tp_dispatch_max_ms: Math.round(Math.max(...dispatch)),
       ...Object.fromEntries(Object.entries(phase).map(([k, v]) => [`tp_${k}_p50_ms`, q(v, 0.5)])),
+      ...Object.fromEntries(Object.entries(phase).map(([k, v]) => [`tp_${k}_mean_ms`, Math.round(mean(v))])),
+      tp_slot_idle_gap_p50_ms: q(gaps, 0.5),
+      tp_slot_idle_gap_mean_ms: Math.round(mean(gaps)),
       tp_setup_and_evaluate_p99_ms: q(phase.setup_and_evaluate, 0.99),
       tp_machine_cpu: round(steady.machine, 3),
       tp_postgres_cores: round(steady.postgres, 2),
@@ -375,7 +404,11 @@ async function checkInvariants(
   n: number,
 ): Promise<{ counts: Record<string, number>; problems: string[] }> {
   const db = new DatabaseSync(join(dir, ".autolab", "lab.db"), { readOnly: true });
-  const exps = db.prepare("SELECT id, n FROM experiments ORDER BY n").all() as { id: number; n: number }[];
+  const exps = db.prepare("SELECT id, n, rebase_of FROM experiments ORDER BY n").all() as {
+    id: number;
+    n: number;
+    rebase_of: number | null;
+  }[];
   const decisions = db.prepare("SELECT experiment_id FROM decisions").all() as { experiment_id: number }[];
   const starts = db
     .prepare("SELECT id, experiment_id, attempt, env FROM trial_starts ORDER BY experiment_id, attempt")
@@ -388,10 +421,14 @@ async function checkInvariants(
   const problems: string[] = [];
   const ns = exps.map((e) => e.n);
   const distinct = new Set(ns);
-  const missing = [...Array(n + 1).keys()].filter((i) => !distinct.has(i));
+  // Numbers 0..max each once; the run's own experiments (not rebases of a winner onto a newer
+  // best, which the scheduler adds and numbers too) are exactly the -n asked for plus the baseline.
+  const top = Math.max(...ns);
+  const missing = [...Array(top + 1).keys()].filter((i) => !distinct.has(i));
   if (missing.length) problems.push(`experiments missing: ${missing.slice(0, 10).join(", ")}`);
   if (distinct.size !== ns.length) problems.push("an experiment number appears twice");
-  if (Math.max(...ns) !== n) problems.push(`experiments go to ${Math.max(...ns)}, not ${n}`);
+  const own = exps.filter((e) => e.rebase_of === null).length;
+  if (own !== n + 1) problems.push(`${own} experiments besides rebases, not ${n + 1}`);
   const decidedCount = new Map<number, number>();
   for (const d of decisions) decidedCount.set(d.experiment_id, (decidedCount.get(d.experiment_id) ?? 0) + 1);
   const undecided = exps.filter((e) => !decidedCount.has(e.id)).length;
@@ -443,7 +480,9 @@ async function checkInvariants(
   if (mismatched) problems.push(`${mismatched} counted results that differ from the fleet's`);
   const counts = {
     experiments: exps.length,
+    experiments_not_rebases: own,
     experiments_expected: n + 1,
+    rebased_winners: exps.length - own,
     decided: decidedCount.size,
     decided_twice: twiceDecided,
     trial_starts: starts.length,
@@ -467,7 +506,7 @@ async function checkInvariants(
 
 async function simulate(o: Opts, admin: pg.Client): Promise<Figures> {
   console.log(
-    `\n== sim: idle fleets of N workers × ${o.slots} fetch loops (500 ms apart when empty) + a pg-boss supervisor/monitor each (2 s) + a heartbeat UPDATE each (2 s); all on one pool of ${o.simConns} connections; ${o.simSeconds} s per N`,
+    `\n== sim: idle fleets of N workers × ${o.slots} fetch loops (500 ms apart when empty) + a pg-boss supervisor/monitor each (2 s) + a heartbeat UPDATE each (2 s); ${o.simVia ? `each instance with its own pool of 2 through ${o.simVia.replace(/:[^:@/]*@/, ":***@")}, heartbeats on one of ${o.simConns}` : `all on one pool of ${o.simConns} connections`}; ${o.simSeconds} s per N`,
   );
   const out: Figures = {};
   const fleet = newFleet(o.url, "bench_sim");
@@ -506,7 +545,9 @@ async function simulateOne(
   fleet: { url: string; schema: string; connectionString: string },
   n: number,
 ): Promise<SimResult> {
-  const pool = new pg.Pool({ connectionString: fleet.connectionString, max: o.simConns });
+  // Through a pooler (--sim-via): each instance opens its own pool of 2, as src/fleet/queue.ts does.
+  const via = o.simVia ? new URL(o.simVia).toString() : undefined;
+  const pool = new pg.Pool({ connectionString: via ?? fleet.connectionString, max: o.simConns });
   pool.on("error", () => {});
   const db = { executeSql: (text: string, values?: unknown[]) => pool.query(text, values as unknown[]) };
   const schema = `${fleet.schema}_queue`;
@@ -524,7 +565,7 @@ async function simulateOne(
   try {
     for (let i = 0; i < n; i++) {
       const boss = new PgBoss({
-        db,
+        ...(via ? { connectionString: via, max: 2 } : { db }),
         schema,
         supervise: true,
         superviseIntervalSeconds: 2,
@@ -903,6 +944,10 @@ function q(xs: number[], p: number): number {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
   return Math.round(s[Math.min(s.length - 1, Math.floor(p * s.length))] as number);
+}
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN;
 }
 
 function round(x: number, d = 1): number {
