@@ -347,7 +347,7 @@ async function faults(o: Opts, admin: pg.Client, tmp: string): Promise<Figures> 
   let coordKills = 0;
   const t0 = Date.now();
   try {
-    await coord.waitFor(/the run uses \d+ slots/, 60_000);
+    await coord.waitFor(/the run uses \d+/, 60_000);
     for (let i = 0; i < 20; i++) {
       await sleep(6000 + rng() * 6000);
       if (coord.proc.exitCode !== null) {
@@ -371,7 +371,7 @@ async function faults(o: Opts, admin: pg.Client, tmp: string): Promise<Figures> 
         console.log(`${secs(t0)} kill -9 coordinator (${coordKills}/10)`);
         await sleep(1000);
         coord = startCoordinator();
-        await coord.waitFor(/the run uses \d+ slots/, 60_000);
+        await coord.waitFor(/the run uses \d+/, 60_000);
       }
     }
     const exit = await coord.done;
