@@ -213,7 +213,24 @@ async function throughput(o: Opts, admin: pg.Client, tmp: string): Promise<Figur
     }[];
     nb.close();
     const byKey = new Map(jobs.map((j) => [j.key, j]));
+    // Proposing: with an instant researcher the scheduler proposes for a slot once it is free, so an
+    // experiment's row (written after the optimizer's suggestion, the edit and the commit) comes
+    // that long after the latest decision before it.
+    const decidedTimes = rows
+      .map((r) => Date.parse(r.decided))
+      .filter((t) => Number.isFinite(t))
+      .sort((a, b) => a - b);
+    const proposing: number[] = [];
+    const seenN = new Set<number>();
+    for (const r of rows) {
+      if (r.n === 0 || seenN.has(r.n)) continue;
+      seenN.add(r.n);
+      const c = Date.parse(r.created);
+      const before = decidedTimes.filter((t) => t <= c);
+      if (before.length && c >= from && c <= to) proposing.push(c - (before[before.length - 1] as number));
+    }
     const phase = {
+      decided_to_next_proposed: proposing,
       propose_to_start: [] as number[],
       start_to_enqueued: [] as number[],
       setup_and_evaluate: [] as number[],
