@@ -57,8 +57,8 @@ export async function main(args: string[]): Promise<Figures> {
   const url = args.find((a) => /^postgres(ql)?:\/\//.test(a)) ?? process.env.AUTOLAB_PG_URL;
   if (!url) {
     const reason =
-      "no PostgreSQL URL: give one (npm run bench -- cluster postgres://user:pw@127.0.0.1/db) or set AUTOLAB_PG_URL";
-    console.log(`cluster: skipped (${reason})`);
+      "no PostgreSQL URL; give one (npm run bench -- cluster postgres://user:pw@127.0.0.1/db) or set AUTOLAB_PG_URL";
+    console.log(`cluster: skipped: ${reason}`);
     return { benchmark: "cluster", skipped: reason };
   }
   const f = flags(args);
