@@ -7,6 +7,7 @@
  */
 import { objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
+import { mulberry32 } from "./random.ts";
 import type { Direction } from "./types.ts";
 
 export const FRONTIER_STRATEGIES = ["best", "top_k", "epsilon_greedy", "softmax", "pareto"] as const;
@@ -110,12 +111,5 @@ export function chooseNode(
  * same notebook chooses the same node again, so a resumed run builds where it would have.
  */
 export function frontierRandom(seed: number, n: number): () => number {
-  let state = (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(n + 0x5f356495, 0xc2b2ae35)) >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return mulberry32(Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(n + 0x5f356495, 0xc2b2ae35));
 }

@@ -1,3 +1,5 @@
+import { mulberry32 } from "../../core/random.ts";
+
 /**
  * A small seeded random number generator (mulberry32). Deterministic across platforms and Node
  * versions, which Math.random is not: the built-in optimizer must make the same proposal for
@@ -15,14 +17,7 @@ export interface Rng {
 }
 
 export function createRng(seed: number): Rng {
-  let state = seed >>> 0;
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return {
     next,
     uniform: (low, high) => low + (high - low) * next(),
