@@ -11,7 +11,7 @@ import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { TrialSpec } from "../src/core/types.ts";
 import { openFleetDb, parseFleetUrl } from "../src/fleet/db.ts";
 import { FleetExecutor } from "../src/fleet/fleet-executor.ts";
@@ -44,10 +44,14 @@ const empty = fleetSchemaOfFile();
 requirePgCase();
 
 const workers: CliProcess[] = [];
-afterAll(async () => {
-  for (const w of workers)
-    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
-});
+/** A test that failed half-way must not leave its workers taking the next test's jobs. */
+const killWorkers = async () => {
+  const live = workers.splice(0).filter((w) => w.child.exitCode === null && w.child.signalCode === null);
+  for (const w of live) w.child.kill("SIGKILL");
+  await Promise.all(live.map((w) => w.done.catch(() => {})));
+};
+afterEach(killWorkers);
+afterAll(killWorkers);
 
 /** `autolab worker` as its own process, with its own cache; resolves once it has registered. */
 async function startWorker(name: string, extra: string[] = [], cacheDir?: string): Promise<CliProcess> {
@@ -61,15 +65,19 @@ async function startWorker(name: string, extra: string[] = [], cacheDir?: string
   return w;
 }
 
-/** A command that prints a progress line every 250 ms for SLOW_STEPS steps (default `steps`), then its score. */
-function slowProject(steps = 8, budget?: string, sandbox?: "off"): ToyProject {
+/**
+ * A command that prints a progress line every 250 ms for SLOW_STEPS steps (default `steps`; its
+ * first invocation `firstSteps` when given), then its score.
+ */
+function slowProject(steps = 8, budget?: string, sandbox?: "off", firstSteps?: number): ToyProject {
   const t = toy({ command: "node slow.mjs", ...(budget ? { budget } : {}), ...(sandbox ? { sandbox } : {}) });
   writeFileSync(
     join(t.dir, "slow.mjs"),
-    `import { appendFileSync } from "node:fs";
+    `import { appendFileSync, readFileSync } from "node:fs";
 const scratch = ${JSON.stringify(t.scratch)};
 appendFileSync(scratch + "/started", process.pid + "\\n");
-const n = Number(process.env.SLOW_STEPS ?? ${steps});
+const first = readFileSync(scratch + "/started", "utf8").trim().split("\\n").length === 1;
+const n = Number(process.env.SLOW_STEPS ?? (first ? ${firstSteps ?? steps} : ${steps}));
 for (let i = 0; i < n; i++) {
   console.log("METRIC train_loss=" + (n - i));
   await new Promise((r) => setTimeout(r, 250));
@@ -236,7 +244,9 @@ describe.skipIf(NO_PG)(`the worker fleet on PostgreSQL${NO_PG ? ` (${NO_PG_REASO
   }, 180_000);
 
   it("unsandboxed, a worker killed with -9 leaves its trial running: the worker restarted on its cache kills it; one worker per cache", async () => {
-    const t = slowProject(40, "60s", "off");
+    // The orphan runs 100 s (it must still be there when the restarted worker starts, however
+    // loaded the machine); the run again after it, 10 s.
+    const t = slowProject(40, "60s", "off", 400);
     const exec = await coordinator(t);
     const cache = removeLater(mkdtempSync(join(tmpdir(), "fleet-cache-reaped-")));
     try {
