@@ -3,7 +3,7 @@
  * forged and foreign signatures, claims altered after signing, replays, encoding games,
  * oversized and non-finite input, malformed keys — then the honest path.
  */
-import { createHash, randomBytes, sign } from "node:crypto";
+import { createHash, createPublicKey, randomBytes, sign, verify } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { canonicalize } from "../src/hub/canonical-json.ts";
 import {
@@ -332,6 +332,33 @@ describe("identities: keys", () => {
     const claim = claimBy({ keyId: keyIdOf(notAPoint) });
     const check = verifyClaim(overTheWire({ claim, signature: rawSign(claim) }), text);
     expect(parsed.ok ? reason(check) : "refused").toMatch(/bad_signature|refused/);
+  });
+
+  const smallOrder = [
+    "0100000000000000000000000000000000000000000000000000000000000000", // the identity
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // order 2
+    "0000000000000000000000000000000000000000000000000000000000000000", // order 4
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05", // order 8
+  ];
+
+  it.each(smallOrder)("a small-order point (%s) is refused as a key", (hex) => {
+    const parsed = parsePublicKey(Buffer.from(hex, "hex").toString("base64url"));
+    expect(parsed.ok ? "accepted" : parsed.reason).toMatch(/small order/);
+  });
+
+  it.each(smallOrder)("OpenSSL verifies no all-purpose signature (R = identity, S = 0) under %s", (hex) => {
+    // Under the identity key [S]B = R + [k]A holds for every message with R = identity, S = 0;
+    // under an order-8 key for one message in eight. 64 messages: none may verify.
+    const key = createPublicKey({
+      key: Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), Buffer.from(hex, "hex")]),
+      format: "der",
+      type: "spki",
+    });
+    const signature = Buffer.concat([Buffer.from(smallOrder[0] as string, "hex"), Buffer.alloc(32)]);
+    const verified = Array.from({ length: 64 }, (_, i) =>
+      verify(null, Buffer.from(`claim ${i}`), key, signature),
+    );
+    expect(verified.filter(Boolean)).toHaveLength(0);
   });
 
   it("decodeBase64url checks length, alphabet and the canonical spelling", () => {

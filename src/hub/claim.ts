@@ -40,11 +40,9 @@ const hex = (n: number, what: string) =>
   z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`), { error: `must be ${what}: ${n} lower-case hex digits` });
 const sha256 = hex(64, "a sha256");
 /** A git object id: SHA-1 (40 hex digits) or SHA-256 (64) repositories. */
-const commit = z
-  .string()
-  .regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/, {
-    error: "must be a full commit id: 40 or 64 lower-case hex digits",
-  });
+const commit = z.string().regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/, {
+  error: "must be a full commit id: 40 or 64 lower-case hex digits",
+});
 const label = z
   .string()
   .min(1)

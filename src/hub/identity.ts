@@ -70,6 +70,25 @@ export function decodeBase64url(text: unknown, bytes: number, what: string): Dec
   return { ok: true, value: raw };
 }
 
+/**
+ * Encodings of Ed25519 points of small order (the identity, orders 2, 4 and 8, and the
+ * identity with its sign bit set). Such a "key" has no secret behind it: a signature may hold
+ * for many messages or many keys. OpenSSL 3.5 (Node 24) already verifies no such signature
+ * (test/hub-claims.test.ts pins it); refusing them at registration keeps that true whatever
+ * library checks the signatures.
+ */
+const SMALL_ORDER = new Set([
+  "0100000000000000000000000000000000000000000000000000000000000000",
+  "0100000000000000000000000000000000000000000000000000000000000080",
+  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  "0000000000000000000000000000000000000000000000000000000000000000",
+  "0000000000000000000000000000000000000000000000000000000000000080",
+  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+  "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+  "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+]);
+
 export interface PublicKey {
   key: KeyObject;
   raw: Buffer;
@@ -80,6 +99,8 @@ export interface PublicKey {
 export function parsePublicKey(text: unknown): Decoded<PublicKey> {
   const raw = decodeBase64url(text, PUBLIC_KEY_BYTES, "the public key");
   if (!raw.ok) return raw;
+  if (SMALL_ORDER.has(raw.value.toString("hex")))
+    return { ok: false, reason: "the public key is a point of small order, not a key" };
   try {
     const key = createPublicKey({
       key: Buffer.concat([ED25519_SPKI_PREFIX, raw.value]),
