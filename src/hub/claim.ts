@@ -50,12 +50,7 @@ const label = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:+-]*$/, { error: "use letters, digits and . _ : + - only" });
 /** A finite number (zod 4 refuses ±Infinity and NaN already; said once more on purpose). */
 const finite = z.number().refine(Number.isFinite, { error: "must be a finite number" });
-const metricName = z
-  .string()
-  .max(CLAIM_LIMITS.label)
-  .regex(METRIC_NAME, { error: "is not a metric name" })
-  // JSON.parse makes "__proto__" an own key; copied by assignment it would set a prototype.
-  .refine((n) => n !== "__proto__", { error: "is not a metric name" });
+const metricName = z.string().max(CLAIM_LIMITS.label).regex(METRIC_NAME, { error: "is not a metric name" });
 /** ISO 8601 in UTC as Date.prototype.toISOString writes it: one spelling per instant. */
 const isoTime = z
   .string()
