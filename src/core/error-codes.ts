@@ -76,6 +76,12 @@ export const ERROR_CODES = {
     meaning: "`--budget` is not above the proxy ladder's last rung",
   },
   BUSY: { kind: "user", http: 409, meaning: "an MCP step is already running" },
+  CANONICAL_JSON_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning:
+      "a value canonical JSON (RFC 8785) cannot represent: NaN, ±Infinity, a lone surrogate, a non-plain object",
+  },
   CONSTRAINT_INVALID: { kind: "user", http: 400, meaning: "a constraint in program.md cannot be evaluated" },
   DB_NOT_EMPTY: {
     kind: "user",
