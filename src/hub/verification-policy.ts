@@ -3,11 +3,12 @@
  * server stores the state (claims, verifier results, reputations) and calls these; nothing
  * here touches a database, a clock or a process. docs/hub.md, "Verification policy".
  *
- * 1. One verifier's job (`verifierStep`): re-run parent and candidate paired on the claim's
- *    seeds, then on seeds the hub chose (sequential seeds), asking the same acceptance rule a
- *    local run uses (src/trust/noise-judge.ts, the parent as the best) after each trial. Its
- *    verdict (`VerifierVerdict`): `confirm` when the rule keeps the candidate and the claim
- *    agrees with what the verifier measured on the claim's seeds within noise; `contradict`
+ * 1. One verifier's job (`verifierStep`): re-run the candidate on the claim's own seeds (the
+ *    agreement check), then parent and candidate paired on fresh seeds the hub drew (sequential
+ *    seeds), asking the same acceptance rule a local run uses (src/trust/noise-judge.ts, the
+ *    parent as the best) after each trial. Its verdict (`VerifierVerdict`): `confirm` when the
+ *    rule keeps the candidate and the claim agrees with what the verifier measured on the
+ *    claim's seeds within noise; `contradict`
  *    when the claim lies beyond noise of the verifier's measurement or a trial failed on the
  *    verifier (crash, sandbox violation, tampered file); `unconfirmed` otherwise (the rule did
  *    not keep it, the claim itself is plausible: an honest winner's curse looks like this).
@@ -48,8 +49,12 @@ export interface ClaimForVerification {
   candidateValues: readonly number[];
 }
 
-/** What one verifier has run so far: parent and candidate, paired by seed. */
+/**
+ * What one verifier has run so far: the candidate on the claim's own seeds (`agreement`), then
+ * parent and candidate paired on fresh seeds the hub drew (`parent`, `candidate`).
+ */
 export interface VerifierRun {
+  agreement: readonly HubTrial[];
   parent: readonly HubTrial[];
   candidate: readonly HubTrial[];
 }
@@ -58,13 +63,13 @@ export interface VerifierVerdict {
   outcome: "confirm" | "unconfirmed" | "contradict";
   /** The candidate's value as the verifier measured it (the rule's noise-corrected value on a keep). */
   value?: number;
-  /** Parent and candidate trials the verifier ran. */
+  /** Trials the verifier ran (agreement, parent and candidate). */
   trials: number;
   reason: string;
 }
 
 export type VerifierStep =
-  | { kind: "run"; side: "parent" | "candidate"; seed: number }
+  | { kind: "run"; side: "agreement" | "parent" | "candidate"; seed: number }
   | { kind: "verdict"; verdict: VerifierVerdict };
 
 export interface VerifierOptions {
@@ -76,19 +81,21 @@ export interface VerifierOptions {
    * understates is no cheat (the verifier's value is recorded anyway). Default 3.
    */
   agreeZ?: number;
+  /** How many of the claim's seeds the candidate is re-run on for the agreement check. Default 2. */
+  agreeSeeds?: number;
 }
 
 const AGREE_Z = 3;
+const AGREE_SEEDS = 2;
 
 /**
- * The seeds a verifier runs, in order: the claim's own first (so the claim can be compared
- * seed for seed), then `fresh` ones the hub drew and the contributor never saw (so a lucky seed
- * cannot be chosen in advance). The hub draws the fresh seeds once per verifier job.
+ * The fresh seeds of a verifier job: `drawn` (the hub draws them per job, the contributor never
+ * sees them) minus the claim's own. The acceptance rule is applied on these only, so a claim
+ * whose seeds were picked for luck cannot bias it; the claim's seeds serve the agreement check.
  */
-export function verificationSeeds(claim: ClaimForVerification, fresh: readonly number[]): number[] {
-  const out = [...claim.seeds];
-  for (const s of fresh) if (!out.includes(s)) out.push(s);
-  return out;
+export function freshSeeds(claim: ClaimForVerification, drawn: readonly number[]): number[] {
+  const own = new Set(claim.seeds);
+  return [...new Set(drawn)].filter((s) => !own.has(s));
 }
 
 /** A program as much as the judge reads of it: the objective and no constraints. */
@@ -130,45 +137,61 @@ function trialResult(t: HubTrial): TrialResult {
   };
 }
 
+const isFailed = (t: HubTrial) =>
+  t.failure !== undefined || typeof t.value !== "number" || !Number.isFinite(t.value);
+
 /**
- * The next thing one verifier does, or its verdict. `seeds` is verificationSeeds(...): the
- * parent runs first on the rule's baseline trials (its noise sample), then the candidate; after
- * each candidate trial the acceptance rule decides, asking for another trial of the candidate
- * (next seed) or of the parent (the incumbent is evidence too). A failed trial is a verdict at
- * once: a verifier runs trusted hardware in the sandbox, so a failure is the candidate's.
+ * The next thing one verifier does, or its verdict. First the candidate on the claim's first
+ * `agreeSeeds` seeds (the agreement check), then the acceptance rule on `fresh` seeds
+ * (freshSeeds(...)): the parent on the rule's baseline trials (its noise sample), then the
+ * candidate, the rule asked after each trial for another trial of the candidate (next seed) or
+ * of the parent (the incumbent is evidence too), as a local run asks it. A failed candidate
+ * trial is a verdict at once: a verifier is trusted hardware running the sandbox, so the
+ * failure is the candidate's.
  */
 export function verifierStep(
   claim: ClaimForVerification,
-  seeds: readonly number[],
+  fresh: readonly number[],
   run: VerifierRun,
   options: VerifierOptions = {},
 ): VerifierStep {
   const judge = createNoiseJudge(options.judge);
-  const trials = run.parent.length + run.candidate.length;
-  const failed = [...run.parent, ...run.candidate].find(
-    (t) => t.failure !== undefined || t.value === undefined,
-  );
-  if (failed) {
-    const side = run.parent.includes(failed) ? "parent" : "candidate";
+  const trials = run.agreement.length + run.parent.length + run.candidate.length;
+  const failedCandidate = [...run.agreement, ...run.candidate].find(isFailed);
+  if (failedCandidate) {
     return {
       kind: "verdict",
       verdict: {
-        outcome: side === "candidate" ? "contradict" : "unconfirmed",
+        outcome: "contradict",
         trials,
-        reason: `${side} trial (seed ${failed.seed}) failed on the verifier: ${failed.failure ?? "no value"}`,
+        reason: `the candidate failed on the verifier (seed ${failedCandidate.seed}): ${failedCandidate.failure ?? "no value"}`,
       },
     };
   }
-  const seedAt = (i: number): number | undefined => seeds[i];
+  const failedParent = run.parent.find(isFailed);
+  if (failedParent) {
+    return {
+      kind: "verdict",
+      verdict: {
+        outcome: "unconfirmed",
+        trials,
+        reason: `the parent failed on the verifier (seed ${failedParent.seed}): ${failedParent.failure ?? "no value"}; the verifier's result says nothing about the claim`,
+      },
+    };
+  }
+  const agreeSeeds = Math.min(options.agreeSeeds ?? AGREE_SEEDS, claim.seeds.length);
+  if (run.agreement.length < agreeSeeds) {
+    return { kind: "run", side: "agreement", seed: claim.seeds[run.agreement.length] as number };
+  }
   const next = (side: "parent" | "candidate", i: number): VerifierStep => {
-    const seed = seedAt(i);
+    const seed = fresh[i];
     if (seed === undefined) {
       return {
         kind: "verdict",
         verdict: {
           outcome: "unconfirmed",
           trials,
-          reason: `ran out of seeds (${seeds.length}) before a decision`,
+          reason: `ran out of fresh seeds (${fresh.length}) before a decision`,
         },
       };
     }
@@ -193,19 +216,19 @@ export function verifierStep(
 
 /**
  * How far the claim is better than what the verifier measured on the claim's own seeds, in
- * standard errors: mean over shared seeds of (claimed − measured), signed so that positive is
- * the claim looking better, over σ·√(2/k) with σ the verifier's pooled noise (parent and
- * candidate around their own means). NaN without a shared seed.
+ * standard errors: the mean over those seeds of (claimed − measured), signed so that positive
+ * is the claim looking better, over σ·√(2/k), σ the noise of the verifier's paired trials
+ * (parent and candidate pooled, each around its own mean). NaN without a compared seed.
  */
 export function claimExcessZ(claim: ClaimForVerification, run: VerifierRun): number {
   const sign = claim.direction === "minimize" ? 1 : -1;
-  const measured = new Map(run.candidate.map((t) => [t.seed, t.value]));
+  const claimed = new Map(claim.seeds.map((s, i) => [s, claim.candidateValues[i]]));
   const diffs: number[] = [];
-  claim.seeds.forEach((seed, i) => {
-    const m = measured.get(seed);
-    const c = claim.candidateValues[i];
-    if (typeof m === "number" && typeof c === "number" && Number.isFinite(c)) diffs.push(sign * (m - c));
-  });
+  for (const t of run.agreement) {
+    const c = claimed.get(t.seed);
+    if (typeof c === "number" && Number.isFinite(c) && typeof t.value === "number")
+      diffs.push(sign * (t.value - c));
+  }
   if (diffs.length === 0) return Number.NaN;
   const { sd } = pooledSd([
     run.parent.map((t) => t.value as number),
@@ -299,11 +322,12 @@ export function nextStep(state: QuorumState, options: QuorumOptions = {}): Quoru
       reason: `${confirms.length} of ${done} verifiers confirmed; ${o.quorum} are needed within ${o.maxVerifiers}: ${firstReason(state, contradictions > 0 ? "contradict" : "unconfirmed")}`,
     };
   }
-  // Verifiers still needed for a quorum, given those running: at first `initial`, then one for
-  // each verifier that did not confirm, never past maxVerifiers.
+  // The first dispatch sends `initial` verifiers; after it, one more for each verifier that
+  // did not confirm (while confirmations are missing), never past maxVerifiers.
+  if (done === 0 && state.running === 0)
+    return { kind: "verify", verifiers: Math.min(o.initial, o.maxVerifiers) };
   const missing = o.quorum - confirms.length;
-  const wanted = done === 0 && state.running === 0 ? Math.min(o.initial, o.maxVerifiers) : missing;
-  const add = Math.min(wanted - state.running, o.maxVerifiers - done - state.running);
+  const add = Math.min(missing - state.running, 1, o.maxVerifiers - done - state.running);
   if (add > 0) return { kind: "verify", verifiers: add };
   return { kind: "wait", running: state.running };
 }
@@ -320,10 +344,18 @@ export interface Reputation {
   consecutive: number;
   verified: number;
   unconfirmed: number;
+  /** Unconfirmed frontier claims since the last verified result. */
+  unconfirmedInRow: number;
   quarantined: boolean;
 }
 
-export const NEW_REPUTATION: Reputation = { consecutive: 0, verified: 0, unconfirmed: 0, quarantined: false };
+export const NEW_REPUTATION: Reputation = Object.freeze({
+  consecutive: 0,
+  verified: 0,
+  unconfirmed: 0,
+  unconfirmedInRow: 0,
+  quarantined: false,
+});
 
 export interface ReplicationOptions {
   /** Consecutive verified results before any result goes unchecked. Default 10 (BOINC's). */
@@ -352,14 +384,40 @@ export function shouldCheck(rep: Reputation, u: number, options: ReplicationOpti
 
 export type ReputationEvent = "verified" | "unconfirmed" | "invalid";
 
+export interface ReputationOptions {
+  /**
+   * Unconfirmed frontier claims in a row (no verified result between them) that quarantine an
+   * identity as an invalid one does. Default Infinity: only an invalid result quarantines (the
+   * issue's protocol); bench/hub-sim.ts measures finite values (docs/hub.md).
+   */
+  quarantineAfterUnconfirmed?: number;
+}
+
 /**
  * A verified result raises the consecutive count; an unconfirmed frontier claim (the rule did
  * not keep it, the claim itself was plausible) zeroes it; an invalid result (a contradicted
- * claim, a sampled re-check that disagrees) quarantines the identity.
+ * claim, a sampled re-check that disagrees) quarantines the identity, and so do
+ * `quarantineAfterUnconfirmed` unconfirmed claims in a row.
  */
-export function updateReputation(rep: Reputation, event: ReputationEvent): Reputation {
-  if (event === "verified") return { ...rep, consecutive: rep.consecutive + 1, verified: rep.verified + 1 };
-  if (event === "unconfirmed") return { ...rep, consecutive: 0, unconfirmed: rep.unconfirmed + 1 };
+export function updateReputation(
+  rep: Reputation,
+  event: ReputationEvent,
+  options: ReputationOptions = {},
+): Reputation {
+  if (event === "verified") {
+    return { ...rep, consecutive: rep.consecutive + 1, verified: rep.verified + 1, unconfirmedInRow: 0 };
+  }
+  if (event === "unconfirmed") {
+    const inRow = rep.unconfirmedInRow + 1;
+    const limit = options.quarantineAfterUnconfirmed ?? Number.POSITIVE_INFINITY;
+    return {
+      ...rep,
+      consecutive: 0,
+      unconfirmed: rep.unconfirmed + 1,
+      unconfirmedInRow: inRow,
+      quarantined: rep.quarantined || inRow >= limit,
+    };
+  }
   return { ...rep, consecutive: 0, quarantined: true };
 }
 
