@@ -28,7 +28,8 @@
  *
  *   npm run bench -- hub-sim [--contributors=10000] [--cheat-share=0.2] [--hours=24]
  *     [--verifiers=1500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
- *     [--seeds=3] [--first-seed=1] [--variants=issue,staged,...]
+ *     [--finding-rate=1] [--gain-min=0.75] [--gain-max=2.5] [--seeds=3] [--first-seed=1]
+ *     [--variants=issue,staged,strict,strict-staged,strict-staged-q3]
  */
 
 import { mulberry32 } from "../src/core/random.ts";
@@ -66,6 +67,9 @@ export interface SimOptions {
   cheatRate: number;
   /** Findings (work that does not move the frontier) per honest contributor per hour. */
   findingRate: number;
+  /** Honest real gains are U(gainMin, gainMax)σ (90% of honest claims). Default 0.75–2.5. */
+  gainMin?: number;
+  gainMax?: number;
   seed: number;
   quorum?: QuorumOptions;
   verifier?: VerifierOptions;
@@ -80,11 +84,13 @@ export interface SimResult {
   fakeAcceptedBy: Record<Strategy, number>;
   /** Cheaters' claims accepted with a real gain (inflated ones: at the verifiers' value). */
   cheatAcceptedReal: number;
-  /** Honest claims with a true gain ≥ 0.75σ that were rejected, share of those decided. */
+  /** Honest claims with a true gain ≥ gainMin that were rejected, share of those decided. */
   falseRejections: number;
   honestRealDecided: number;
   /** Verifier jobs over accepted claims (every frontier claim's jobs counted, fakes' included). */
   jobsPerAccepted: number;
+  /** Jobs spent on honest claims over honest claims accepted: the protocol's own cost, without attackers. */
+  honestJobsPerAccepted: number;
   /** Trials (runs of the experiment) per verifier job. */
   trialsPerJob: number;
   /** Hours from claim to acceptance, median and 90th percentile. */
@@ -231,6 +237,7 @@ export function simulate(o: SimOptions): SimResult {
     falseRejections: 0,
     honestRealDecided: 0,
     jobs: 0,
+    honestJobs: 0,
     trials: 0,
     acceptHours: [] as number[],
     busyHours: 0,
@@ -248,7 +255,9 @@ export function simulate(o: SimOptions): SimResult {
     let candidate: Code;
     switch (strategy) {
       case "honest": {
-        trueGain = r() < 0.9 ? 0.75 + 1.75 * r() : 0.25 * gauss(r);
+        const lo = o.gainMin ?? 0.75;
+        const hi = o.gainMax ?? 2.5;
+        trueGain = r() < 0.9 ? lo + (hi - lo) * r() : 0.25 * gauss(r);
         candidate = newCode(parent.mu - trueGain);
         values = seeds.map((s) => value(candidate, s, r));
         break;
@@ -337,6 +346,7 @@ export function simulate(o: SimOptions): SimResult {
       const { verdict, trials } = runJob(c);
       c.jobs++;
       res.jobs++;
+      if (c.strategy === "honest") res.honestJobs++;
       res.trials += trials;
       const hours = (trials * o.runMinutes) / 60;
       res.busyHours += Math.min(hours, Math.max(0, o.hours - t));
@@ -359,7 +369,7 @@ export function simulate(o: SimOptions): SimResult {
       reps[c.who] = updateReputation(reps[c.who] as Reputation, "verified", o.reputation);
       if (honest) {
         res.accepted.honest++;
-        if (c.trueGain >= 0.75) res.honestRealDecided++;
+        if (c.trueGain >= (o.gainMin ?? 0.75)) res.honestRealDecided++;
       } else {
         res.accepted.cheat++;
         if (c.trueGain <= 0) {
@@ -376,7 +386,7 @@ export function simulate(o: SimOptions): SimResult {
       step.contradicted ? "invalid" : "unconfirmed",
       o.reputation,
     );
-    if (honest && c.trueGain >= 0.75) {
+    if (honest && c.trueGain >= (o.gainMin ?? 0.75)) {
       res.honestRealDecided++;
       res.falseRejections++;
     }
@@ -427,6 +437,7 @@ export function simulate(o: SimOptions): SimResult {
     falseRejections: res.honestRealDecided ? res.falseRejections / res.honestRealDecided : 0,
     honestRealDecided: res.honestRealDecided,
     jobsPerAccepted: accepted ? res.jobs / accepted : Number.NaN,
+    honestJobsPerAccepted: res.accepted.honest ? res.honestJobs / res.accepted.honest : Number.NaN,
     trialsPerJob: res.jobs ? res.trials / res.jobs : Number.NaN,
     acceptHoursMedian: q(0.5),
     acceptHoursP90: q(0.9),
@@ -474,6 +485,8 @@ export async function main(args: string[]): Promise<unknown> {
     honestRate: numberFlag(f, "honest-rate", 0.02),
     cheatRate: numberFlag(f, "cheat-rate", 0.25),
     findingRate: numberFlag(f, "finding-rate", 1),
+    gainMin: numberFlag(f, "gain-min", 0.75),
+    gainMax: numberFlag(f, "gain-max", 2.5),
   };
   const seeds = numberFlag(f, "seeds", 3);
   const first = numberFlag(f, "first-seed", 1);
@@ -498,6 +511,7 @@ export async function main(args: string[]): Promise<unknown> {
       fakeAcceptedBy: Object.fromEntries(STRATEGIES.map((st) => [st, runs.map((r) => r.fakeAcceptedBy[st])])),
       cheatAcceptedReal: e((r) => r.cheatAcceptedReal),
       jobsPerAccepted: e((r) => r.jobsPerAccepted),
+      honestJobsPerAccepted: e((r) => r.honestJobsPerAccepted),
       trialsPerJob: e((r) => r.trialsPerJob),
       falseRejections: e((r) => r.falseRejections),
       acceptHoursMedian: e((r) => r.acceptHoursMedian),
@@ -518,9 +532,11 @@ export async function main(args: string[]): Promise<unknown> {
     );
     console.log(`  cheaters' real gains accepted at the verifiers' value: ${show(row.cheatAcceptedReal)}`);
     console.log(
-      `  verifier jobs per accepted frontier move: ${show(row.jobsPerAccepted)} (${show(row.trialsPerJob)} trials per job)`,
+      `  verifier jobs per accepted frontier move: ${show(row.jobsPerAccepted)} (${show(row.trialsPerJob)} trials per job); honest claims alone ${show(row.honestJobsPerAccepted)}`,
     );
-    console.log(`  honest claims truly better by ≥ 0.75σ rejected: ${show(row.falseRejections, 3, 100)}%`);
+    console.log(
+      `  honest claims truly better by ≥ ${base.gainMin}σ rejected: ${show(row.falseRejections, 3, 100)}%`,
+    );
     console.log(
       `  claim → acceptance: median ${show(row.acceptHoursMedian)} h, p90 ${show(row.acceptHoursP90)} h; verifier utilisation ${show(row.utilisation, 3, 100)}%`,
     );

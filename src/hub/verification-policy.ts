@@ -268,7 +268,11 @@ function verdictOf(
 export interface QuorumOptions {
   /** Confirmations that accept a claim. Default 2. */
   quorum?: number;
-  /** Verifiers dispatched at once for a new claim. Default 2 (the issue's protocol); 1 = staged. */
+  /**
+   * Verifiers in flight at most: dispatched at once for a new claim, and again after verifiers
+   * that did not confirm. Default 2 (the issue's protocol); 1 = staged (the next verifier only
+   * when the previous one returned).
+   */
   initial?: number;
   /** Most verifiers a claim gets; rejected once `quorum` confirmations cannot be reached. Default 4. */
   maxVerifiers?: number;
@@ -322,12 +326,15 @@ export function nextStep(state: QuorumState, options: QuorumOptions = {}): Quoru
       reason: `${confirms.length} of ${done} verifiers confirmed; ${o.quorum} are needed within ${o.maxVerifiers}: ${firstReason(state, contradictions > 0 ? "contradict" : "unconfirmed")}`,
     };
   }
-  // The first dispatch sends `initial` verifiers; after it, one more for each verifier that
-  // did not confirm (while confirmations are missing), never past maxVerifiers.
-  if (done === 0 && state.running === 0)
-    return { kind: "verify", verifiers: Math.min(o.initial, o.maxVerifiers) };
+  // Never more than `initial` verifiers in flight: while confirmations are missing, one more
+  // for each verifier that returned without confirming, never past maxVerifiers. Calling this
+  // again after dispatching (running updated) answers "wait": the hub may call it on any event.
   const missing = o.quorum - confirms.length;
-  const add = Math.min(missing - state.running, 1, o.maxVerifiers - done - state.running);
+  const add = Math.min(
+    missing - state.running,
+    Math.max(1, o.initial) - state.running,
+    o.maxVerifiers - done - state.running,
+  );
   if (add > 0) return { kind: "verify", verifiers: add };
   return { kind: "wait", running: state.running };
 }
