@@ -466,6 +466,11 @@ const VARIANTS: Record<
     verifier: STRICT,
   },
   "strict-staged": { label: "strict and staged", verifier: STRICT, quorum: { initial: 1 } },
+  "staged-q3": {
+    label: "staged, and 3 unconfirmed claims in a row quarantine (the local rule's defaults)",
+    quorum: { initial: 1 },
+    reputation: { quarantineAfterUnconfirmed: 3 },
+  },
   strict3: {
     label: "the issue's quorum, the verifier's rule stricter still (confirmZ 3, 16 trials)",
     verifier: { judge: { confirmZ: 3, testTrials: 16, confirmTrials: 16 } },
