@@ -29,7 +29,7 @@
  *   npm run bench -- hub-sim [--contributors=10000] [--cheat-share=0.2] [--hours=24]
  *     [--verifiers=1500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
  *     [--finding-rate=1] [--gain-min=0.75] [--gain-max=2.5] [--seeds=3] [--first-seed=1]
- *     [--variants=issue,staged,strict,strict-staged,strict-staged-q3]
+ *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-staged-q3]
  */
 
 import { mulberry32 } from "../src/core/random.ts";
