@@ -27,7 +27,7 @@
  * refuses its claims); every identity has at most one frontier claim pending (a quota).
  *
  *   npm run bench -- hub-sim [--contributors=10000] [--cheat-share=0.2] [--hours=24]
- *     [--verifiers=1500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
+ *     [--verifiers=2500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
  *     [--finding-rate=1] [--gain-min=0.75] [--gain-max=2.5] [--seeds=3] [--first-seed=1]
  *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-staged-q3]
  */
@@ -489,7 +489,7 @@ export async function main(args: string[]): Promise<unknown> {
     contributors: numberFlag(f, "contributors", 10_000),
     cheatShare: numberFlag(f, "cheat-share", 0.2),
     hours: numberFlag(f, "hours", 24),
-    verifiers: numberFlag(f, "verifiers", 1500),
+    verifiers: numberFlag(f, "verifiers", 2500),
     runMinutes: numberFlag(f, "run-minutes", 5),
     honestRate: numberFlag(f, "honest-rate", 0.02),
     cheatRate: numberFlag(f, "cheat-rate", 0.25),
@@ -499,7 +499,7 @@ export async function main(args: string[]): Promise<unknown> {
   };
   const seeds = numberFlag(f, "seeds", 3);
   const first = numberFlag(f, "first-seed", 1);
-  const names = (f.variants ?? Object.keys(VARIANTS).join(",")).split(",");
+  const names = (f.variants ?? "issue,strict,strict-staged-q3").split(",");
   console.log(
     `hub-sim: ${base.contributors} contributors (${base.cheatShare * 100}% cheating, 5 strategies), ${base.hours} h, ${base.verifiers} verifiers, ${base.runMinutes}-minute runs; ${seeds} seeds (${first}–${first + seeds - 1}), mean ± 95% CI`,
   );

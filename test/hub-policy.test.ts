@@ -73,6 +73,19 @@ describe("the quorum (nextStep)", () => {
     if (step.kind === "reject") expect(step.reason).toContain("5σ better");
   });
 
+  it("is safe to call again after dispatching: never more than `initial` in flight, never past four", () => {
+    let state = { verdicts: [unconfirmed, unconfirmed] as VerifierVerdict[], running: 0 };
+    let sent = 0;
+    for (let i = 0; i < 5; i++) {
+      const step = nextStep(state);
+      if (step.kind !== "verify") break;
+      sent += step.verifiers;
+      state = { ...state, running: state.running + step.verifiers };
+    }
+    expect(sent).toBe(2);
+    expect(nextStep(state)).toEqual({ kind: "wait", running: 2 });
+  });
+
   it("staged: one verifier first, the next only when it returns", () => {
     expect(nextStep({ verdicts: [], running: 0 }, { initial: 1 })).toEqual({ kind: "verify", verifiers: 1 });
     expect(nextStep({ verdicts: [], running: 1 }, { initial: 1 })).toEqual({ kind: "wait", running: 1 });
