@@ -41,6 +41,7 @@ import {
   NEW_REPUTATION,
   nextStep,
   type QuorumOptions,
+  RECOMMENDED_VERIFIER,
   type Reputation,
   type ReputationOptions,
   updateReputation,
@@ -450,7 +451,7 @@ export function simulate(o: SimOptions): SimResult {
 }
 
 /** The verifier's rule made stricter: a longer test, and a keep needs 2.5 standard errors. */
-const STRICT: VerifierOptions = { judge: { confirmZ: 2.5, testTrials: 16, confirmTrials: 16 } };
+const STRICT: VerifierOptions = RECOMMENDED_VERIFIER;
 
 const VARIANTS: Record<
   string,

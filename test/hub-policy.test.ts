@@ -11,6 +11,7 @@ import {
   NEW_REPUTATION,
   nextStep,
   quarantinePlan,
+  RECOMMENDED_VERIFIER,
   type Reputation,
   shouldCheck,
   updateReputation,
@@ -275,7 +276,7 @@ describe("the simulation (bench/hub-sim.ts), small", () => {
       cheatRate: 0.25,
       findingRate: 0.5,
       seed: 11,
-      verifier: { judge: { confirmZ: 2.5, testTrials: 16, confirmTrials: 16 } },
+      verifier: RECOMMENDED_VERIFIER,
     });
     expect(r.claims.cheat).toBeGreaterThan(50);
     expect(r.accepted.honest).toBeGreaterThan(50);

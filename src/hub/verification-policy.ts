@@ -8,10 +8,10 @@
  *    seeds), asking the same acceptance rule a local run uses (src/trust/noise-judge.ts, the
  *    parent as the best) after each trial. Its verdict (`VerifierVerdict`): `confirm` when the
  *    rule keeps the candidate and the claim agrees with what the verifier measured on the
- *    claim's seeds within noise; `contradict`
- *    when the claim lies beyond noise of the verifier's measurement or a trial failed on the
- *    verifier (crash, sandbox violation, tampered file); `unconfirmed` otherwise (the rule did
- *    not keep it, the claim itself is plausible: an honest winner's curse looks like this).
+ *    claim's seeds within noise; `contradict` when the claim lies beyond noise of the
+ *    verifier's measurement or a candidate trial failed on the verifier (crash, sandbox
+ *    violation, tampered file); `unconfirmed` otherwise (the rule did not keep it, the claim
+ *    itself is plausible: an honest winner's curse looks like this).
  * 2. The quorum (`nextStep`): two verifiers; accepted with two confirmations (the recorded
  *    value is the verifiers', never the claim's); each verifier that does not confirm calls
  *    another ("a third on disagreement"); rejected once two confirmations can no longer be
@@ -87,6 +87,16 @@ export interface VerifierOptions {
 
 const AGREE_Z = 3;
 const AGREE_SEEDS = 2;
+
+/**
+ * The verifier's rule the simulation recommends for a hub (docs/hub.md): the local rule with a
+ * keep at 2.5 standard errors after 16 trials. With the local defaults a verifier confirms a
+ * candidate no better than its parent 8% of the time, and modest no-gain claims got through a
+ * quorum (bench/hub-sim.ts: 83 a day at 10,000 contributors); with these, none in 3 days.
+ */
+export const RECOMMENDED_VERIFIER: VerifierOptions = Object.freeze({
+  judge: Object.freeze({ confirmZ: 2.5, testTrials: 16, confirmTrials: 16 }),
+});
 
 /**
  * The fresh seeds of a verifier job: `drawn` (the hub draws them per job, the contributor never
