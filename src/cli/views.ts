@@ -34,17 +34,19 @@ interface ViewFlags {
   holdout?: boolean;
 }
 
-function withRun<T>(
-  flags: ViewFlags,
-  fn: (
-    run: RunRecord,
-    exps: ExperimentRecord[],
-    holdout: string[],
-    lab: { ledger: Ledger; stateDir: string },
-  ) => T,
-): T {
+type RunView<T> = (
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  holdout: string[],
+  lab: { ledger: Ledger; stateDir: string },
+) => T;
+function withRun<T>(flags: ViewFlags, fn: RunView<T>): T;
+/** `before` is asked first, on the same open notebook (one open: a PostgreSQL one costs a connection); true ends there. */
+function withRun<T>(flags: ViewFlags, fn: RunView<T>, before: (ledger: Ledger) => boolean): T | undefined;
+function withRun<T>(flags: ViewFlags, fn: RunView<T>, before?: (ledger: Ledger) => boolean): T | undefined {
   const { ledger, stateDir } = openLedger(flags.program);
   try {
+    if (before?.(ledger)) return undefined;
     const run = selectRun(ledger, flags.tag);
     return fn(run, ledger.listExperiments(run.id), holdoutOf(run), { ledger, stateDir });
   } finally {
@@ -99,92 +101,91 @@ async function fleetWorkers(
 }
 
 export async function statusCommand(flags: ViewFlags & { fleet?: string }): Promise<void> {
-  if (!flags.json && !flags.tag && priorHistoryOnly(flags)) return;
   const fleet = await fleetWorkers(flags);
-  withRun(flags, (run, exps, _holdout, lab) => {
-    const s = statusOf(run, exps, programOf(run), {
-      sessions: lab.ledger.listSessions(run.id),
-      notes: lab.ledger.listNotes(run.id),
-      live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
-      imported: lab.ledger.listImportedResults(),
-      advice: lab.ledger.listAdvice(run.id),
-    });
-    if (flags.json)
-      return printJson(JSON.stringify(fleet ? { ...s, workers: fleet.workers ?? null } : s, null, 2));
-    const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
-    lines.push(
-      `Objective: ${s.direction} ${s.metric}${s.selfReported ? "  [self-reported: no protected evaluate step]" : ""}`,
-    );
-    if (s.sandbox !== null || s.unsandboxed) {
+  const onlyPriorHistory = (ledger: Ledger) => !flags.json && !flags.tag && priorHistoryOnly(ledger, flags);
+  withRun(
+    flags,
+    (run, exps, _holdout, lab) => {
+      const s = statusOf(run, exps, programOf(run), {
+        sessions: lab.ledger.listSessions(run.id),
+        notes: lab.ledger.listNotes(run.id),
+        live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
+        imported: lab.ledger.listImportedResults(),
+        advice: lab.ledger.listAdvice(run.id),
+      });
+      if (flags.json)
+        return printJson(JSON.stringify(fleet ? { ...s, workers: fleet.workers ?? null } : s, null, 2));
+      const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
       lines.push(
-        s.unsandboxed
-          ? `Sandbox: UNSANDBOXED${s.sandbox?.startsWith("unsandboxed") ? ` (${s.sandbox.slice("unsandboxed: ".length)})` : " in an earlier session"} — trials and researchers ran with autolab's privileges`
-          : `Sandbox: ${s.sandbox}`,
+        `Objective: ${s.direction} ${s.metric}${s.selfReported ? "  [self-reported: no protected evaluate step]" : ""}`,
       );
-    }
-    if (s.baseline) lines.push(`Baseline: ${formatMetric(s.baseline.metric ?? undefined)}`);
-    if (s.best) {
-      const change =
-        s.baseline?.metric != null && s.best.metric != null
-          ? ` (${formatChange(s.baseline.metric, s.best.metric)})`
-          : "";
+      if (s.sandbox !== null || s.unsandboxed) {
+        lines.push(
+          s.unsandboxed
+            ? `Sandbox: UNSANDBOXED${s.sandbox?.startsWith("unsandboxed") ? ` (${s.sandbox.slice("unsandboxed: ".length)})` : " in an earlier session"} — trials and researchers ran with autolab's privileges`
+            : `Sandbox: ${s.sandbox}`,
+        );
+      }
+      if (s.baseline) lines.push(`Baseline: ${formatMetric(s.baseline.metric ?? undefined)}`);
+      if (s.best) {
+        const change =
+          s.baseline?.metric != null && s.best.metric != null
+            ? ` (${formatChange(s.baseline.metric, s.best.metric)})`
+            : "";
+        lines.push(
+          `Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`,
+        );
+      }
+      const predicted = predictedBestLine(s);
+      if (predicted) lines.push(predicted);
+      const c = s.counts;
       lines.push(
-        `Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`,
+        `Experiments: ${c.total} total — ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending (run \`autolab run\` to resume)` : ""}`,
       );
-    }
-    const predicted = predictedBestLine(s);
-    if (predicted) lines.push(predicted);
-    const c = s.counts;
-    lines.push(
-      `Experiments: ${c.total} total — ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending (run \`autolab run\` to resume)` : ""}`,
-    );
-    if (s.noise) lines.push(`Noise: ${s.noise.reason.replace(/^noise: /, "")}`);
-    if (s.acceptance) lines.push(`Acceptance: ${s.acceptance}`);
-    for (const a of s.alarms) lines.push(`ALARM ${a.kind}: ${a.reason}`);
-    if (s.ladder) {
-      const steps = s.ladder.map(
-        (l) =>
-          `${l.low} → ${l.high}: ${l.promoted} of ${l.measured} promoted, rho ${l.rho === null ? "—" : l.rho.toFixed(2)} over ${l.pairs} pairs`,
-      );
-      lines.push(`Ladder: ${steps.join("; ")}`);
-    }
-    lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
-    if (s.front) lines.push(...frontLines(s.front));
-    if (s.imported) lines.push(priorHistoryLine(s.imported, s.metric));
-    lines.push(...advisorLines(s));
-    lines.push(...orgLines(s));
-    if (fleet) lines.push(...fleet.lines);
-    print(lines.join("\n"));
-  });
+      if (s.noise) lines.push(`Noise: ${s.noise.reason.replace(/^noise: /, "")}`);
+      if (s.acceptance) lines.push(`Acceptance: ${s.acceptance}`);
+      for (const a of s.alarms) lines.push(`ALARM ${a.kind}: ${a.reason}`);
+      if (s.ladder) {
+        const steps = s.ladder.map(
+          (l) =>
+            `${l.low} → ${l.high}: ${l.promoted} of ${l.measured} promoted, rho ${l.rho === null ? "—" : l.rho.toFixed(2)} over ${l.pairs} pairs`,
+        );
+        lines.push(`Ladder: ${steps.join("; ")}`);
+      }
+      lines.push(`Trial time: ${formatSeconds(s.trialSeconds)}. Last activity: ${s.lastActivity ?? "—"}`);
+      if (s.front) lines.push(...frontLines(s.front));
+      if (s.imported) lines.push(priorHistoryLine(s.imported, s.metric));
+      lines.push(...advisorLines(s));
+      lines.push(...orgLines(s));
+      if (fleet) lines.push(...fleet.lines);
+      print(lines.join("\n"));
+    },
+    onlyPriorHistory,
+  );
 }
 
 /**
  * `autolab status` after `init --from` and before the first run: the imported history alone.
  * False (nothing printed) when the notebook has a run, or no imported results either.
  */
-function priorHistoryOnly(flags: ViewFlags): boolean {
-  const { ledger } = openLedger(flags.program);
+function priorHistoryOnly(ledger: Ledger, flags: ViewFlags): boolean {
+  if (ledger.latestRun()) return false;
+  const imported = ledger.listImportedResults();
+  if (!imported.length) return false;
+  let metric = "metric";
   try {
-    if (ledger.latestRun()) return false;
-    const imported = ledger.listImportedResults();
-    if (!imported.length) return false;
-    let metric = "metric";
-    try {
-      metric = loadProgram(programPath(flags.program)).objective.metric;
-    } catch {
-      metric = Object.keys(imported[0]?.metrics ?? {})[0] ?? metric;
-    }
-    const h = priorHistoryOf(imported, metric) as PriorHistory;
-    print(
-      [
-        "No run yet: `autolab run` starts one, and its first experiment measures autolab's own baseline.",
-        priorHistoryLine(h, metric),
-      ].join("\n"),
-    );
-    return true;
-  } finally {
-    ledger.close();
+    metric = loadProgram(programPath(flags.program)).objective.metric;
+  } catch {
+    metric = Object.keys(imported[0]?.metrics ?? {})[0] ?? metric;
   }
+  const h = priorHistoryOf(imported, metric) as PriorHistory;
+  print(
+    [
+      "No run yet: `autolab run` starts one, and its first experiment measures autolab's own baseline.",
+      priorHistoryLine(h, metric),
+    ].join("\n"),
+  );
+  return true;
 }
 
 /** What the advisor said: its stop when that ended the run, else its answers and newest ideas. */
