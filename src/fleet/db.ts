@@ -7,6 +7,7 @@
  */
 import pg from "pg";
 import { AutolabError } from "../core/errors.ts";
+import { maskUrl } from "../ledger/pg/url.ts";
 
 /** What `--db` / `--fleet` name: the connection, and the schema the fleet's tables live in. */
 export interface FleetUrl {
@@ -51,10 +52,8 @@ export function parseFleetUrl(url: string, flag = "--db"): FleetUrl {
   return { connectionString: u.toString(), schema, shown: maskUrl(url) };
 }
 
-/** The URL with its password replaced by `***` (`postgres://u:***@h/db`): safe for messages and logs. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
-}
+/** The one masking of a database URL's password (src/ledger/pg/url.ts), for the fleet's modules. */
+export { maskUrl };
 
 /**
  * A pool on the fleet's database with its schema migrated. Unreachable: `FLEET_UNREACHABLE`,

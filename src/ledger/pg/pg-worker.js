@@ -8,8 +8,8 @@
 // a connection is retried after reconnecting, every `retryMs`, until `waitMs` has passed; each
 // wait is announced on stderr (written synchronously: the main thread is blocked and cannot
 // forward the worker's stdio). Whether a write that was in flight when the connection dropped
-// committed is unknown; it is retried too, and a unique violation on the retry is reported as
-// `retried_duplicate` (pg-sql.ts turns that into the row the first attempt wrote).
+// committed is unknown; it is retried too, and its answer says `retried: true`, so that a unique
+// violation on the retry means the first attempt committed (pg-sql.ts uses the row it wrote).
 import { writeSync } from "node:fs";
 import { workerData } from "node:worker_threads";
 

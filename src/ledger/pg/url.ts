@@ -15,9 +15,12 @@ export function isPgUrl(where: string): boolean {
   return /^postgres(ql)?:\/\//i.test(where);
 }
 
-/** The URL with any password replaced by `***`, safe to print. */
+/**
+ * The URL with any password replaced by `***` (`postgres://u:***@h/db`), safe to print: the one
+ * masking for every database address shown (the notebook's, the fleet's).
+ */
 export function maskUrl(url: string): string {
-  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/i, "$1***@");
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
 }
 
 /**
