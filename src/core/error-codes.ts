@@ -138,6 +138,19 @@ export const ERROR_CODES = {
     http: 400,
     meaning: "the library's `hooks` option has an empty command or a budget that is no time limit",
   },
+  HUB_CLONE_INVALID: {
+    kind: "user",
+    http: 409,
+    meaning: "`autolab contribute` cannot use its directory: not a git repository, or the hub's head cannot be checked out there",
+  },
+  HUB_IDENTITY_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "the contributor's hub identity file cannot be read as a key pair",
+  },
+  HUB_REFUSED: { kind: "user", http: 409, meaning: "the hub refused a request; its code and reason are shown" },
+  HUB_UNREACHABLE: { kind: "user", http: 500, meaning: "the hub at `--hub` does not answer" },
+  HUB_URL_INVALID: { kind: "usage", http: 400, meaning: "`--hub` is not an http(s):// URL" },
   IMPORT_EXISTS: {
     kind: "user",
     http: 409,
