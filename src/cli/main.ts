@@ -9,6 +9,7 @@ import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { finalizeCommand } from "./finalize-command.ts";
 import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
+import { contributeCommand } from "./hub-commands.ts";
 import { initCommand } from "./init-command.ts";
 import { knowledgeSearchCommand, knowledgeStatsCommand } from "./knowledge-command.ts";
 import { mcpCommand } from "./mcp-command.ts";
@@ -149,6 +150,30 @@ cli
   .option("--name <name>", "how status shows this worker (default: the host name)")
   .option("--cache <dir>", "cache repositories and worktrees (default ~/.cache/autolab/fleet)")
   .action(workerCommand);
+
+cli
+  .command("contribute")
+  .description(
+    'search for a hub: run the loop on its head with your researcher, then send what it kept as signed claims (docs/hub.md "Joining a hub")',
+  )
+  .argument("[dir]", "the local clone (made when missing; default ./autolab-hub-<host>-<port>)")
+  .requiredOption("--hub <url>", "the hub's address, e.g. http://hub.example.org:7878")
+  .option(
+    "--identity <file>",
+    "your key pair (default ~/.config/autolab/hub/<host>_<port>.json, made on first use)",
+  )
+  .option("-n, --max-experiments <n>", "experiments besides the baseline", maxExperiments)
+  .option(
+    "--max-time <duration>",
+    "start no trial after this long (e.g. 8h, 90m)",
+    durationFlag({ flag: "--max-time", example: "--max-time 8h" }),
+  )
+  .option("-a, --agent <name>", "researcher (default: the program's agent)")
+  .option("-s, --slots <n>", "trials at once", slots)
+  .option("--hardware-class <name>", "what your trials ran on (default: the hub's class)")
+  .option("--no-share-findings", "send only kept experiments, not the discarded ones")
+  .option("--wait", "follow the claims until the hub's verifiers decide")
+  .action(contributeCommand);
 
 cli
   .command("demo")
