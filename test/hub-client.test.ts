@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -60,9 +61,14 @@ describe("the hub client", () => {
   });
 
   it("says the hub does not answer, naming it", async () => {
-    // Port 9 on loopback: nothing listens (discard), so the connection is refused.
-    await expect(new HubClient("http://127.0.0.1:9", 2000).program()).rejects.toMatchObject({
-      code: "HUB_UNREACHABLE",
-    });
+    // A port that was just listening and is closed now: the connection is refused.
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const port = (srv.address() as AddressInfo).port;
+    await new Promise((r) => srv.close(r));
+    const err = await new HubClient(`http://127.0.0.1:${port}`, 2000).program().catch((e) => e);
+    expect(err).toMatchObject({ code: "HUB_UNREACHABLE" });
+    expect(err.message).toContain(`127.0.0.1:${port}`);
+    expect(err.message).toContain("ECONNREFUSED");
   });
 });

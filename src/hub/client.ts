@@ -164,7 +164,8 @@ export class HubClient {
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+      const c = (err as { cause?: { code?: string; message?: string } }).cause;
+      const cause = c?.code ?? c?.message ?? (err as Error).message;
       throw new AutolabError(
         "HUB_UNREACHABLE",
         `the hub at ${this.base} did not answer ${what} (${cause}).`,
