@@ -74,6 +74,15 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
     // The worker's own GPUs, not the coordinator's slots: no GPU, no device passed through.
     if (ctx.gpus.length) program.slots = { count: ctx.gpus.length, gpus: ctx.gpus.map(Number), proposers: 1 };
     else delete program.slots;
+    if (job.untrusted) {
+      if (!program.sandbox.enabled)
+        return failed(
+          "crash",
+          "the job's code is untrusted and its program says `sandbox: off`; the trial was not run",
+        );
+      // Sandboxed or not run at all, and offline: setup (the operator's own code) keeps its network.
+      program.sandbox = { ...program.sandbox, required: true, network: false };
+    }
     ws = await underRepoLock(root, async () => {
       await ensureCacheRepo(root);
       await fetchBundles(ctx.pool, ctx.schema, root, job.bundles);
