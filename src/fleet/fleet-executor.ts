@@ -155,7 +155,12 @@ export class FleetExecutor implements Executor {
     if (!run) throw new Error("FleetExecutor.runAt before bind(): createRun binds the run");
     const key = spec.env?.[TOKEN_ENV] ?? randomBytes(12).toString("hex");
     const job0 = { seed: spec.seed, command: spec.command };
-    if (spec.signal?.aborted) return notRunResult(job0, "interrupted", "interrupted");
+    if (spec.signal?.aborted)
+      return notRunResult(
+        job0,
+        "interrupted",
+        `interrupted: ${reasonOf(spec.signal, "stopped")} (before a worker started it)`,
+      );
     // A restarted or briefly unreachable database is waited out (saying so), never a failed run.
     const waits = [spec.signal, opts.detach].filter((s): s is AbortSignal => s !== undefined);
     const signal = waits.length > 1 ? AbortSignal.any(waits) : waits[0];
