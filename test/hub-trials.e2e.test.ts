@@ -162,7 +162,7 @@ async function eventually<T>(f: () => T, ok: (v: T) => boolean, ms = 10_000): Pr
 
 describe("the hub's program", () => {
   const base = parseProgram(PROGRAM, "/hub/program.md");
-  it("is refused without the sandbox, with the network, or without an evaluate step — naming the fix", () => {
+  it("is refused without the sandbox, with the network, with caches, or without an evaluate step — naming the fix", () => {
     expect(() => checkHubProgram(base)).not.toThrow();
     const refused = (p: typeof base, what: RegExp) => {
       try {
@@ -176,6 +176,7 @@ describe("the hub's program", () => {
     };
     refused({ ...base, sandbox: { ...base.sandbox, enabled: false } }, /sandbox: off/);
     refused({ ...base, sandbox: { ...base.sandbox, network: true } }, /network: true/);
+    refused({ ...base, sandbox: { ...base.sandbox, caches: ["~/.cache/torch"] } }, /sandbox.caches/);
     const { evaluate: _, ...run } = base.run;
     refused({ ...base, run }, /no `run.evaluate`/);
   });

@@ -97,6 +97,13 @@ export function checkHubProgram(program: Program): void {
       "Remove `network: true`; download what the command needs in `run.setup` (the root's code, which keeps the network).",
     );
   }
+  if (program.sandbox.caches.length > 0) {
+    throw new AutolabError(
+      "PROGRAM_INVALID",
+      `${program.path}: \`sandbox.caches\` (${program.sandbox.caches.join(", ")}) — a cache is writable by every trial and kept for the next one: one contributor's candidate could change what a verifier measures of another's.`,
+      "Remove `sandbox.caches`; let `run.setup` download what trials need into the project (setup's files are kept, and read-only to trials).",
+    );
+  }
   if (program.run.evaluate === undefined) {
     throw new AutolabError(
       "PROGRAM_INVALID",
