@@ -500,6 +500,54 @@ console.log("HOST " + hostname() + " USER " + user + " CWD " + process.cwd());`;
     }
   }, 60_000);
 
+  it("a trial the harness cannot run (the root's setup fails) is tried 3 times, then HubTrialNotRun — never a failure against the candidate", async () => {
+    // A hub of its own whose program's setup (the operator's code, at the root) always fails.
+    const t = toy({});
+    const text = PROGRAM.replace(
+      "  command: node train.mjs",
+      "  setup: node setup.mjs\n  command: node train.mjs",
+    );
+    writeFileSync(join(t.dir, "program.md"), text);
+    writeFileSync(join(t.dir, "setup.mjs"), 'console.error("no data today"); process.exit(1);\n');
+    writeFileSync(join(t.dir, "evaluate.mjs"), EVALUATE);
+    mkdirSync(join(t.dir, "scoring"));
+    writeFileSync(join(t.dir, "scoring", "scale.json"), '{ "scale": 1 }\n');
+    writeFileSync(join(t.dir, "answers.json"), '{ "target": 3 }\n');
+    writeFileSync(join(t.dir, "train.mjs"), trainMjs(""));
+    commitAll(t.dir, "a hub whose setup fails");
+    const root2 = t.git(["rev-parse", "HEAD"]).trim();
+    const gitDir2 = join(removeLater(mkdtempSync(join(tmpdir(), "hub-data-"))), "repo.git");
+    mkdirSync(gitDir2);
+    git(gitDir2, ["init", "-q", "--bare"]);
+    git(gitDir2, ["fetch", "-q", t.dir, `+${root2}:refs/hub/root`]);
+    const broken = await fleetHubTrials({
+      url: parseFleetUrl(url),
+      repo: { gitDir: gitDir2, rootCommit: root2, programText: text, programFile: "program.md", prefix: "" },
+      program: parseProgram(text, join(t.dir, "program.md")),
+      logDir: join(logDir, "broken"),
+      pollMs: 100,
+    });
+    const client = await testClient();
+    try {
+      const key = "hub-broken-r0-v0-candidate-1";
+      const err = await broken.run({ key, commit: root2, seed: 1, label: "broken" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(HubTrialNotRun);
+      expect((err as HubTrialNotRun).kind).toBe("harness");
+      expect((err as Error).message).toMatch(
+        /could not be run 3 times: crash: setup `node setup.mjs` failed/,
+      );
+      const keys = [1, 2, 3].map((a) => hubJobKey(key, a));
+      const ran = await client.query(`SELECT key FROM ${schema}.fleet_results WHERE key = ANY($1)`, [keys]);
+      expect(ran.rowCount).toBe(3);
+    } finally {
+      await client.end();
+      await broken.close();
+    }
+  }, 90_000);
+
   it("a hub that stops mid-trial and starts again re-attaches to the same fleet job: the trial runs once", async () => {
     candidate("slow", trainMjs("await new Promise((r) => setTimeout(r, 1500));", "2"));
     const key = "hub-restart-r0-v0-candidate-11";
