@@ -17,6 +17,7 @@ import type { TrialSpec } from "../src/core/types.ts";
 import { storeBundle } from "../src/fleet/bundles.ts";
 import { openFleetDb, parseFleetUrl } from "../src/fleet/db.ts";
 import { FleetExecutor } from "../src/fleet/fleet-executor.ts";
+import { UNTRUSTED_PROCESSES } from "../src/fleet/worker-trial.ts";
 import {
   checkHubProgram,
   fleetHubTrials,
@@ -27,6 +28,7 @@ import {
 } from "../src/hub/hub-trials.ts";
 import type { HubTrial } from "../src/hub/verification-policy.ts";
 import { parseProgram } from "../src/program/index.ts";
+import { limitEnforcement } from "../src/runner/sandbox.ts";
 import {
   fleetSchemaOfFile,
   NO_PG,
@@ -488,6 +490,26 @@ console.log("HOST " + hostname() + " USER " + user + " CWD " + process.cwd());`;
       expect(r.status).toBe("ok");
       expect(readFileSync(r.stdoutPath, "utf8")).toMatch(/listener: ECONNREFUSED/);
       expect(listener.connections).toBe(0);
+
+      // No process limit in that program: the worker sets one (cgroup pids.max, where it can).
+      if (limitEnforcement({ processes: 1 })[0]?.how?.startsWith("cgroup v1")) {
+        candidate("pids-probe", trainMjs("await new Promise((r) => setTimeout(r, 2000));"));
+        const probe = exec.runAt(
+          commits.get("pids-probe") as string,
+          spec(`untrusted-pids-${randomBytes(4).toString("hex")}`),
+        );
+        const max = await eventually(
+          () => {
+            const dirs = readdirSync("/sys/fs/cgroup/pids").filter((d) =>
+              d.startsWith(`autolab-${worker.child.pid}-`),
+            );
+            return dirs.map((d) => readFileSync(join("/sys/fs/cgroup/pids", d, "pids.max"), "utf8").trim());
+          },
+          (v) => v.length > 0,
+        );
+        expect(max).toEqual([String(UNTRUSTED_PROCESSES + 2)]); // + bwrap's own two
+        expect((await probe).status).toBe("ok");
+      }
 
       bind(PROGRAM.replace("sandbox: { limits: { processes: 64 } }", "sandbox: off"));
       const open = `untrusted-off-${randomBytes(4).toString("hex")}`;

@@ -43,6 +43,9 @@ export interface JobContext {
   prune: AbortSignal;
 }
 
+/** The process limit of an untrusted job whose program.md sets none (tasks: a thread counts). */
+export const UNTRUSTED_PROCESSES = 4096;
+
 /** git in a project's cache repository is serialized: slots fetch and make worktrees one at a time. */
 const repoLocks = new Map<string, Promise<unknown>>();
 function underRepoLock<T>(root: string, f: () => Promise<T>): Promise<T> {
@@ -81,7 +84,13 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
           "the job's code is untrusted and its program says `sandbox: off`; the trial was not run",
         );
       // Sandboxed or not run at all, and offline: setup (the operator's own code) keeps its network.
-      program.sandbox = { ...program.sandbox, required: true, network: false };
+      // A process limit even where program.md sets none: a fork bomb must not starve the worker.
+      program.sandbox = {
+        ...program.sandbox,
+        required: true,
+        network: false,
+        limits: { processes: UNTRUSTED_PROCESSES, ...program.sandbox.limits },
+      };
     }
     ws = await underRepoLock(root, async () => {
       await ensureCacheRepo(root);
