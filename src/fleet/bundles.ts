@@ -5,6 +5,7 @@
  * hash before git reads a byte of it, and fetches it into its cache repository.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,13 +41,16 @@ export async function storeBundle(
 ): Promise<BundleRef> {
   const ref = `${REF_PREFIX}/${commit}`;
   const file = join(tmpdir(), `autolab-bundle-${randomBytes(6).toString("hex")}.bundle`);
-  await git(root, ["update-ref", ref, commit]);
+  // A bare repository (the hub's) is named explicitly: git's safe.bareRepository=explicit refuses
+  // to find one from the working directory.
+  const at = isBare(root) ? [`--git-dir=${root}`] : [];
+  await git(root, [...at, "update-ref", ref, commit]);
   try {
     const thin =
       base !== undefined &&
       base !== commit &&
-      (await gitRaw(root, ["merge-base", "--is-ancestor", base, commit])).code === 0;
-    await git(root, ["bundle", "create", "-q", file, ref, ...(thin ? [`^${base}`] : [])]);
+      (await gitRaw(root, [...at, "merge-base", "--is-ancestor", base, commit])).code === 0;
+    await git(root, [...at, "bundle", "create", "-q", file, ref, ...(thin ? [`^${base}`] : [])]);
     const data = await readFile(file);
     const hash = sha256Hex(data);
     await pool.query(
@@ -55,7 +59,7 @@ export async function storeBundle(
     );
     return { sha256: hash, commit };
   } finally {
-    await gitRaw(root, ["update-ref", "-d", ref]);
+    await gitRaw(root, [...at, "update-ref", "-d", ref]);
     await rm(file, { force: true });
   }
 }
@@ -107,6 +111,13 @@ export async function fetchBundles(
       throw new BundleRefused(`bundle ${b.sha256} does not hold commit ${b.commit}; the trial was not run`);
     }
   }
+}
+
+/** A bare repository: no `.git` inside, git's own files at the top. */
+function isBare(root: string): boolean {
+  return (
+    !existsSync(join(root, ".git")) && existsSync(join(root, "HEAD")) && existsSync(join(root, "objects"))
+  );
 }
 
 async function hasCommit(root: string, commit: string): Promise<boolean> {

@@ -26,6 +26,8 @@ export interface FleetRun {
   programText: string;
   baseCommit: string;
   tag: string;
+  /** The code is not the operator's (the hub's claims): workers run it sandboxed and offline only (TrialJob.untrusted). */
+  untrusted?: boolean;
 }
 
 export interface FleetExecutorOptions {
@@ -129,22 +131,49 @@ export class FleetExecutor implements Executor {
   }
 
   async runTrial(spec: TrialSpec): Promise<TrialResult> {
+    if (!this.#run) throw new Error("FleetExecutor.runTrial before bind(): createRun binds the run");
+    if (spec.signal?.aborted) return notRunResult(spec, "interrupted", "interrupted");
+    return this.runAt((await git(spec.cwd, ["rev-parse", "HEAD"])).trim(), spec);
+  }
+
+  /**
+   * Runs `commit` of the bound repository as one trial (runTrial reads it from `spec.cwd`'s HEAD;
+   * the hub names the commit itself: its repository is bare). `spec.cwd` is not read here. The
+   * trial's key is its AUTOLAB_TRIAL_TOKEN (`spec.env`): a trial run again with the same key
+   * finds the job it already has (running, or with its result) instead of running twice.
+   * `label` replaces the default one (`<tag> #<n>.<attempt>` from the log directory). `detach`
+   * stops the waiting, not the trial (unlike `spec.signal`): runAt throws `TrialDetached` and the
+   * job goes on, its result kept for the next runAt with the same key (a hub that stops re-attaches
+   * when it starts again).
+   */
+  async runAt(
+    commit: string,
+    spec: TrialSpec,
+    opts: { label?: string; detach?: AbortSignal } = {},
+  ): Promise<TrialResult> {
     const run = this.#run;
-    if (!run) throw new Error("FleetExecutor.runTrial before bind(): createRun binds the run");
+    if (!run) throw new Error("FleetExecutor.runAt before bind(): createRun binds the run");
     const key = spec.env?.[TOKEN_ENV] ?? randomBytes(12).toString("hex");
     const job0 = { seed: spec.seed, command: spec.command };
-    if (spec.signal?.aborted) return notRunResult(job0, "interrupted", "interrupted");
-    const commit = (await git(spec.cwd, ["rev-parse", "HEAD"])).trim();
+    if (spec.signal?.aborted)
+      return notRunResult(
+        job0,
+        "interrupted",
+        `interrupted: ${reasonOf(spec.signal, "stopped")} (before a worker started it)`,
+      );
     // A restarted or briefly unreachable database is waited out (saying so), never a failed run.
+    const waits = [spec.signal, opts.detach].filter((s): s is AbortSignal => s !== undefined);
+    const signal = waits.length > 1 ? AbortSignal.any(waits) : waits[0];
     const reachable = <T>(f: () => Promise<T>) =>
       whileReachable(f, {
         url: this.url,
-        ...(spec.signal ? { signal: spec.signal } : {}),
+        ...(signal ? { signal } : {}),
         ...(this.#opts.onWait ? { onWait: this.#opts.onWait } : {}),
       });
     try {
-      return await this.#runJob(spec, run, key, commit, reachable);
+      return await this.#runJob(spec, run, key, commit, reachable, opts);
     } catch (err) {
+      if (opts.detach?.aborted && !spec.signal?.aborted && transient(err)) throw new TrialDetached(key);
       if (spec.signal?.aborted && transient(err)) {
         return notRunResult(job0, "interrupted", "interrupted while the fleet's database was unreachable");
       }
@@ -158,7 +187,12 @@ export class FleetExecutor implements Executor {
     key: string,
     commit: string,
     reachable: <T>(f: () => Promise<T>) => Promise<T>,
+    opts: { label?: string; detach?: AbortSignal } = {},
   ): Promise<TrialResult> {
+    const detached = () => {
+      if (opts.detach?.aborted) throw new TrialDetached(key);
+    };
+    detached();
     const { schema } = this.url;
     const job0 = { seed: spec.seed, command: spec.command };
     const bundles = [await reachable(() => this.#bundle(run, run.baseCommit))];
@@ -167,7 +201,7 @@ export class FleetExecutor implements Executor {
     const [n, attempt] = spec.logDir.split("/").slice(-2);
     const job: TrialJob = {
       key,
-      label: `${run.tag} #${n}.${attempt}`,
+      label: opts.label ?? `${run.tag} #${n}.${attempt}`,
       project: projectKey(run),
       tag: run.tag,
       prefix: run.prefix,
@@ -188,6 +222,7 @@ export class FleetExecutor implements Executor {
         AUTOLAB_BUDGET_S: String(spec.budgetMs / 1000),
       },
       objective: spec.objective,
+      ...(run.untrusted ? { untrusted: true } : {}),
     };
     const queueId = await reachable(async () => {
       const r = await this.#pool.query<{ queue_id: string | null }>(
@@ -209,6 +244,7 @@ export class FleetExecutor implements Executor {
     let lastStateCheck = Date.now();
     const enqueuedAt = Date.now();
     for (;;) {
+      detached();
       const out = await reachable(async (): Promise<TrialResult | undefined> => {
         const metrics = await this.#pool.query<{
           id: string;
@@ -278,7 +314,7 @@ export class FleetExecutor implements Executor {
         return undefined;
       });
       if (out) return out;
-      await sleep(this.#opts.pollMs ?? 250, spec.signal, spec.prune);
+      await sleep(this.#opts.pollMs ?? 250, spec.signal, spec.prune, opts.detach);
     }
   }
 
@@ -340,6 +376,16 @@ export class FleetExecutor implements Executor {
       stdoutPath: join(spec.logDir, "stdout.log"),
       stderrPath: join(spec.logDir, "stderr.log"),
     };
+  }
+}
+
+/** runAt stopped waiting (its `detach` signal): the trial's job goes on in the fleet. */
+export class TrialDetached extends Error {
+  readonly key: string;
+  constructor(key: string) {
+    super(`stopped waiting for trial ${key}; its job goes on and a later run with the same key finds it`);
+    this.name = "TrialDetached";
+    this.key = key;
   }
 }
 

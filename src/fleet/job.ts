@@ -28,6 +28,12 @@ export interface TrialJob {
   seed: number;
   env: Record<string, string>;
   objective: string;
+  /**
+   * Code from outside the fleet's operator (the hub's claims): the worker runs the command only
+   * in the sandbox (a worker without one records the trial as not run) and without the network,
+   * whatever program.md's `sandbox:` says.
+   */
+  untrusted?: boolean;
 }
 
 /** The log files a worker sends back (capped), written into the coordinator's trial log directory. */

@@ -43,6 +43,9 @@ export interface JobContext {
   prune: AbortSignal;
 }
 
+/** The process limit of an untrusted job whose program.md sets none (tasks: a thread counts). */
+export const UNTRUSTED_PROCESSES = 4096;
+
 /** git in a project's cache repository is serialized: slots fetch and make worktrees one at a time. */
 const repoLocks = new Map<string, Promise<unknown>>();
 function underRepoLock<T>(root: string, f: () => Promise<T>): Promise<T> {
@@ -74,6 +77,21 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
     // The worker's own GPUs, not the coordinator's slots: no GPU, no device passed through.
     if (ctx.gpus.length) program.slots = { count: ctx.gpus.length, gpus: ctx.gpus.map(Number), proposers: 1 };
     else delete program.slots;
+    if (job.untrusted) {
+      if (!program.sandbox.enabled)
+        return failed(
+          "crash",
+          "the job's code is untrusted and its program says `sandbox: off`; the trial was not run",
+        );
+      // Sandboxed or not run at all, and offline: setup (the operator's own code) keeps its network.
+      // A process limit even where program.md sets none: a fork bomb must not starve the worker.
+      program.sandbox = {
+        ...program.sandbox,
+        required: true,
+        network: false,
+        limits: { processes: UNTRUSTED_PROCESSES, ...program.sandbox.limits },
+      };
+    }
     ws = await underRepoLock(root, async () => {
       await ensureCacheRepo(root);
       await fetchBundles(ctx.pool, ctx.schema, root, job.bundles);

@@ -36,6 +36,8 @@ export interface WorkerOptions {
   log?: (line: string) => void;
   /** How long a slot waits before asking the queue again when it was empty (ms). Default 500. */
   pollMs?: number;
+  /** Called once the worker has registered and its slots start leasing. */
+  onReady?: () => void;
 }
 
 interface Running {
@@ -278,6 +280,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       [id, name, hostname(), process.pid, slots.length, opts.gpus?.join(",") ?? null, AUTOLAB_VERSION],
     );
     log(`worker ${name}: ${slots.length} slot${slots.length === 1 ? "" : "s"} on ${opts.url.shown}`);
+    opts.onReady?.();
     await Promise.all(slots.map(serveSlot));
   } finally {
     clearInterval(timer);
