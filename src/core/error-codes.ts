@@ -138,6 +138,12 @@ export const ERROR_CODES = {
     http: 400,
     meaning: "the library's `hooks` option has an empty command or a budget that is no time limit",
   },
+  HUB_STATE_MISMATCH: {
+    kind: "user",
+    http: 409,
+    meaning:
+      "`autolab hub`'s database and its data directory or flags disagree (another root commit, hardware class or a lost repository)",
+  },
   IMPORT_EXISTS: {
     kind: "user",
     http: 409,
