@@ -3,7 +3,10 @@
  * and `data/` protected, a 60 s budget; and helpers to make candidate bundles from it the way a
  * contributor would (`git bundle create <file> <parent>..<branch>`).
  */
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
+import { type Claim, type SignedClaim, signClaim } from "../../src/hub/claim.ts";
+import type { Identity } from "../../src/hub/identity.ts";
 import { createGitProject, type GitProject, gitSync, tempDir } from "./git-project.ts";
 
 export const HUB_PROGRAM = `---
@@ -53,4 +56,29 @@ export function candidate(
   gitSync(p.root, "bundle", "create", "-q", bundle, `${parent}..${branch}`);
   gitSync(p.root, "checkout", "-q", "--detach", parent);
   return { commit, bundle };
+}
+
+/** A signed claim for the hub-toy program, honest by default; `over` replaces fields before signing. */
+export function signedClaimFor(
+  me: Identity,
+  o: { parent: string; bundleSha256: string; createdAt: number; values?: number[]; over?: Partial<Claim> },
+): SignedClaim {
+  const values = o.values ?? [0.9, 0.91, 0.89];
+  return signClaim(
+    {
+      parent: o.parent,
+      bundleSha256: o.bundleSha256,
+      harnessVersion: "0.9.0",
+      hardwareClass: "cpu",
+      budgetS: 60,
+      seeds: values.map((_, i) => i + 1),
+      metrics: { val_loss: values },
+      logSha256: "a".repeat(64),
+      contributor: me.keyId,
+      nonce: randomBytes(16).toString("base64url"),
+      createdAt: new Date(o.createdAt).toISOString(),
+      ...o.over,
+    },
+    me.privateKey,
+  );
 }
