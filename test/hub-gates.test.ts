@@ -556,6 +556,48 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
     });
   });
 
+  describe("races", () => {
+    it("the same claim sent 6 times at once: one 202, the rest 200 with its state, one row", async () => {
+      const { claim } = await prepared(alice);
+      const before = await counts();
+      const answers = await Promise.all(Array.from({ length: 6 }, () => post(alice, claim)));
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 202]);
+      expect(new Set(answers.map((a) => a.body.id))).toEqual(new Set([claimId(claim)]));
+      expect(await counts()).toEqual({
+        claims: before.claims + 1,
+        events: before.events + 1,
+        commits: before.commits + 1,
+      });
+    });
+
+    it("the same tree claimed by two identities at once: one 202, one 409 duplicate", async () => {
+      const files = { "train.py": `LR = ${Math.random()}\n` };
+      const a = await prepared(alice, files);
+      const c = candidate(p, root, files, { message: "bob's copy" });
+      const sha = await upload(bob, c.bundle);
+      const b = signedClaimFor(bob.id, { parent: root, bundleSha256: sha, createdAt: now });
+      const before = await counts();
+      const answers = await Promise.all([post(alice, a.claim), post(bob, b)]);
+      expect(answers.map((x) => x.status).sort()).toEqual([202, 409]);
+      expect(answers.find((x) => x.status === 409)?.body.error.code).toBe("duplicate");
+      expect((await counts()).claims).toBe(before.claims + 1);
+    });
+
+    it("a commit already in the DAG, claimed again on an older ancestor: 409 duplicate", async () => {
+      const c1 = await prepared(alice, { "train.py": "LR = 0.31\n" });
+      expect((await post(alice, c1.claim)).status).toBe(202);
+      const c2 = await prepared(alice, { "src/model.py": "W = 31\n" }, { parent: c1.commit });
+      expect((await post(alice, c2.claim)).status).toBe(202);
+      // The same commit c2, bundled from the root, claimed on the root.
+      const f = join(tempDir(), "again.bundle");
+      gitSync(p.root, "branch", "-f", `again-${Date.now()}`, c2.commit);
+      gitSync(p.root, "bundle", "create", "-q", f, `${root}..${c2.commit}`, "--branches=again-*");
+      const sha = await upload(alice, f);
+      const again = signedClaimFor(alice.id, { parent: root, bundleSha256: sha, createdAt: now });
+      await refused(alice, again, 409, "duplicate", new RegExp(`commit ${c2.commit}`));
+    });
+  });
+
   describe("registration", () => {
     it("refuses a key registered already (409 registered) and a malformed key (400 malformed)", async () => {
       const r = await api("/api/register", {

@@ -212,6 +212,20 @@ describe("HubRepo", () => {
     expect(a.ok ? "" : a.reason).toMatch(/101 commits/);
   });
 
+  it("keeps a commit's subject as safe text: control characters replaced, at most 200 characters", async () => {
+    const c = candidate(
+      p,
+      root,
+      { "train.py": "LR = 0.6\n" },
+      { message: `evil\u0001\u001b[31mred ${"x".repeat(500)}` },
+    );
+    const a = await repo.admit(c.bundle, root);
+    expect(a.ok).toBe(true);
+    if (!a.ok) return;
+    expect(a.value.subject).toMatch(/^evil\ufffd\ufffd\[31mred x+…$/);
+    expect([...a.value.subject].length).toBe(200);
+  });
+
   it("refuses a parent the hub does not have", async () => {
     const c = candidate(p, root, { "train.py": "LR = 9\n" });
     const a = await repo.admit(c.bundle, "f".repeat(40));

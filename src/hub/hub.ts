@@ -12,7 +12,7 @@ import { AutolabError } from "../core/errors.ts";
 import { type FleetUrl, parseFleetUrl, unreachable } from "../fleet/db.ts";
 import { git } from "../workspace/git.ts";
 import type { HubLimits } from "./gates.ts";
-import { HubRepo } from "./repo.ts";
+import { cleanSubject, HubRepo } from "./repo.ts";
 import { migrateHub } from "./schema.ts";
 import { createHubApp } from "./server.ts";
 import { HubStore } from "./store.ts";
@@ -72,10 +72,7 @@ export async function startHub(o: StartHubOptions): Promise<StartedHub> {
     if (recordedRoot === undefined) {
       repo = await HubRepo.open({ dataDir, projectDir: o.projectDir });
       const tree = (await git(repo.gitDir, ["rev-parse", `${repo.rootCommit}^{tree}`])).trim();
-      const subject = (await git(repo.gitDir, ["log", "-1", "--format=%s", repo.rootCommit])).replace(
-        /\n$/,
-        "",
-      );
+      const subject = cleanSubject(await git(repo.gitDir, ["log", "-1", "--format=%s", repo.rootCommit]));
       await store.initRoot({ root: repo.rootCommit, tree, subject, hardwareClass, at: new Date() });
       // Two hubs started at once on one database: the first one's root wins.
       const root = await store.meta("root_commit");

@@ -57,6 +57,20 @@ function lastLine(text: string): string {
   );
 }
 
+/** At most this many characters of a commit's subject are kept (it is untrusted text). */
+export const SUBJECT_CHARS = 200;
+
+/**
+ * A commit subject as the hub stores and shows it: control characters (NUL included, which
+ * PostgreSQL text cannot hold) replaced by U+FFFD, at most SUBJECT_CHARS characters.
+ */
+export function cleanSubject(raw: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+  const text = raw.replace(/\n$/, "").replace(/[\u0000-\u001f\u007f]/g, "\ufffd");
+  const chars = [...text];
+  return chars.length > SUBJECT_CHARS ? `${chars.slice(0, SUBJECT_CHARS - 1).join("")}…` : text;
+}
+
 export class HubRepo {
   readonly gitDir: string;
   readonly rootCommit: string;
@@ -178,40 +192,55 @@ export class HubRepo {
       return refuse("the bundle's head has no usable ref name (use refs/heads/<name> or HEAD)");
     const tmp = `refs/hub/incoming/${randomBytes(8).toString("hex")}`;
     try {
-      const fetched = await gitRaw(this.gitDir, [
-        "fetch",
-        "-q",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--no-recurse-submodules",
-        bundlePath,
-        `+${head.ref}:${tmp}`,
-      ]);
-      if (fetched.code !== 0) return refuse(`the bundle could not be fetched: ${lastLine(fetched.stderr)}`);
-      const type = (await gitRaw(this.gitDir, ["cat-file", "-t", head.oid])).stdout.trim();
-      if (type !== "commit")
-        return refuse(`the bundle's head is a ${type || "missing object"}, not a commit`);
-      const commit = head.oid;
-      if (commit === parent) return refuse("the bundle's head is the parent itself: no change to claim");
-      const ancestor = await gitRaw(this.gitDir, ["merge-base", "--is-ancestor", parent, commit]);
-      if (ancestor.code !== 0)
-        return refuse(`the bundle's head ${commit} does not descend from the parent ${parent}`);
-      const count = Number((await git(this.gitDir, ["rev-list", "--count", `${parent}..${commit}`])).trim());
-      if (!(count <= MAX_COMMITS))
-        return refuse(
-          `the bundle brings ${count} commits after the parent; at most ${MAX_COMMITS} (squash them)`,
-        );
-      const tree = (await git(this.gitDir, ["rev-parse", `${commit}^{tree}`])).trim();
-      const subject = (
-        await git(this.gitDir, ["log", "-1", "--no-show-signature", "--format=%s", commit])
-      ).replace(/\n$/, "");
-      const scope = await this.#scope(parent, commit);
-      if (!scope.ok) return scope;
-      await git(this.gitDir, ["update-ref", `refs/hub/c/${commit}`, commit]);
-      return { ok: true, value: { commit, tree, subject, changed: scope.changed } };
+      return await this.#examine(bundlePath, parent, head, tmp);
+    } catch (err) {
+      // git failing on what a bundle holds (output past its buffer, a repository it cannot
+      // read) refuses the bundle: nothing a contributor sends makes the hub fail.
+      return refuse(
+        `the hub could not examine the bundle: ${err instanceof Error ? lastLine(err.message) : String(err)}`,
+      );
     } finally {
       await gitRaw(this.gitDir, ["update-ref", "-d", tmp]);
     }
+  }
+
+  async #examine(
+    bundlePath: string,
+    parent: string,
+    head: { oid: string; ref: string },
+    tmp: string,
+  ): Promise<Admission> {
+    const refuse = (reason: string): Admission => ({ ok: false, code: "bundle", reason });
+    const fetched = await gitRaw(this.gitDir, [
+      "fetch",
+      "-q",
+      "--no-tags",
+      "--no-write-fetch-head",
+      "--no-recurse-submodules",
+      bundlePath,
+      `+${head.ref}:${tmp}`,
+    ]);
+    if (fetched.code !== 0) return refuse(`the bundle could not be fetched: ${lastLine(fetched.stderr)}`);
+    const type = (await gitRaw(this.gitDir, ["cat-file", "-t", head.oid])).stdout.trim();
+    if (type !== "commit") return refuse(`the bundle's head is a ${type || "missing object"}, not a commit`);
+    const commit = head.oid;
+    if (commit === parent) return refuse("the bundle's head is the parent itself: no change to claim");
+    const ancestor = await gitRaw(this.gitDir, ["merge-base", "--is-ancestor", parent, commit]);
+    if (ancestor.code !== 0)
+      return refuse(`the bundle's head ${commit} does not descend from the parent ${parent}`);
+    const count = Number((await git(this.gitDir, ["rev-list", "--count", `${parent}..${commit}`])).trim());
+    if (!(count <= MAX_COMMITS))
+      return refuse(
+        `the bundle brings ${count} commits after the parent; at most ${MAX_COMMITS} (squash them)`,
+      );
+    const tree = (await git(this.gitDir, ["rev-parse", `${commit}^{tree}`])).trim();
+    const subject = cleanSubject(
+      await git(this.gitDir, ["log", "-1", "--no-show-signature", "--format=%s", commit]),
+    );
+    const scope = await this.#scope(parent, commit);
+    if (!scope.ok) return scope;
+    await git(this.gitDir, ["update-ref", `refs/hub/c/${commit}`, commit]);
+    return { ok: true, value: { commit, tree, subject, changed: scope.changed } };
   }
 
   /** The paths changed from `parent` to `commit` against program.md's lists. */
@@ -254,6 +283,11 @@ export class HubRepo {
       };
     const outside: string[] = [];
     for (const e of entries.filter((x) => x.newMode === "120000")) {
+      const size = Number((await gitRaw(this.gitDir, ["cat-file", "-s", e.newOid])).stdout.trim());
+      if (!(size <= 4096)) {
+        outside.push(`${e.path} -> (${size} bytes)`);
+        continue;
+      }
       const target = (await gitRaw(this.gitDir, ["cat-file", "blob", e.newOid])).stdout;
       if (!this.#linkInside(e.path, target)) outside.push(`${e.path} -> ${target}`);
     }

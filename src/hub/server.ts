@@ -437,8 +437,13 @@ export function createHubApp(deps: HubAppDeps): HubApp {
     const a = await admission;
     if (!a.ok) fail(422, a.code, a.reason);
     // 10. duplicates.
-    const dup = await store.duplicateOf(a.value.tree, claim.parent);
-    if (dup) fail(409, "duplicate", `this tree was claimed on this parent already (${dup})`);
+    const dup = await store.duplicateOf(a.value.tree, claim.parent, a.value.commit);
+    if (dup)
+      fail(
+        409,
+        "duplicate",
+        `already claimed: ${dup} (the same commit, or the same tree on this parent or in the chain)`,
+      );
     // Classification: frontier when it would beat the head's recorded value.
     const value = claimedValue(claim, metric);
     const head = await store.head();

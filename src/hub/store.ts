@@ -260,16 +260,21 @@ export class HubStore {
     };
   }
 
-  /** Whether `tree` was claimed on `parent` already, or is the tree of a commit in the chain. */
-  async duplicateOf(tree: string, parent: string): Promise<string | undefined> {
+  /**
+   * Whether `commit` is in the DAG already (claimed before, maybe on another ancestor), `tree`
+   * was claimed on `parent` already, or is the tree of a commit in the chain.
+   */
+  async duplicateOf(tree: string, parent: string, commit: string): Promise<string | undefined> {
     const r = await this.pool.query<{ what: string }>(
-      `SELECT 'claim ' || id AS what FROM ${this.#t("hub_claims")} WHERE tree = $1 AND parent = $2
+      `SELECT 'commit ' || sha AS what FROM ${this.#t("hub_commits")} WHERE sha = $3
+       UNION ALL
+       SELECT 'claim ' || id FROM ${this.#t("hub_claims")} WHERE tree = $1 AND parent = $2
        UNION ALL
        SELECT 'accepted commit ' || ch.commit_sha FROM ${this.#t("hub_chain")} ch
          JOIN ${this.#t("hub_commits")} c ON c.sha = ch.commit_sha
          WHERE c.tree = $1 AND ch.withdrawn_at IS NULL
        LIMIT 1`,
-      [tree, parent],
+      [tree, parent, commit],
     );
     return r.rows[0]?.what;
   }
