@@ -716,6 +716,23 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
       a.close();
     });
 
+    it("values near the largest double: the mean is taken without overflow (no bounds set: taken, the verifiers judge it)", async () => {
+      const a = app({ bounds: {} });
+      const { claim } = await prepared(alice, undefined, { values: [1.7e308, 1.7e308, 1.7e308] });
+      const ok = await prepared(alice, undefined, { values: [1.7e308, -1.7e308, 1] });
+      const send = (body: unknown) =>
+        a.request(
+          "/api/claims",
+          { method: "POST", headers: auth(alice), body: JSON.stringify(body) },
+          from("192.0.2.40"),
+        );
+      const r = await send(claim);
+      // Σ v/n never overflows where Σ v would (3 × 1.7e308).
+      expect(r.status).toBe(202);
+      expect((await send(ok.claim)).status).toBe(202);
+      a.close();
+    });
+
     it("the daily bundle bytes per identity (429 quota)", async () => {
       const a = app({ bundleBytesPerDay: 1 });
       const c = candidate(p, root, { "train.py": "LR = 0.777\n" });

@@ -249,6 +249,25 @@ describe("HubRepo", () => {
   });
 });
 
+describe("HubRepo.open on a project that cannot be a hub", () => {
+  it("names the problem and the fix: not git, no commits, no committed program.md", async () => {
+    const plain = tempDir();
+    await expect(HubRepo.open({ dataDir: tempDir(), projectDir: plain })).rejects.toMatchObject({
+      code: "NOT_A_GIT_REPO",
+    });
+    gitSync(plain, "init", "-q");
+    await expect(HubRepo.open({ dataDir: tempDir(), projectDir: plain })).rejects.toMatchObject({
+      code: "NO_COMMITS",
+    });
+    writeFileSync(join(plain, "x.txt"), "x\n");
+    gitSync(plain, "add", "-A");
+    gitSync(plain, "commit", "-q", "-m", "no program");
+    await expect(HubRepo.open({ dataDir: tempDir(), projectDir: plain })).rejects.toMatchObject({
+      code: "PROGRAM_UNCOMMITTED",
+    });
+  });
+});
+
 describe("HubRepo with the project in a subdirectory", () => {
   it("scopes paths to the project's directory", async () => {
     const p = hubProject("proj/");

@@ -97,7 +97,18 @@ export async function readLimited(req: Request, limit: number, what: string): Pr
   const chunks: Buffer[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let step: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      step = await reader.read();
+    } catch (err) {
+      // The client went away mid-body (or sent a broken chunked encoding).
+      throw new HubError(
+        400,
+        "malformed",
+        `${what} could not be read: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    const { done, value } = step;
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
@@ -122,7 +133,9 @@ export function parseJson(body: Buffer, what: string): unknown {
 /** The mean of the objective's values over the claim's seeds. */
 export function claimedValue(claim: Claim, metric: string): number {
   const values = claim.metrics[metric] ?? [];
-  return values.reduce((a, b) => a + b, 0) / values.length;
+  const sum = values.reduce((a, b) => a + b, 0);
+  // Σ v overflows for values near the largest double where Σ v/n does not.
+  return Number.isFinite(sum) ? sum / values.length : values.reduce((a, b) => a + b / values.length, 0);
 }
 
 export interface HubTerms {
@@ -176,6 +189,16 @@ export function checkTerms(claim: Claim, t: HubTerms): void {
         );
     }
   }
+}
+
+/** The claimed value, refused when it is not a finite number (values near ±1.8e308 overflow a sum). */
+export function checkClaimedValue(value: number, metric: string): void {
+  if (!Number.isFinite(value))
+    throw new HubError(
+      422,
+      "bounds",
+      `the mean of ${JSON.stringify(metric)} over the claim's seeds is not a finite number`,
+    );
 }
 
 /** Whether a claimed value would move the frontier past the head's recorded value. */

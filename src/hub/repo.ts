@@ -17,6 +17,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, rm } from "node:fs/promises";
 import { join, posix } from "node:path";
+import { AutolabError } from "../core/errors.ts";
 import { fileRules } from "../core/file-patterns.ts";
 import type { Program } from "../core/types.ts";
 import { parseProgram } from "../program/index.ts";
@@ -71,6 +72,23 @@ export function cleanSubject(raw: string): string {
   return chars.length > SUBJECT_CHARS ? `${chars.slice(0, SUBJECT_CHARS - 1).join("")}…` : text;
 }
 
+/** The project a hub starts from: a git repository with a commit. */
+async function checkProject(projectDir: string): Promise<void> {
+  const inside = await gitRaw(projectDir, ["rev-parse", "--is-inside-work-tree"]);
+  if (inside.code !== 0 || inside.stdout.trim() !== "true")
+    throw new AutolabError(
+      "NOT_A_GIT_REPO",
+      `${projectDir} is not in a git repository.`,
+      "A hub serves a project under git: run `git init && git add -A && git commit -m init` there first.",
+    );
+  if ((await gitRaw(projectDir, ["rev-parse", "--verify", "-q", "HEAD^{commit}"])).code !== 0)
+    throw new AutolabError(
+      "NO_COMMITS",
+      `the repository of ${projectDir} has no commits.`,
+      "Commit the project (with its program.md) before starting the hub.",
+    );
+}
+
 export class HubRepo {
   readonly gitDir: string;
   readonly rootCommit: string;
@@ -111,6 +129,7 @@ export class HubRepo {
     const gitDir = join(o.dataDir, "repo.git");
     await mkdir(o.dataDir, { recursive: true });
     let rootCommit = o.rootCommit;
+    if (rootCommit === undefined && o.projectDir) await checkProject(o.projectDir);
     if (!existsSync(join(gitDir, "HEAD"))) {
       if (!o.projectDir)
         throw new Error(`HubRepo.open: ${gitDir} does not exist and no projectDir was given`);
@@ -135,7 +154,11 @@ export class HubRepo {
     const programFile = "program.md";
     const shown = await gitRaw(gitDir, ["show", `${rootCommit}:${prefix}${programFile}`]);
     if (shown.code !== 0)
-      throw new Error(`HubRepo.open: the root commit ${rootCommit} has no ${prefix}${programFile}`);
+      throw new AutolabError(
+        "PROGRAM_UNCOMMITTED",
+        `the hub's root commit ${rootCommit} has no ${prefix}${programFile}.`,
+        "Commit program.md in the project (git add program.md && git commit) before starting the hub: the hub serves the committed program.",
+      );
     const programText = shown.stdout;
     const program = parseProgram(programText, join(o.projectDir ?? gitDir, programFile));
     const outDir = join(o.dataDir, "out");

@@ -21,6 +21,7 @@ import { freshness, verifyClaim } from "./claim.ts";
 import {
   addressKey,
   bearer,
+  checkClaimedValue,
   checkDeclaredLength,
   checkTerms,
   claimedValue,
@@ -269,10 +270,10 @@ export function createHubApp(deps: HubAppDeps): HubApp {
   app.get("/api/feed", async (c) => {
     const resume = c.req.header("last-event-id");
     let cursor = seqParam(resume !== undefined ? resume.trim() : c.req.query("after"), "Last-Event-ID");
+    let closed = false;
     return streamSSE(
       c,
       async (stream) => {
-        let closed = false;
         stream.onAbort(() => {
           closed = true;
         });
@@ -290,7 +291,8 @@ export function createHubApp(deps: HubAppDeps): HubApp {
         }
       },
       async (err) => {
-        log(`hub: /api/feed: ${err.message}`);
+        // A write to a client that went away is no error of the hub's.
+        if (!closed) log(`hub: /api/feed: ${err.message}`);
       },
     );
   });
@@ -446,6 +448,7 @@ export function createHubApp(deps: HubAppDeps): HubApp {
       );
     // Classification: frontier when it would beat the head's recorded value.
     const value = claimedValue(claim, metric);
+    checkClaimedValue(value, metric);
     const head = await store.head();
     const kind = classify(value, head?.value ?? null, direction);
     const status =
