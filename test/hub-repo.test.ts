@@ -226,6 +226,17 @@ describe("HubRepo", () => {
     expect([...a.value.subject].length).toBe(200);
   });
 
+  it("refuses a head that is an annotated tag, not a commit", async () => {
+    const c = candidate(p, root, { "train.py": "LR = 0.7\n" });
+    const tag = `t-${Date.now()}`;
+    gitSync(p.root, "tag", "-a", "-m", "a tag", tag, c.commit);
+    const f = join(tempDir(), "tag.bundle");
+    gitSync(p.root, "bundle", "create", "-q", f, `^${root}`, `refs/tags/${tag}`);
+    const a = await repo.admit(f, root);
+    expect(a).toMatchObject({ ok: false, code: "bundle" });
+    expect(a.ok ? "" : a.reason).toMatch(/not a commit/);
+  });
+
   it("refuses a parent the hub does not have", async () => {
     const c = candidate(p, root, { "train.py": "LR = 9\n" });
     const a = await repo.admit(c.bundle, "f".repeat(40));
