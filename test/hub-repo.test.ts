@@ -3,6 +3,7 @@
  * from its parent. Each attack below is a bundle a cheating or careless contributor could send;
  * each is refused with the code the gate answers, and leaves no ref behind.
  */
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -224,6 +225,27 @@ describe("HubRepo", () => {
     if (!a.ok) return;
     expect(a.value.subject).toMatch(/^evil\ufffd\ufffd\[31mred x+…$/);
     expect([...a.value.subject].length).toBe(200);
+  });
+
+  it("refuses a hand-made tree with a .git or .. entry (scope: no pattern matches them)", async () => {
+    for (const name of [".git", "..", ".autolab"]) {
+      const blob = gitSync(p.root, "hash-object", "-w", "--stdin").toString();
+      const base = gitSync(p.root, "ls-tree", root)
+        .split("\n")
+        .filter((l) => !l.endsWith(`\t${name}`));
+      const tree = execFileSync("git", ["mktree"], {
+        cwd: p.root,
+        input: `${[...base, `100644 blob ${blob}\t${name}`].join("\n")}\n`,
+        encoding: "utf8",
+      }).trim();
+      const commit = gitSync(p.root, "commit-tree", "-p", root, "-m", `evil ${name}`, tree);
+      const branch = `evil-${Date.now()}-${name.length}`;
+      gitSync(p.root, "branch", "-f", branch, commit);
+      const f = join(tempDir(), "evil.bundle");
+      gitSync(p.root, "bundle", "create", "-q", f, `${root}..${branch}`);
+      const a = await repo.admit(f, root);
+      expect(a, name).toMatchObject({ ok: false, code: "scope" });
+    }
   });
 
   it("refuses a head that is an annotated tag, not a commit", async () => {
