@@ -748,6 +748,35 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
     });
   });
 
+  describe("the wrapper", () => {
+    it("answers an unexpected error (a bug) with a logged 500 JSON, no stack trace", async () => {
+      const logs: string[] = [];
+      const broken = Object.create(hub.store, {
+        leaderboard: {
+          value: async () => {
+            throw new Error("boom at /secret/path");
+          },
+        },
+      });
+      const a = createHubApp({
+        store: broken,
+        repo: hub.repo,
+        bundlesDir: join(dataDir, "bundles"),
+        hardwareClass: "cpu",
+        log: (m) => logs.push(m),
+      });
+      const r = await a.request("/api/leaderboard");
+      expect(r.status).toBe(500);
+      const text = await r.text();
+      expect(JSON.parse(text)).toEqual({
+        error: { code: "internal", message: "the hub failed on this request (logged)" },
+      });
+      expect(text).not.toMatch(/boom|secret/);
+      expect(logs.join("\n")).toMatch(/GET \/api\/leaderboard: unexpected error: Error: boom/);
+      a.close();
+    });
+  });
+
   describe("reading", () => {
     it("answers malformed ids and unknown ones with 400 / 404 JSON", async () => {
       for (const [path, status] of [
