@@ -1,5 +1,6 @@
-/** The hub's token buckets (src/hub/rate-limit.ts): a clock stepped by hand, no timing. */
+/** The hub's token buckets (src/hub/rate-limit.ts), a clock stepped by hand, no timing; and the pure gates of src/hub/gates.ts. */
 import { describe, expect, it } from "vitest";
+import { addressKey, bearer, checkDeclaredLength, classify, HubError } from "../src/hub/gates.ts";
 import { RateLimiter } from "../src/hub/rate-limit.ts";
 
 describe("RateLimiter", () => {
@@ -59,5 +60,46 @@ describe("RateLimiter", () => {
   it("refuses a limit that could never allow anything", () => {
     expect(() => new RateLimiter({ capacity: 0, refillPerS: 1 })).toThrow(RangeError);
     expect(() => new RateLimiter({ capacity: 1, refillPerS: 0 })).toThrow(RangeError);
+  });
+});
+
+describe("addressKey: what limits per address count by", () => {
+  it("IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64, anything else local", () => {
+    expect(addressKey("203.0.113.9")).toBe("203.0.113.9");
+    expect(addressKey("::ffff:203.0.113.9")).toBe("203.0.113.9");
+    expect(addressKey("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(addressKey("2001:db8:1:2:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(addressKey("2001:0db8:0001:0002:0000:0000:0000:0001")).toBe("2001:db8:1:2::/64");
+    expect(addressKey("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(addressKey("::1")).toBe("0:0:0:0::/64");
+    expect(addressKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(addressKey(undefined)).toBe("local");
+    expect(addressKey("not an address")).toBe("local");
+  });
+});
+
+describe("the pure gates", () => {
+  it("reads a bearer token only in its one form", () => {
+    const t = "A".repeat(43);
+    expect(bearer(`Bearer ${t}`)).toBe(t);
+    expect(bearer(`bearer ${t}`)).toBeUndefined();
+    expect(bearer(`Bearer ${t} extra`)).toBeUndefined();
+    expect(bearer("Bearer short")).toBeUndefined();
+    expect(bearer(undefined)).toBeUndefined();
+  });
+
+  it("refuses a declared length over the limit before reading", () => {
+    expect(() => checkDeclaredLength("65537", 65536, "a claim")).toThrow(HubError);
+    expect(() => checkDeclaredLength("65536", 65536, "a claim")).not.toThrow();
+    expect(() => checkDeclaredLength("nonsense", 10, "a claim")).not.toThrow(); // the counting read decides
+    expect(() => checkDeclaredLength(undefined, 10, "a claim")).not.toThrow();
+  });
+
+  it("classifies by the head's recorded value, direction aware; a pending head makes every claim frontier", () => {
+    expect(classify(0.9, 1, "minimize")).toBe("frontier");
+    expect(classify(1, 1, "minimize")).toBe("finding");
+    expect(classify(1.1, 1, "maximize")).toBe("frontier");
+    expect(classify(0.9, 1, "maximize")).toBe("finding");
+    expect(classify(5, null, "minimize")).toBe("frontier");
   });
 });
