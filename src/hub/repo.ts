@@ -3,8 +3,9 @@
  * data directory holding the root commit (the project's HEAD when the hub first started) and
  * every candidate a claim brought, each under `refs/hub/c/<commit>`.
  *
- * A contributor's bundle is untrusted bytes. It is only ever read by `git bundle verify`,
- * `git bundle list-heads` and `git fetch` into a temporary ref, always through
+ * A contributor's bundle is untrusted bytes. It is only ever read by `git bundle list-heads`
+ * and `git fetch` into a temporary ref (fetch checks the prerequisites, as `git bundle verify`
+ * would, and the pack: one git call fewer per claim), always through
  * src/workspace/git.ts (SAFE_GIT_CONFIG: no hooks, no fsmonitor; a bare repository has no work
  * tree, so no filter or checkout ever runs). Admission refuses what is not one clean step from
  * the parent: a file that is not a bundle, prerequisites the hub lacks, zero or several heads,
