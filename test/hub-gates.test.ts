@@ -733,6 +733,29 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
       a.close();
     });
 
+    it("event feeds open at once per address (429 rate_limited); a closed one frees its place", async () => {
+      const a = app({ feedsPerAddress: 2 });
+      const open = () => a.request("/api/feed", {}, from("192.0.2.50"));
+      const f1 = await open();
+      const f2 = await open();
+      expect([f1.status, f2.status]).toEqual([200, 200]);
+      const f3 = await open();
+      expect(f3.status).toBe(429);
+      expect(await codeOf(f3)).toBe("rate_limited");
+      expect((await a.request("/api/feed", {}, from("192.0.2.51"))).status).toBe(200);
+      // The first stream's reader goes away: its place is free again once the stream ends.
+      const reader = (f1.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      await reader.cancel();
+      let again = await open();
+      for (let i = 0; i < 250 && again.status === 429; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        again = await open();
+      }
+      expect(again.status).toBe(200);
+      a.close();
+    });
+
     it("the daily bundle bytes per identity (429 quota)", async () => {
       const a = app({ bundleBytesPerDay: 1 });
       const c = candidate(p, root, { "train.py": "LR = 0.777\n" });

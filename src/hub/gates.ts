@@ -48,6 +48,8 @@ export interface HubLimits {
   bundleBytesPerDay: number;
   /** Registrations per address per 24 h. */
   registrationsPerDay: number;
+  /** Event feeds (SSE streams) open at once per address. */
+  feedsPerAddress: number;
   /** Token bucket per identity over its writes (claims, bundles). */
   identityRate: { capacity: number; refillPerS: number };
   /** Token bucket per client address over every write (registrations, bundles, claims). */
@@ -65,6 +67,7 @@ export const DEFAULT_LIMITS: HubLimits = Object.freeze({
   claimsPerDay: 1000,
   bundleBytesPerDay: 1024 * 1024 * 1024,
   registrationsPerDay: 10,
+  feedsPerAddress: 16,
   identityRate: { capacity: 20, refillPerS: 1 },
   addressRate: { capacity: 60, refillPerS: 10 },
   bounds: {},

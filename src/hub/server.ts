@@ -107,6 +107,8 @@ export function createHubApp(deps: HubAppDeps): HubApp {
   const byAddress = new RateLimiter(limits.addressRate, clock);
   const feed = new FeedWaker(store, deps.feedPollMs ?? 1000);
   const heartbeatMs = deps.heartbeatMs ?? 15_000;
+  /** Open feed streams per address. */
+  const feeds = new Map<string, number>();
   /** Admissions by (bundle, parent): the same bundle is looked at by git once. */
   const admitted = new Map<string, ReturnType<HubRepo["admit"]>>();
 
@@ -232,6 +234,8 @@ export function createHubApp(deps: HubAppDeps): HubApp {
   });
 
   app.get("/api/bundle/:sha", async (c) => {
+    // The one expensive read (a bundle of a whole history, made once per commit): limited too.
+    limitAddress(c);
     const sha = commitParam(c);
     if (!(await store.hasCommit(sha))) fail(404, "not_found", `commit ${sha} is not in the hub's DAG`);
     const data = await repo.bundleOf(sha);
@@ -270,24 +274,44 @@ export function createHubApp(deps: HubAppDeps): HubApp {
   app.get("/api/feed", async (c) => {
     const resume = c.req.header("last-event-id");
     let cursor = seqParam(resume !== undefined ? resume.trim() : c.req.query("after"), "Last-Event-ID");
+    const addr = address(c);
+    const open = feeds.get(addr) ?? 0;
+    if (open >= limits.feedsPerAddress)
+      fail(
+        429,
+        "rate_limited",
+        `${open} feeds are open from this address; at most ${limits.feedsPerAddress}`,
+        {
+          "Retry-After": "60",
+        },
+      );
+    feeds.set(addr, open + 1);
     let closed = false;
     return streamSSE(
       c,
       async (stream) => {
-        stream.onAbort(() => {
-          closed = true;
-        });
-        await stream.writeSSE({ event: "ready", data: JSON.stringify({ after: cursor }) });
-        while (!closed) {
-          const events = await store.eventsAfter(cursor, EVENT_PAGE);
-          for (const e of events) {
-            if (closed) break;
-            await stream.writeSSE({ id: String(e.seq), event: e.kind, data: JSON.stringify(e) });
-            cursor = e.seq;
+        try {
+          stream.onAbort(() => {
+            closed = true;
+            // Wake the waiting loop now, so the stream ends (and frees its place) at once.
+            feed.poke(0);
+          });
+          await stream.writeSSE({ event: "ready", data: JSON.stringify({ after: cursor }) });
+          while (!closed) {
+            const events = await store.eventsAfter(cursor, EVENT_PAGE);
+            for (const e of events) {
+              if (closed) break;
+              await stream.writeSSE({ id: String(e.seq), event: e.kind, data: JSON.stringify(e) });
+              cursor = e.seq;
+            }
+            if (events.length === EVENT_PAGE) continue;
+            const woke = await feed.wait(cursor, heartbeatMs, () => closed);
+            if (!woke && !closed) await stream.write(": ping\n\n");
           }
-          if (events.length === EVENT_PAGE) continue;
-          const woke = await feed.wait(cursor, heartbeatMs, () => closed);
-          if (!woke && !closed) await stream.write(": ping\n\n");
+        } finally {
+          const n = (feeds.get(addr) ?? 1) - 1;
+          if (n > 0) feeds.set(addr, n);
+          else feeds.delete(addr);
         }
       },
       async (err) => {
