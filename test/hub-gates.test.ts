@@ -8,6 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canonicalBytes } from "../src/hub/canonical-json.ts";
 import { claimId, type SignedClaim } from "../src/hub/claim.ts";
@@ -15,6 +16,7 @@ import { sha256Hex } from "../src/hub/gates.ts";
 import { type StartedHub, startHub } from "../src/hub/hub.ts";
 import { generateIdentity, type Identity } from "../src/hub/identity.ts";
 import { createHubApp, type HubAppDeps } from "../src/hub/server.ts";
+import { HubStore } from "../src/hub/store.ts";
 import { cleanupTemp, gitSync, tempDir } from "./helpers/git-project.ts";
 import { candidate, hubProject, signedClaimFor } from "./helpers/hub-project.ts";
 import { dropSchemas, freshSchemaUrl, PG_SKIP, PG_SKIP_REASON, pgQuery } from "./helpers/pg.ts";
@@ -797,6 +799,35 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
       expect(text).not.toMatch(/boom|secret/);
       expect(logs.join("\n")).toMatch(/GET \/api\/leaderboard: unexpected error: Error: boom/);
       a.close();
+    });
+  });
+
+  describe("the database down", () => {
+    it("answers 503 unavailable with Retry-After (not a 500: nothing is broken in the hub)", async () => {
+      const logs: string[] = [];
+      const dead = new pg.Pool({
+        connectionString: "postgres://nobody@127.0.0.1:1/none",
+        connectionTimeoutMillis: 2000,
+      });
+      dead.on("error", () => {});
+      const a = createHubApp({
+        store: new HubStore(dead, schema),
+        repo: hub.repo,
+        bundlesDir: join(dataDir, "bundles"),
+        hardwareClass: "cpu",
+        log: (m) => logs.push(m),
+      });
+      for (const path of ["/api/chain", "/api/program"]) {
+        const r = await a.request(path);
+        expect(r.status, path).toBe(503);
+        expect(r.headers.get("retry-after")).toBe("5");
+        expect(await codeOf(r)).toBe("unavailable");
+      }
+      const claim = await a.request("/api/claims", { method: "POST", headers: auth(alice), body: "{}" });
+      expect(claim.status).toBe(503);
+      expect(logs.join("\n")).toMatch(/database is unavailable/);
+      a.close();
+      await dead.end();
     });
   });
 

@@ -92,6 +92,24 @@ function seqParam(v: string | undefined, what: string): number {
   return Number(v);
 }
 
+/**
+ * Whether an error says the database cannot be reached (connection refused, reset, timed out;
+ * SQLSTATE class 08 connection exceptions, 57P0x shutdowns, 53 insufficient resources): a 503 the
+ * client may retry, not a bug.
+ */
+export function unavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (
+    typeof code === "string" &&
+    /^(?:08|57P0|53|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE)/.test(code)
+  )
+    return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+    err.message,
+  );
+}
+
 export function createHubApp(deps: HubAppDeps): HubApp {
   const limits: HubLimits = { ...DEFAULT_LIMITS, ...deps.limits };
   const clock = deps.clock ?? Date.now;
@@ -118,6 +136,20 @@ export function createHubApp(deps: HubAppDeps): HubApp {
     if (err instanceof HubError) {
       for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
       return c.json({ error: { code: err.code, message: err.message } }, err.status);
+    }
+    if (unavailable(err)) {
+      // The database is down or restarting: no bug, and nothing the client did; retry later.
+      log(`hub: ${c.req.method} ${c.req.path}: the database is unavailable: ${(err as Error).message}`);
+      c.header("Retry-After", "5");
+      return c.json(
+        {
+          error: {
+            code: "unavailable",
+            message: "the hub's database is unavailable; retry in a few seconds",
+          },
+        },
+        503,
+      );
     }
     log(
       `hub: ${c.req.method} ${c.req.path}: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
