@@ -149,6 +149,12 @@ export const ERROR_CODES = {
     meaning: "the contributor's hub identity file cannot be read as a key pair",
   },
   HUB_REFUSED: { kind: "user", http: 409, meaning: "the hub refused a request; its code and reason are shown" },
+  HUB_STATE_MISMATCH: {
+    kind: "user",
+    http: 409,
+    meaning:
+      "`autolab hub`'s database and its data directory or flags disagree (another root commit, hardware class or a lost repository)",
+  },
   HUB_UNREACHABLE: { kind: "user", http: 500, meaning: "the hub at `--hub` does not answer" },
   HUB_URL_INVALID: { kind: "usage", http: 400, meaning: "`--hub` is not an http(s):// URL" },
   IMPORT_EXISTS: {

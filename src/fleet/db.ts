@@ -13,7 +13,7 @@ import { maskUrl } from "../ledger/pg/url.ts";
 export interface FleetUrl {
   /** The connection string without autolab's own `schema` parameter. */
   connectionString: string;
-  /** `?schema=<name>` of the URL; default `autolab_fleet`. pg-boss uses `<schema>_queue`. */
+  /** `?schema=<name>` of the URL; default `autolab_fleet` (the hub's: `autolab_hub`). pg-boss uses `<schema>_queue`. */
   schema: string;
   /** The URL as it may be shown: the password replaced by `***`. */
   shown: string;
@@ -21,8 +21,11 @@ export interface FleetUrl {
 
 const SCHEMA = /^[a-z_][a-z0-9_]{0,40}$/;
 
-/** Parses a `postgres://` URL; a clear error for anything else. */
-export function parseFleetUrl(url: string, flag = "--db"): FleetUrl {
+/**
+ * Parses a `postgres://` URL; a clear error for anything else. `defaultSchema` is the schema
+ * when the URL names none (the fleet's `autolab_fleet`; the hub's `autolab_hub`).
+ */
+export function parseFleetUrl(url: string, flag = "--db", defaultSchema = "autolab_fleet"): FleetUrl {
   let u: URL;
   try {
     u = new URL(url);
@@ -40,7 +43,7 @@ export function parseFleetUrl(url: string, flag = "--db"): FleetUrl {
       "The fleet's queue lives in PostgreSQL: postgres://user@host[:port]/database.",
     );
   }
-  const schema = u.searchParams.get("schema") ?? "autolab_fleet";
+  const schema = u.searchParams.get("schema") ?? defaultSchema;
   if (!SCHEMA.test(schema)) {
     throw new AutolabError(
       "FLEET_URL_INVALID",
