@@ -141,14 +141,19 @@ export const ERROR_CODES = {
   HUB_CLONE_INVALID: {
     kind: "user",
     http: 409,
-    meaning: "`autolab contribute` cannot use its directory: not a git repository, or the hub's head cannot be checked out there",
+    meaning:
+      "`autolab contribute` cannot use its directory: not a git repository, or the hub's head cannot be checked out there",
   },
   HUB_IDENTITY_INVALID: {
     kind: "user",
     http: 400,
     meaning: "the contributor's hub identity file cannot be read as a key pair",
   },
-  HUB_REFUSED: { kind: "user", http: 409, meaning: "the hub refused a request; its code and reason are shown" },
+  HUB_REFUSED: {
+    kind: "user",
+    http: 409,
+    meaning: "the hub refused a request; its code and reason are shown",
+  },
   HUB_STATE_MISMATCH: {
     kind: "user",
     http: 409,
