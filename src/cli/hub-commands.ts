@@ -4,7 +4,12 @@
  * `autolab hub <dir> --db postgres://…`: serve a program to outside contributors, with its
  * verifiers on the fleet of the same database (src/hub/hub.ts).
  */
+import { join, resolve } from "node:path";
+import { AutolabError } from "../core/errors.ts";
 import { contribute } from "../hub/contribute.ts";
+import { startHub } from "../hub/hub.ts";
+import { fleetHubTrials, localWorkers } from "../hub/hub-trials.ts";
+import { VerifierDriver } from "../hub/verifier.ts";
 import { handleError } from "./errors.ts";
 import { createProgress } from "./progress.ts";
 import { safeText } from "./safe-text.ts";
@@ -64,5 +69,94 @@ export async function contributeCommand(dir: string | undefined, flags: Contribu
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+  }
+}
+
+export interface HubFlags {
+  db?: string;
+  host?: string;
+  port?: number;
+  data?: string;
+  hardwareClass?: string;
+  workers?: number;
+}
+
+/**
+ * Serves until SIGINT/SIGTERM: the API (startHub), the verifier driver over the fleet of the
+ * same database, and `--workers N` in-process worker slots. Stopping leaves every claim as the
+ * tables hold it; the next start resumes each verification from its stored trials.
+ */
+export async function hubCommand(dir: string, flags: HubFlags): Promise<void> {
+  const log = (line: string) => process.stdout.write(`${safeText(line)}\n`);
+  const stopped = new Promise<void>((res) => {
+    const on = () => {
+      process.stderr.write("\nstopping the hub: claims under verification resume at the next start\n");
+      process.off("SIGINT", on);
+      process.off("SIGTERM", on);
+      res();
+    };
+    process.on("SIGINT", on);
+    process.on("SIGTERM", on);
+  });
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    const db = flags.db ?? process.env.AUTOLAB_HUB_DB;
+    if (!db) {
+      throw new AutolabError(
+        "FLEET_OPTIONS_INVALID",
+        "autolab hub needs its PostgreSQL database.",
+        "Pass --db postgres://user@host/database[?schema=autolab_hub] (or set AUTOLAB_HUB_DB); the password comes from PGPASSWORD or ~/.pgpass.",
+      );
+    }
+    const projectDir = resolve(dir);
+    const dataDir = resolve(flags.data ?? join(projectDir, ".autolab", "hub"));
+    let driver: VerifierDriver | undefined;
+    const hub = await startHub({
+      db,
+      projectDir,
+      dataDir,
+      ...(flags.host ? { host: flags.host } : {}),
+      ...(flags.port !== undefined ? { port: flags.port } : {}),
+      ...(flags.hardwareClass ? { hardwareClass: flags.hardwareClass } : {}),
+      onClaim: () => driver?.wake(),
+      log,
+    });
+    closers.unshift(() => hub.close());
+    const program = hub.repo.program;
+    const hardwareClass = (await hub.store.meta("hardware_class")) ?? flags.hardwareClass ?? "cpu";
+    const trials = await fleetHubTrials({
+      url: hub.fleetUrl,
+      repo: hub.repo,
+      program,
+      logDir: join(dataDir, "trials"),
+    });
+    closers.unshift(() => trials.close());
+    if (flags.workers) {
+      const stop = await localWorkers(hub.fleetUrl, flags.workers, { log });
+      closers.unshift(stop);
+    }
+    driver = new VerifierDriver({
+      pool: hub.pool,
+      schema: hub.schema,
+      trials,
+      direction: program.objective.direction,
+      metric: program.objective.metric,
+      onError: (err) => log(`verifier: ${err instanceof Error ? err.message : String(err)}`),
+    });
+    driver.start();
+    const d = driver;
+    closers.unshift(() => d.stop());
+    log(
+      [
+        `hub: ${program.name} at ${hub.url} (root ${hub.repo.rootCommit.slice(0, 12)}, hardware class ${hardwareClass})`,
+        `verifiers: ${flags.workers ? `${flags.workers} slot(s) in this process, and ` : ""}any \`autolab worker --db ${hub.fleetUrl.shown}\` (machines of class ${hardwareClass})`,
+        `contributors join with: autolab contribute --hub ${hub.url}`,
+      ].join("\n"),
+    );
+    await stopped;
+  } catch (err) {
+    process.exitCode = handleError(err);
+  } finally {
+    for (const close of closers) await close().catch(() => {});
   }
 }

@@ -9,7 +9,7 @@ import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { finalizeCommand } from "./finalize-command.ts";
 import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
-import { contributeCommand } from "./hub-commands.ts";
+import { contributeCommand, hubCommand } from "./hub-commands.ts";
 import { initCommand } from "./init-command.ts";
 import { knowledgeSearchCommand, knowledgeStatsCommand } from "./knowledge-command.ts";
 import { mcpCommand } from "./mcp-command.ts";
@@ -150,6 +150,39 @@ cli
   .option("--name <name>", "how status shows this worker (default: the host name)")
   .option("--cache <dir>", "cache repositories and worktrees (default ~/.cache/autolab/fleet)")
   .action(workerCommand);
+
+cli
+  .command("hub")
+  .description(
+    'serve a program to outside contributors: signed claims, cheap gates, verification on the fleet of the same database (docs/hub.md "Running a hub")',
+  )
+  .argument(
+    "[dir]",
+    "the project the hub serves (a git repository with program.md; its HEAD is the root)",
+    ".",
+  )
+  .option(
+    "--db <url>",
+    "the hub's PostgreSQL database, postgres://user@host/db[?schema=autolab_hub] (default $AUTOLAB_HUB_DB)",
+  )
+  .option("--host <host>", "address to listen on", "127.0.0.1")
+  .option(
+    "--port <port>",
+    "port to listen on (0: any free port)",
+    intFlag({ flag: "--port", min: 0, max: 65535, what: "a TCP port", example: "--port 7878" }),
+    7878,
+  )
+  .option("--data <dir>", "the hub's repository and uploaded bundles (default <dir>/.autolab/hub)")
+  .option(
+    "--hardware-class <name>",
+    "what the verifiers run on; claims naming another class are refused (default cpu, recorded at the first start)",
+  )
+  .option(
+    "--workers <n>",
+    "verifier slots in this process (else start `autolab worker --db <url>` on the verifier machines)",
+    intFlag({ flag: "--workers", min: 1, what: "worker slots", example: "--workers 2" }),
+  )
+  .action(hubCommand);
 
 cli
   .command("contribute")

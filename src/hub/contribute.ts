@@ -84,7 +84,7 @@ export async function contribute(o: ContributeOptions): Promise<ContributeOutcom
   const dir = resolve(o.dir ?? defaultDir(client.base));
   await checkoutHead(client, dir, program.head);
   o.log(`hub ${client.base}: head ${program.head.slice(0, 12)}; working in ${dir}`);
-  const learned = recordFindings(client.base, program, (await client.findings(0)).events, o);
+  const learned = recordFindings(client.base, program, await allFindings(client), o);
   if (learned) o.log(`${learned} finding(s) of the hub added to this machine's prior work`);
 
   const tag = `hub-${program.head.slice(0, 8)}-${stamp()}`;
@@ -172,6 +172,19 @@ async function checkoutHead(client: HubClient, dir: string, head: string): Promi
       "Commit or remove the local changes there, or contribute from a new directory.",
     );
   }
+}
+
+/** Every event of the hub, page by page (a few thousand at most: findings are small). */
+async function allFindings(client: HubClient, most = 20_000): Promise<HubEvent[]> {
+  const out: HubEvent[] = [];
+  let after = 0;
+  while (out.length < most) {
+    const page = await client.findings(after);
+    if (!page.events.length) break;
+    out.push(...page.events);
+    after = page.events.at(-1)?.seq ?? after;
+  }
+  return out;
 }
 
 /**
