@@ -256,6 +256,7 @@ export class VerifierDriver {
   private readonly tasks = new Map<number, Task>();
   private lockClient: pg.PoolClient | null = null;
   private lockClientP: Promise<pg.PoolClient> | null = null;
+  private lockChain: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private started = false;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -398,16 +399,25 @@ export class VerifierDriver {
     return `autolab-hub:${this.o.schema}:verification:${id}`;
   }
 
+  /** Queries on the lock connection, one at a time (a pg client runs one query at once). */
+  private lockQuery(sql: string, id: number): Promise<pg.QueryResult> {
+    const next = this.lockChain.then(async () => {
+      const c = await this.lockConn();
+      return c.query(sql, [this.lockKey(id)]);
+    });
+    this.lockChain = next.catch(() => {});
+    return next;
+  }
+
   private async tryLock(id: number): Promise<boolean> {
-    const c = await this.lockConn();
     if (this.stopped) return false;
-    const r = await c.query("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", [this.lockKey(id)]);
+    const r = await this.lockQuery("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", id);
     return r.rows[0].ok === true;
   }
 
   private async unlock(id: number): Promise<void> {
     if (this.stopped || !this.lockClient) return;
-    await this.lockClient.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [this.lockKey(id)]);
+    await this.lockQuery("SELECT pg_advisory_unlock(hashtextextended($1, 0))", id);
   }
 
   // -------------------------------------------------------------------------------------------
