@@ -402,7 +402,9 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
       // Rejected at two contradictions (a third verifier, called after the first, may have contradicted too).
       expect(rows.filter((r) => r.verdict?.outcome === "contradict").length).toBeGreaterThanOrEqual(2);
       expect(rows.filter((r) => r.verdict?.outcome === "confirm")).toHaveLength(0);
-      expect(rows.length).toBeLessThanOrEqual(3);
+      // (Now and then a verifier is only 'unconfirmed': when the rule discards the candidate after
+      // one trial, the agreement test's σ rests on the parent's 3 baseline trials; a third and fourth run.)
+      expect(rows.length).toBeLessThanOrEqual(4);
       expect((await rep(who))?.quarantined_at).not.toBeNull();
     }
     expect((await stateOf(crash.id)).reason).toMatch(/candidate failed on the verifier/);
@@ -562,6 +564,8 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
     // A re-verification's failure is no mark against the honest identity built on it; X's identity stays quarantined.
     expect((await rep(honest))?.quarantined_at).toBeNull();
     expect((await rep(honest))?.consecutive).toBe(2);
+    // X's rejection in its second round counts as no unconfirmed claim of its contributor either.
+    expect((await rep(sleeper))?.unconfirmed_run).toBe(0);
   });
 
   it("checks sampled findings: an honest one 'checked', a lying one 'invalid' and its identity quarantined", async () => {
@@ -649,17 +653,38 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
     await reset(world);
     const fleet = new Fleet(world);
     const claims: Claim[] = [];
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 6; i++) {
       const who = await identity();
-      const c = await claim({ contributor: who, values: (s) => (i === 3 ? 1 : 6) + noise(`t${i}`, s) });
-      world.means.set(c.commit, i === 3 ? 10 : 6 + i * 0.1);
+      const fake = i === 5;
+      const c = await claim({ contributor: who, values: (s) => (fake ? 1 : 6) + noise(`t${i}`, s) });
+      world.means.set(c.commit, fake ? 10 : 6 + i * 0.1);
       claims.push(c);
     }
     const ta = new ScriptedTrials(fleet);
     const tb = new ScriptedTrials(fleet);
     const a = driver(ta, { pool: newPool() }, 21);
     const b = driver(tb, { pool: newPool() }, 22);
-    await Promise.all([a.drain(), b.drain(), a.tick(), b.tick()]);
+    // Every trial held: both drivers pass over the same claims at once.
+    fleet.holdAfter = 0;
+    await Promise.all([a.tick(), b.tick(), a.tick(), b.tick()]);
+    const dispatched = await q<VRow>("SELECT * FROM S.hub_verifications");
+    expect(dispatched).toHaveLength(12); // two per claim, not four
+    expect(a.running + b.running).toBe(12);
+    for (const r of dispatched) {
+      const first = trialKey(r.claim_id, r.round, r.idx, "agreement", 11);
+      expect((ta.calls.get(first) ?? 0) + (tb.calls.get(first) ?? 0)).toBe(1);
+    }
+    // More passes while the verifiers run: nothing resumed by the other, nothing added.
+    const calls = () => [...ta.calls.values(), ...tb.calls.values()].reduce((x, y) => x + y, 0);
+    const before = calls();
+    await Promise.all([a.tick(), b.tick()]);
+    await Promise.all([b.tick(), a.tick()]);
+    expect(calls()).toBe(before);
+    expect(await q("SELECT id FROM S.hub_verifications")).toHaveLength(12);
+    expect(a.running + b.running).toBe(12);
+    const done = Promise.all([a.drain(), b.drain()]);
+    fleet.release();
+    await done;
     await Promise.all([a.drain(), b.drain()]);
     await a.stop();
     await b.stop();
@@ -687,11 +712,9 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
       if (inA > 0) byA++;
       if (inB > 0) byB++;
     }
-    for (const t of [ta, tb]) expect(Math.max(0, ...t.calls.values())).toBe(1);
+    for (const t of [ta, tb]) expect(Math.max(0, ...t.calls.values())).toBeLessThanOrEqual(1);
     expect(Math.max(...fleet.executions.values())).toBe(1);
     expect(byA + byB).toBe(all.length);
-    expect(byA).toBeGreaterThan(0);
-    expect(byB).toBeGreaterThan(0);
   });
 
   it("a trial whose run throws is retried under the same key, not lost", async () => {

@@ -120,12 +120,25 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   }
 }
 
-/** Claims the driver owns, oldest first: frontier claims in 'verifying', findings in 'checking'. */
-export async function claimsToDrive(q: Queryable, schema: string): Promise<ClaimRow[]> {
+/**
+ * Claims the driver owns, oldest first: frontier claims in 'verifying', findings in 'checking'.
+ * Unless `all`, only those whose state can have changed: no verifier running (new, between
+ * rounds, every verifier returned) or named in `also` (a verifier of theirs just returned).
+ */
+export async function claimsToDrive(
+  q: Queryable,
+  schema: string,
+  o: { all: boolean; also: string[] } = { all: true, also: [] },
+): Promise<{ id: string; kind: ClaimRow["kind"] }[]> {
   const r = await q.query(
-    `SELECT * FROM ${t(schema, "hub_claims")} WHERE status IN ('verifying', 'checking') ORDER BY seq`,
+    `SELECT c.id, c.kind FROM ${t(schema, "hub_claims")} c
+     WHERE c.status IN ('verifying', 'checking')
+       AND ($1::boolean OR c.against IS NULL OR c.id = ANY($2::text[]) OR NOT EXISTS (
+         SELECT 1 FROM ${t(schema, "hub_verifications")} v WHERE v.claim_id = c.id AND v.state = 'running'))
+     ORDER BY c.seq`,
+    [o.all, o.also],
   );
-  return r.rows.map(claimOf);
+  return r.rows.map((row) => ({ id: row.id as string, kind: row.kind as ClaimRow["kind"] }));
 }
 
 export async function claimById(
@@ -188,13 +201,13 @@ export async function verificationById(
   return r.rows[0] ? verificationOf(r.rows[0]) : null;
 }
 
-/** Verifications still running whose claim the driver owns: what a restarted driver resumes. */
-export async function runningVerifications(q: Queryable, schema: string): Promise<VerificationRow[]> {
+/** Verifications still running whose claim the driver owns (ids): what a restarted driver resumes. */
+export async function runningVerificationIds(q: Queryable, schema: string): Promise<number[]> {
   const r = await q.query(
-    `SELECT v.* FROM ${t(schema, "hub_verifications")} v JOIN ${t(schema, "hub_claims")} c ON c.id = v.claim_id
+    `SELECT v.id FROM ${t(schema, "hub_verifications")} v JOIN ${t(schema, "hub_claims")} c ON c.id = v.claim_id
      WHERE v.state = 'running' AND c.status IN ('verifying', 'checking') ORDER BY v.id`,
   );
-  return r.rows.map(verificationOf);
+  return r.rows.map((row) => Number(row.id));
 }
 
 /** New verifier rows; an (claim, round, idx) that exists already is skipped (another driver's). */

@@ -63,7 +63,7 @@ import {
   insertVerifications,
   inTransaction,
   lockHead,
-  runningVerifications,
+  runningVerificationIds,
   type Side,
   type StoredVerdict,
   setAgainst,
@@ -116,6 +116,8 @@ interface Task {
 }
 
 const FRESH = 64;
+/** Every this many passes, every claim is driven (not only those whose state changed here). */
+const FULL_SWEEP_EVERY = 20;
 const CHECK_NOISE = 4;
 const AGREE_Z = 3;
 const AGREE_SEEDS = 2;
@@ -254,6 +256,9 @@ export class VerifierDriver {
   private readonly verifierOptions: VerifierOptions;
   private readonly reputationOptions: ReputationOptions;
   private readonly tasks = new Map<number, Task>();
+  /** Claims whose verifier returned since the last pass (driven even while another one runs). */
+  private readonly dirty = new Set<string>();
+  private passes = 0;
   private lockClient: pg.PoolClient | null = null;
   private lockClientP: Promise<pg.PoolClient> | null = null;
   private lockChain: Promise<unknown> = Promise.resolve();
@@ -354,19 +359,21 @@ export class VerifierDriver {
     const { pool, schema } = this.o;
     await ensureRoot(pool, schema);
     const errors: unknown[] = [];
-    for (const row of await runningVerifications(pool, schema)) {
+    const orphans = (await runningVerificationIds(pool, schema)).filter((id) => !this.tasks.has(id));
+    for (const id of await this.tryLockMany(orphans)) {
       if (this.stopped) return;
-      if (this.tasks.has(row.id)) continue;
-      if (!(await this.tryLock(row.id))) continue;
       // Re-read under the lock: the driver that held it may have finished the row meanwhile.
-      const fresh = await verificationById(pool, schema, row.id);
-      if (fresh?.state !== "running") {
-        await this.unlock(row.id);
+      const row = await verificationById(pool, schema, id);
+      if (row?.state !== "running") {
+        await this.unlock(id);
         continue;
       }
-      this.startTask(fresh);
+      this.startTask(row);
     }
-    for (const claim of await claimsToDrive(pool, schema)) {
+    const also = [...this.dirty];
+    this.dirty.clear();
+    const all = this.passes++ % FULL_SWEEP_EVERY === 0;
+    for (const claim of await claimsToDrive(pool, schema, { all, also })) {
       if (this.stopped) return;
       try {
         if (claim.kind === "finding") await this.driveFinding(claim.id);
@@ -395,15 +402,15 @@ export class VerifierDriver {
     return this.lockClientP;
   }
 
-  private lockKey(id: number): string {
-    return `autolab-hub:${this.o.schema}:verification:${id}`;
+  private get lockPrefix(): string {
+    return `autolab-hub:${this.o.schema}:verification:`;
   }
 
   /** Queries on the lock connection, one at a time (a pg client runs one query at once). */
-  private lockQuery(sql: string, id: number): Promise<pg.QueryResult> {
+  private lockQuery(sql: string, params: unknown[]): Promise<pg.QueryResult> {
     const next = this.lockChain.then(async () => {
       const c = await this.lockConn();
-      return c.query(sql, [this.lockKey(id)]);
+      return c.query(sql, params);
     });
     this.lockChain = next.catch(() => {});
     return next;
@@ -411,13 +418,29 @@ export class VerifierDriver {
 
   private async tryLock(id: number): Promise<boolean> {
     if (this.stopped) return false;
-    const r = await this.lockQuery("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", id);
+    const r = await this.lockQuery("SELECT pg_try_advisory_lock(hashtextextended($1 || $2::text, 0)) AS ok", [
+      this.lockPrefix,
+      id,
+    ]);
     return r.rows[0].ok === true;
+  }
+
+  /** The ids of `ids` this driver could lock (one round trip; those another driver holds are left). */
+  private async tryLockMany(ids: number[]): Promise<number[]> {
+    if (ids.length === 0 || this.stopped) return [];
+    const r = await this.lockQuery(
+      "SELECT id FROM unnest($2::bigint[]) AS id WHERE pg_try_advisory_lock(hashtextextended($1 || id::text, 0))",
+      [this.lockPrefix, ids],
+    );
+    return r.rows.map((row) => Number(row.id));
   }
 
   private async unlock(id: number): Promise<void> {
     if (this.stopped || !this.lockClient) return;
-    await this.lockQuery("SELECT pg_advisory_unlock(hashtextextended($1, 0))", id);
+    await this.lockQuery("SELECT pg_advisory_unlock(hashtextextended($1 || $2::text, 0))", [
+      this.lockPrefix,
+      id,
+    ]);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -732,6 +755,7 @@ export class VerifierDriver {
       })
       .finally(async () => {
         this.tasks.delete(row.id);
+        this.dirty.add(row.claimId);
         await this.unlock(row.id).catch(() => {});
         this.wake();
       });
