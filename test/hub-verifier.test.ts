@@ -100,6 +100,8 @@ class Fleet {
 class ScriptedTrials implements HubTrials {
   readonly calls = new Map<string, number>();
   readonly thrown = new Set<string>();
+  /** Keys the harness cannot run: `run` throws as HubTrialNotRun('harness') does, every time. */
+  notRun: (key: string) => boolean = () => false;
   readonly fleet: Fleet;
   readonly throwFirst: (key: string) => boolean;
   constructor(fleet: Fleet, throwFirst: (key: string) => boolean = () => false) {
@@ -108,6 +110,16 @@ class ScriptedTrials implements HubTrials {
   }
   async run(req: HubTrialRequest): Promise<HubTrial> {
     this.calls.set(req.key, (this.calls.get(req.key) ?? 0) + 1);
+    if (this.notRun(req.key)) {
+      const err = Object.assign(
+        new Error(`trial ${req.label} could not be run 3 times: crash: setup failed`),
+        {
+          kind: "harness",
+        },
+      );
+      err.name = "HubTrialNotRun";
+      throw err;
+    }
     if (this.throwFirst(req.key) && !this.thrown.has(req.key)) {
       this.thrown.add(req.key);
       throw new Error("connection reset by peer (the fleet's database)");
@@ -740,5 +752,37 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
     const lost = [...trials.thrown].filter((k) => !stored.has(k));
     expect(lost).toHaveLength(0);
     expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it("a verifier whose trial the harness cannot run is replaced; a claim none can run waits, saying why", async () => {
+    const world = new World();
+    await reset(world);
+    const fleet = new Fleet(world);
+    const alice = await identity();
+    const bob = await identity();
+    const good = await claim({ contributor: alice, values: (s) => 7 + noise("n", s) });
+    world.means.set(good.commit, 7);
+    const stuck = await claim({ contributor: bob, values: (s) => 7 + noise("m", s) });
+    world.means.set(stuck.commit, 7);
+    const trials = new ScriptedTrials(fleet);
+    trials.notRun = (k) =>
+      k.startsWith(`hub-${good.id.slice(0, 16)}-r1-v1-`) || k.startsWith(`hub-${stuck.id.slice(0, 16)}-`);
+    await driver(trials, {}, 41).drain();
+
+    expect((await stateOf(good.id)).status).toBe("accepted");
+    const rows = await rowsOf(good.id);
+    expect(rows.map((r) => r.verdict?.outcome)).toEqual(["not-run", "confirm", "confirm"]);
+    // Asked once, not retried under the same key (the fleet would answer the same failed attempts).
+    expect(trials.calls.get(trialKey(good.id, 1, 1, "agreement", 11))).toBe(1);
+
+    const s = await stateOf(stuck.id);
+    expect(s.status).toBe("verifying");
+    expect(s.reason).toMatch(/^waiting: the harness could not run 4 verifiers/);
+    const stuckRows = await rowsOf(stuck.id);
+    expect(stuckRows).toHaveLength(4);
+    expect(stuckRows.every((r) => r.verdict?.outcome === "not-run")).toBe(true);
+    // No verdict on the contributor.
+    expect(await rep(bob)).toMatchObject({ consecutive: 0, unconfirmed_run: 0, quarantined_at: null });
+    expect(await events("refuted")).toHaveLength(0);
   });
 });

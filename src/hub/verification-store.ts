@@ -20,12 +20,29 @@ export interface ClaimRow {
   status: string;
   against: string | null;
   claimedValue: number;
+  reason: string | null;
   /** The signed claim as stored (`{claim, signature}`). */
   signed: unknown;
 }
 
-/** A stored verdict: the policy's, or a verifier stopped because its claim was decided without it. */
-export type StoredVerdict = VerifierVerdict | { outcome: "cancelled"; reason: string; trials: number };
+/**
+ * A stored verdict: the policy's; or a verifier stopped because its claim was decided without it
+ * ('cancelled'); or one whose trial the harness could not run ('not-run': no verdict on the
+ * claim, a replacement verifier is dispatched).
+ */
+export type StoredVerdict =
+  | VerifierVerdict
+  | { outcome: "cancelled" | "not-run"; reason: string; trials: number };
+
+/** Sets a claim's reason without deciding it (why it waits). */
+export async function noteClaim(
+  q: Queryable,
+  schema: string,
+  claimId: string,
+  reason: string,
+): Promise<void> {
+  await q.query(`UPDATE ${t(schema, "hub_claims")} SET reason = $2 WHERE id = $1`, [claimId, reason]);
+}
 
 export interface VerificationRow {
   id: number;
@@ -69,6 +86,7 @@ function claimOf(r: Record<string, unknown>): ClaimRow {
     status: r.status as string,
     against: (r.against as string | null) ?? null,
     claimedValue: Number(r.claimed_value),
+    reason: (r.reason as string | null) ?? null,
     signed: r.signed,
   };
 }

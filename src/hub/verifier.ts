@@ -63,6 +63,7 @@ import {
   insertVerifications,
   inTransaction,
   lockHead,
+  noteClaim,
   runningVerificationIds,
   type Side,
   type StoredVerdict,
@@ -124,6 +125,18 @@ const AGREE_SEEDS = 2;
 const OUTCOMES = new Set(["confirm", "unconfirmed", "contradict"]);
 
 const isVerdict = (v: StoredVerdict | null): v is VerifierVerdict => v !== null && OUTCOMES.has(v.outcome);
+
+/** Verifiers of one round whose trial the harness could not run, before the claim waits for the operator. */
+const MAX_NOT_RUN = 4;
+
+/** HubTrialNotRun (src/hub/hub-trials.ts) of kind 'harness', by shape: this module imports that file's types only. */
+function isNotRun(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    err.name === "HubTrialNotRun" &&
+    (err as Error & { kind?: string }).kind === "harness"
+  );
+}
 
 /** The trial key of the design: the same verifier step always has the same key. */
 export function trialKey(claimId: string, round: number, idx: number, side: Side, seed: number): string {
@@ -510,13 +523,25 @@ export class VerifierDriver {
         const cfv = claimForVerification(claim, this.o.direction, this.o.metric);
         if (step.kind === "wait") return false;
         if (step.kind === "verify") {
+          const notRun = cur.filter((r) => r.verdict?.outcome === "not-run");
+          // At most MAX_NOT_RUN verifiers a round whose trials the harness could not run.
+          const allowed = Math.min(step.verifiers, MAX_NOT_RUN - notRun.length - running);
+          if (allowed <= 0) {
+            if (running > 0) return false;
+            // The harness cannot run this claim's trials (setup failing, no sandbox on the
+            // workers): no verdict on the contributor; it waits, saying why, for the operator.
+            const why = `waiting: the harness could not run ${notRun.length} verifiers' trials (${notRun.at(-1)?.verdict?.reason ?? ""})`;
+            if (claim.reason !== why) await noteClaim(c, schema, claimId, why);
+            return false;
+          }
           const against = needNew ? h.commit : (claim.against as string);
           if (needNew) await setAgainst(c, schema, claimId, against);
+          // Indexes go on after every row of the round, a not-run one included (its keys are spent).
           const firstIdx = cur.reduce((m, r) => Math.max(m, r.idx), 0) + 1;
           const inserted = await insertVerifications(
             c,
             schema,
-            Array.from({ length: step.verifiers }, (_, j) => ({
+            Array.from({ length: allowed }, (_, j) => ({
               claimId,
               round,
               idx: firstIdx + j,
@@ -625,14 +650,21 @@ export class VerifierDriver {
       const claim = await claimById(c, schema, claimId, true);
       if (claim?.status !== "checking") return;
       const rows = await verificationsOf(c, schema, claimId);
-      if (rows.length === 0) {
+      if (rows.some((r) => r.state === "running")) return;
+      const notRun = rows.filter((r) => r.verdict?.outcome === "not-run");
+      if (!rows.some((r) => isVerdict(r.verdict))) {
+        if (notRun.length >= MAX_NOT_RUN) {
+          const why = `waiting: the harness could not run ${notRun.length} checks' trials (${notRun.at(-1)?.verdict?.reason ?? ""})`;
+          if (claim.reason !== why) await noteClaim(c, schema, claimId, why);
+          return;
+        }
         const cfv = claimForVerification(claim, this.o.direction, this.o.metric);
         await setAgainst(c, schema, claimId, claim.parent);
         const inserted = await insertVerifications(c, schema, [
           {
             claimId,
             round: 1,
-            idx: 1,
+            idx: rows.length + 1,
             against: claim.parent,
             fresh: this.drawFresh(cfv.seeds, this.o.checkNoiseTrials ?? CHECK_NOISE),
           },
@@ -784,16 +816,28 @@ export class VerifierDriver {
       }
       const commit = step.side === "parent" ? row.against : claim.commit;
       const key = trialKey(claim.id, row.round, row.idx, step.side, step.seed);
-      const got = await this.runTrial(
-        {
-          key,
-          commit,
-          seed: step.seed,
-          label: `hub ${claim.id.slice(0, 12)} r${row.round} v${row.idx} ${step.side}`,
+      let got: HubTrial;
+      try {
+        got = await this.runTrial(
+          {
+            key,
+            commit,
+            seed: step.seed,
+            label: `hub ${claim.id.slice(0, 12)} r${row.round} v${row.idx} ${step.side}`,
+            signal,
+          },
           signal,
-        },
-        signal,
-      );
+        );
+      } catch (err) {
+        if (!isNotRun(err) || this.stopped || signal.aborted) throw err;
+        const trials = run.agreement.length + run.parent.length + run.candidate.length;
+        await finishVerification(pool, schema, row.id, {
+          outcome: "not-run",
+          trials,
+          reason: `the harness could not run ${key}: ${(err as Error).message}`,
+        });
+        return;
+      }
       if (this.stopped || signal.aborted) return;
       const trial: HubTrial =
         got.failure === undefined && typeof got.value === "number" && Number.isFinite(got.value)
@@ -818,6 +862,9 @@ export class VerifierDriver {
         return await this.o.trials.run(req);
       } catch (err) {
         if (this.stopped || signal.aborted) throw new Stopped();
+        // The harness tried and could not run it (HubTrialNotRun of src/hub/hub-trials.ts): the
+        // same key would re-attach to the same failed attempts. The verifier ends as 'not-run'.
+        if (isNotRun(err)) throw err;
         this.report(
           new Error(
             `trial ${req.key} failed to run (retrying in ${wait} ms): ${err instanceof Error ? err.message : String(err)}`,
