@@ -304,10 +304,10 @@ export class VerifierDriver {
   }
 
   /**
-   * Stops the loop. In-flight trials are not waited for (they may run for hours) nor cancelled
-   * (a fleet job keeps running; the next driver re-attaches to it by its key): their results are
-   * dropped here, the rows keep what was stored, and this driver's verifier locks are released
-   * with its lock connection.
+   * Stops the loop. In-flight trials are not waited for (they may run for hours) nor cancelled:
+   * their requests' signals are aborted, which stops waiting while the fleet job keeps running
+   * (the next driver re-attaches to it by its key); their results are dropped here, the rows keep
+   * what was stored, and this driver's verifier locks are released with its lock connection.
    */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -315,6 +315,8 @@ export class VerifierDriver {
     if (this.timer) clearInterval(this.timer);
     for (const w of this.stopWaiters) w();
     this.stopWaiters.clear();
+    // HubTrialRequest.signal: stop waiting; the fleet job goes on (hub-trials.ts detaches).
+    for (const t of this.tasks.values()) t.abort.abort();
     await this.ticking?.catch(() => {});
     const c = this.lockClient ?? (this.lockClientP ? await this.lockClientP.catch(() => null) : null);
     this.lockClient = null;
@@ -406,11 +408,23 @@ export class VerifierDriver {
   private async lockConn(): Promise<pg.PoolClient> {
     if (this.lockClient) return this.lockClient;
     if (!this.lockClientP) {
-      this.lockClientP = this.o.pool.connect().then((c) => {
-        c.on("error", () => {});
+      const p = this.o.pool.connect().then((c) => {
+        // A lost connection has lost its locks: the next lock query opens another. (Another
+        // driver may resume this one's verifiers meanwhile; appends are compare-and-set and
+        // the fleet runs a key once.)
+        c.on("error", () => {
+          if (this.lockClient !== c) return;
+          this.lockClient = null;
+          this.lockClientP = null;
+          c.release(true);
+        });
         this.lockClient = c;
         return c;
       });
+      p.catch(() => {
+        if (this.lockClientP === p) this.lockClientP = null;
+      });
+      this.lockClientP = p;
     }
     return this.lockClientP;
   }
