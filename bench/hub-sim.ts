@@ -29,7 +29,7 @@
  *   npm run bench -- hub-sim [--contributors=10000] [--cheat-share=0.2] [--hours=24]
  *     [--verifiers=2500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
  *     [--finding-rate=1] [--gain-min=0.75] [--gain-max=2.5] [--seeds=3] [--first-seed=1]
- *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-staged-q3,strict-staged-q3-c1]
+ *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-q3,strict-staged-q3,strict-staged-q3-c1]
  */
 
 import { mulberry32 } from "../src/core/random.ts";
@@ -476,6 +476,11 @@ const VARIANTS: Record<
     label: "the issue's quorum, the verifier's rule stricter still (confirmZ 3, 16 trials)",
     verifier: { judge: { confirmZ: 3, testTrials: 16, confirmTrials: 16 } },
   },
+  "strict-q3": {
+    label: "strict, and 3 unconfirmed claims in a row quarantine (the hub's verifier driver's defaults)",
+    verifier: STRICT,
+    reputation: { quarantineAfterUnconfirmed: 3 },
+  },
   "strict-staged-q3": {
     label: "strict, staged, and 3 unconfirmed claims in a row quarantine",
     verifier: STRICT,
@@ -483,7 +488,7 @@ const VARIANTS: Record<
     reputation: { quarantineAfterUnconfirmed: 3 },
   },
   "strict-staged-q3-c1": {
-    label: "strict, staged, 3 unconfirmed quarantine, and one contradiction rejects (the hub's defaults)",
+    label: "strict, staged, 3 unconfirmed quarantine, and one contradiction rejects",
     verifier: STRICT,
     quorum: { initial: 1, contradictionsToReject: 1 },
     reputation: { quarantineAfterUnconfirmed: 3 },

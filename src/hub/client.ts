@@ -19,6 +19,8 @@ export interface HubProgram {
   name?: string;
   rootCommit: string;
   head: string;
+  /** The head's value as the verifiers measured it; null until one verification measured the root. */
+  headValue: number | null;
   hardwareClass: string;
   budgetS: number;
   objective: { metric: string; direction: "minimize" | "maximize" };
