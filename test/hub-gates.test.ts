@@ -142,6 +142,8 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
         addressRate: { capacity: 10_000, refillPerS: 1 },
         registrationsPerDay: 1000,
         bounds: { val_loss: { min: 0, max: 1e6 } },
+        // An operator who wants more of the claim's own seeds (the default is 1).
+        seedsMin: 3,
       },
     });
     alice = await register();

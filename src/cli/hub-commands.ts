@@ -9,6 +9,7 @@ import { AutolabError } from "../core/errors.ts";
 import { contribute } from "../hub/contribute.ts";
 import { startHub } from "../hub/hub.ts";
 import { fleetHubTrials, localWorkers } from "../hub/hub-trials.ts";
+import { measureRoot } from "../hub/root-value.ts";
 import { VerifierDriver } from "../hub/verifier.ts";
 import { handleError } from "./errors.ts";
 import { createProgress } from "./progress.ts";
@@ -146,6 +147,21 @@ export async function hubCommand(dir: string, flags: HubFlags): Promise<void> {
     driver.start();
     const d = driver;
     closers.unshift(() => d.stop());
+    // Until the root has a value every claim looks like a frontier move (src/hub/root-value.ts).
+    const measuring = new AbortController();
+    closers.unshift(async () => measuring.abort("the hub stopped"));
+    measureRoot({ pool: hub.pool, schema: hub.schema, trials, signal: measuring.signal }).then(
+      (r) => {
+        if (r)
+          log(
+            `hub: the root measured on the verifiers: ${program.objective.metric} ${r.value} (mean of ${r.trials} trials); claims that do not beat it are findings`,
+          );
+      },
+      (err: unknown) => {
+        if (!measuring.signal.aborted)
+          log(`hub: the root could not be measured: ${err instanceof Error ? err.message : String(err)}`);
+      },
+    );
     log(
       [
         `hub: ${program.name} at ${hub.url} (root ${hub.repo.rootCommit.slice(0, 12)}, hardware class ${hardwareClass})`,

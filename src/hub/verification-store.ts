@@ -351,6 +351,15 @@ export async function appendChain(
   return Number(r.rows[0].seq);
 }
 
+/** The subject the hub stored for a commit of its DAG (undefined when it has none). */
+export async function commitSubject(q: Queryable, schema: string, sha: string): Promise<string | undefined> {
+  const r = await q.query<{ subject: string }>(
+    `SELECT subject FROM ${t(schema, "hub_commits")} WHERE sha = $1`,
+    [sha],
+  );
+  return r.rows[0]?.subject;
+}
+
 export async function insertEvent(
   q: Queryable,
   schema: string,

@@ -54,6 +54,7 @@ import {
   cancelRunning,
   claimById,
   claimsToDrive,
+  commitSubject,
   decideClaim,
   ensureRoot,
   finishVerification,
@@ -491,8 +492,15 @@ export class VerifierDriver {
     kind: string,
     payload: unknown,
   ): Promise<void> {
-    await insertEvent(c, this.o.schema, kind, payload);
-    events.push([kind, payload]);
+    // Readers of the feed (other contributors' researchers) need the idea, not only its hash:
+    // the commit's subject as the hub stored it (control characters replaced, 200 characters).
+    const p = payload as { commit?: unknown; subject?: unknown };
+    const withSubject =
+      typeof p?.commit === "string" && p.subject === undefined
+        ? { ...p, subject: await commitSubject(c, this.o.schema, p.commit) }
+        : payload;
+    await insertEvent(c, this.o.schema, kind, withSubject);
+    events.push([kind, withSubject]);
   }
 
   private drawFresh(exclude: readonly number[], n: number): number[] {
