@@ -29,7 +29,7 @@
  *   npm run bench -- hub-sim [--contributors=10000] [--cheat-share=0.2] [--hours=24]
  *     [--verifiers=2500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
  *     [--finding-rate=1] [--gain-min=0.75] [--gain-max=2.5] [--seeds=3] [--first-seed=1]
- *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-q3,strict-staged-q3,strict-staged-q3-c1]
+ *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-q3,strict-q3-agree,strict-staged-q3,strict-staged-q3-c1]
  */
 
 import { mulberry32 } from "../src/core/random.ts";
@@ -485,6 +485,13 @@ const VARIANTS: Record<
     label: "strict, staged, and 3 unconfirmed claims in a row quarantine",
     verifier: STRICT,
     quorum: { initial: 1 },
+    reputation: { quarantineAfterUnconfirmed: 3 },
+  },
+  "strict-q3-agree": {
+    label:
+      "strict, 3 unconfirmed quarantine, and no third verifier when the first two agree nothing is confirmed",
+    verifier: STRICT,
+    quorum: { rejectWhenNoneConfirm: true },
     reputation: { quarantineAfterUnconfirmed: 3 },
   },
   "strict-staged-q3-c1": {

@@ -57,6 +57,24 @@ describe("the quorum (nextStep)", () => {
     });
   });
 
+  it("with rejectWhenNoneConfirm, two verifiers that agree nothing is confirmed reject without a third", () => {
+    const o = { rejectWhenNoneConfirm: true };
+    expect(nextStep({ verdicts: [unconfirmed, unconfirmed], running: 0 }, o)).toMatchObject({
+      kind: "reject",
+      contradicted: false,
+    });
+    // By default both remaining verifiers go: two confirmations are still reachable within four.
+    expect(nextStep({ verdicts: [unconfirmed, unconfirmed], running: 0 })).toEqual({
+      kind: "verify",
+      verifiers: 2,
+    });
+    // Disagreement still calls a third.
+    expect(nextStep({ verdicts: [confirm(), unconfirmed], running: 0 }, o)).toEqual({
+      kind: "verify",
+      verifiers: 1,
+    });
+  });
+
   it("rejects after four verifiers without two confirmations", () => {
     const three = [confirm(), unconfirmed, unconfirmed];
     expect(nextStep({ verdicts: three, running: 0 })).toEqual({ kind: "verify", verifiers: 1 });

@@ -288,6 +288,12 @@ export interface QuorumOptions {
   maxVerifiers?: number;
   /** Contradictions that reject at once (the claim lies outside the noise twice). Default 2. */
   contradictionsToReject?: number;
+  /**
+   * "A third on disagreement", read literally: when the first `quorum` verifiers all return
+   * without confirming, they agree, and the claim is rejected without a third. Default false
+   * (each verifier that does not confirm calls another, up to `maxVerifiers`).
+   */
+  rejectWhenNoneConfirm?: boolean;
 }
 
 export interface QuorumState {
@@ -302,7 +308,13 @@ export type QuorumStep =
   | { kind: "accept"; value: number; reason: string }
   | { kind: "reject"; reason: string; contradicted: boolean };
 
-const QUORUM = { quorum: 2, initial: 2, maxVerifiers: 4, contradictionsToReject: 2 };
+const QUORUM = {
+  quorum: 2,
+  initial: 2,
+  maxVerifiers: 4,
+  contradictionsToReject: 2,
+  rejectWhenNoneConfirm: false,
+};
 
 /**
  * What the hub does next with a claim that would move the frontier. Data in, decision out:
@@ -326,6 +338,13 @@ export function nextStep(state: QuorumState, options: QuorumOptions = {}): Quoru
       kind: "reject",
       contradicted: true,
       reason: `${contradictions} verifiers contradicted the claim: ${firstReason(state, "contradict")}`,
+    };
+  }
+  if (o.rejectWhenNoneConfirm && confirms.length === 0 && done >= o.quorum) {
+    return {
+      kind: "reject",
+      contradicted: false,
+      reason: `none of the first ${done} verifiers confirmed (they agree; no third on agreement): ${firstReason(state, contradictions > 0 ? "contradict" : "unconfirmed")}`,
     };
   }
   const reachable = confirms.length + (o.maxVerifiers - done);
