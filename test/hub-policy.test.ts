@@ -212,8 +212,9 @@ describe("one verifier's job (verifierStep)", () => {
         { seed: 51, value: 11 },
       ],
     };
-    // σ = √2 pooled; claimed 8 vs measured 10 on two seeds: 2 / (√2·√(2/2)) = √2.
-    expect(claimExcessZ(claim, run)).toBeCloseTo(Math.SQRT2, 6);
+    // σ pooled over the parent (9, 11) and every candidate trial (10, 10, 9, 11), each around its
+    // own mean: √((2 + 2) / (1 + 3)) = 1; claimed 8 vs measured 10 on two seeds: 2 / (1·√(2/2)) = 2.
+    expect(claimExcessZ(claim, run)).toBeCloseTo(2, 6);
     // A claim worse than measured is negative: understating is no cheat.
     expect(claimExcessZ({ ...claim, candidateValues: [12, 12, 12] }, run)).toBeLessThan(0);
   });

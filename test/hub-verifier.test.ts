@@ -426,8 +426,8 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
       // Rejected at two contradictions (a third verifier, called after the first, may have contradicted too).
       expect(rows.filter((r) => r.verdict?.outcome === "contradict").length).toBeGreaterThanOrEqual(2);
       expect(rows.filter((r) => r.verdict?.outcome === "confirm")).toHaveLength(0);
-      // (Now and then a verifier is only 'unconfirmed': when the rule discards the candidate after
-      // one trial, the agreement test's σ rests on the parent's 3 baseline trials; a third and fourth run.)
+      // (Rarely a verifier is only 'unconfirmed': when the rule discards the candidate after one
+      // trial, the agreement test's σ rests on 4 degrees of freedom; a third and fourth then run.)
       expect(rows.length).toBeLessThanOrEqual(4);
       expect((await rep(who))?.quarantined_at).not.toBeNull();
     }

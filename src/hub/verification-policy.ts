@@ -151,6 +151,42 @@ const isFailed = (t: HubTrial) =>
   t.failure !== undefined || typeof t.value !== "number" || !Number.isFinite(t.value);
 
 /**
+ * The verdict a failed trial forces, if any: a failed candidate trial contradicts at once (a
+ * verifier is trusted hardware running the sandbox, so the failure is the candidate's); a failed
+ * parent trial leaves the verifier unconfirmed (it says nothing about `about`).
+ */
+export function failureVerdict(
+  candidate: readonly HubTrial[],
+  parent: readonly HubTrial[],
+  trials: number,
+  about: string,
+): VerifierStep | undefined {
+  const c = candidate.find(isFailed);
+  if (c) {
+    return {
+      kind: "verdict",
+      verdict: {
+        outcome: "contradict",
+        trials,
+        reason: `the candidate failed on the verifier (seed ${c.seed}): ${c.failure ?? "no value"}`,
+      },
+    };
+  }
+  const p = parent.find(isFailed);
+  if (p) {
+    return {
+      kind: "verdict",
+      verdict: {
+        outcome: "unconfirmed",
+        trials,
+        reason: `the parent failed on the verifier (seed ${p.seed}): ${p.failure ?? "no value"}; the verifier's result says nothing about ${about}`,
+      },
+    };
+  }
+  return undefined;
+}
+
+/**
  * The next thing one verifier does, or its verdict. First the candidate on the claim's first
  * `agreeSeeds` seeds (the agreement check), then the acceptance rule on `fresh` seeds
  * (freshSeeds(...)): the parent on the rule's baseline trials (its noise sample), then the
@@ -167,28 +203,8 @@ export function verifierStep(
 ): VerifierStep {
   const judge = createNoiseJudge(options.judge);
   const trials = run.agreement.length + run.parent.length + run.candidate.length;
-  const failedCandidate = [...run.agreement, ...run.candidate].find(isFailed);
-  if (failedCandidate) {
-    return {
-      kind: "verdict",
-      verdict: {
-        outcome: "contradict",
-        trials,
-        reason: `the candidate failed on the verifier (seed ${failedCandidate.seed}): ${failedCandidate.failure ?? "no value"}`,
-      },
-    };
-  }
-  const failedParent = run.parent.find(isFailed);
-  if (failedParent) {
-    return {
-      kind: "verdict",
-      verdict: {
-        outcome: "unconfirmed",
-        trials,
-        reason: `the parent failed on the verifier (seed ${failedParent.seed}): ${failedParent.failure ?? "no value"}; the verifier's result says nothing about the claim`,
-      },
-    };
-  }
+  const failed = failureVerdict([...run.agreement, ...run.candidate], run.parent, trials, "the claim");
+  if (failed) return failed;
   const agreeSeeds = Math.min(options.agreeSeeds ?? AGREE_SEEDS, claim.seeds.length);
   if (run.agreement.length < agreeSeeds) {
     return { kind: "run", side: "agreement", seed: claim.seeds[run.agreement.length] as number };
@@ -228,7 +244,8 @@ export function verifierStep(
  * How far the claim is better than what the verifier measured on the claim's own seeds, in
  * standard errors: the mean over those seeds of (claimed − measured), signed so that positive
  * is the claim looking better, over σ·√(2/k), σ the noise of the verifier's paired trials
- * (parent and candidate pooled, each around its own mean). NaN without a compared seed.
+ * (the parent's trials, and every trial of the candidate — agreement and fresh seeds — pooled,
+ * each around its own mean). NaN without a compared seed.
  */
 export function claimExcessZ(claim: ClaimForVerification, run: VerifierRun): number {
   const sign = claim.direction === "minimize" ? 1 : -1;
@@ -240,9 +257,13 @@ export function claimExcessZ(claim: ClaimForVerification, run: VerifierRun): num
       diffs.push(sign * (t.value - c));
   }
   if (diffs.length === 0) return Number.NaN;
+  // Every measurement of the candidate (its agreement trials on the claim's seeds and its trials
+  // on fresh seeds) is one sample around its mean: pooled with the parent's, a rule that stops
+  // after one candidate trial still leaves 4 degrees of freedom, not 2 — with 2, σ came out
+  // twice too large about 2% of the time and a 6σ lie went unconfirmed instead of contradicted.
   const { sd } = pooledSd([
     run.parent.map((t) => t.value as number),
-    run.candidate.map((t) => t.value as number),
+    [...run.agreement, ...run.candidate].map((t) => t.value as number),
   ]);
   const se = sd * Math.sqrt(2 / diffs.length);
   const excess = mean(diffs);

@@ -30,6 +30,7 @@ import type { HubTrials } from "./hub-trials.ts";
 import {
   type ClaimForVerification,
   claimExcessZ,
+  failureVerdict,
   type HubTrial,
   NEW_REPUTATION,
   nextStep,
@@ -189,30 +190,8 @@ export function checkStep(
   o: { agreeZ?: number; agreeSeeds?: number; noise?: number } = {},
 ): VerifierStep {
   const trials = run.agreement.length + run.parent.length + run.candidate.length;
-  const failed = (x: HubTrial) =>
-    x.failure !== undefined || typeof x.value !== "number" || !Number.isFinite(x.value);
-  const badCandidate = run.agreement.find(failed);
-  if (badCandidate) {
-    return {
-      kind: "verdict",
-      verdict: {
-        outcome: "contradict",
-        trials,
-        reason: `the candidate failed on the verifier (seed ${badCandidate.seed}): ${badCandidate.failure ?? "no value"}`,
-      },
-    };
-  }
-  const badParent = run.parent.find(failed);
-  if (badParent) {
-    return {
-      kind: "verdict",
-      verdict: {
-        outcome: "unconfirmed",
-        trials,
-        reason: `the parent failed on the verifier (seed ${badParent.seed}): ${badParent.failure ?? "no value"}; the check says nothing about the finding`,
-      },
-    };
-  }
+  const failed = failureVerdict(run.agreement, run.parent, trials, "the finding");
+  if (failed) return failed;
   const k = Math.min(o.agreeSeeds ?? AGREE_SEEDS, claim.seeds.length);
   if (run.agreement.length < k)
     return { kind: "run", side: "agreement", seed: claim.seeds[run.agreement.length] as number };
@@ -221,7 +200,8 @@ export function checkStep(
   const noise = Math.min(o.noise ?? CHECK_NOISE, fresh.length);
   if (run.parent.length < k + noise)
     return { kind: "run", side: "parent", seed: fresh[run.parent.length - k] as number };
-  const asRun: VerifierRun = { agreement: run.agreement, parent: run.parent, candidate: run.agreement };
+  // claimExcessZ pools the agreement trials with the parent's: the same samples the df below counts.
+  const asRun: VerifierRun = { agreement: run.agreement, parent: run.parent, candidate: [] };
   const z = claimExcessZ(claim, asRun);
   const { df } = pooledSd([
     run.parent.map((x) => x.value as number),
