@@ -1,8 +1,9 @@
 /**
- * The load generator of bench/hub.ts, run in a worker thread (so that the client's JSON, HTTP and
- * bookkeeping do not share the hub's event loop): `conns` loops, each on its own keep-alive socket
- * to 127.0.0.1, POST /api/claims with the next request of its share, back to back. Latencies are
- * recorded after the warm-up; the worker posts its figures back and exits.
+ * The load generator of bench/hub.ts, run as a child process (default) or a worker thread, so
+ * that the client's JSON, HTTP and bookkeeping never run on the hub's event loop: `conns` loops,
+ * each on its own keep-alive socket to 127.0.0.1, POST /api/claims with the next request of its
+ * share, back to back. Latencies are recorded after the warm-up; the figures are sent back to the
+ * parent (postMessage or IPC) and the generator exits.
  */
 import http from "node:http";
 import { performance } from "node:perf_hooks";
@@ -120,4 +121,9 @@ async function run(job: LoadJob): Promise<LoadResult> {
 if (parentPort) {
   const result = await run(workerData as LoadJob);
   parentPort.postMessage(result, [result.latencies.buffer as ArrayBuffer]);
+} else if (process.send) {
+  // A child process (child_process.fork with serialization "advanced"): the job comes by IPC.
+  const job = await new Promise<LoadJob>((resolve) => process.once("message", (m) => resolve(m as LoadJob)));
+  const result = await run(job);
+  process.send(result, () => process.disconnect());
 }

@@ -7,8 +7,9 @@
  * over a small project (the hub-toy program of test/helpers/hub-project.ts), with its rate limits
  * and quotas raised so that none binds (the bench measures the gates' cost, not their refusals),
  * and no verifier driver: stored claims stay 'verifying'. `--ids` identities (default 200) are
- * registered over HTTP. The load comes from `--threads` worker threads (bench/_hub-load.ts), each
- * with `--conns` keep-alive connections to 127.0.0.1, POST /api/claims back to back.
+ * registered over HTTP. The load comes from `--threads` child processes (bench/_hub-load.ts;
+ * `--load=thread`: worker threads of the hub's process), each with `--conns` keep-alive
+ * connections to 127.0.0.1, POST /api/claims back to back.
  *
  * Scenarios, each `--warmup` s then `--seconds` s measured:
  *  a. unknown-parent: claims that pass every cheap gate (token, quarantine, limits, quota, JSON and
@@ -24,10 +25,10 @@
  *     scenario ends early when `--valid` claims run out.
  *
  * `npm run bench -- hub postgres://autolab:autolab@127.0.0.1/autolab [a,b,d,c] [--seconds=10]
- *   [--warmup=2] [--threads=1] [--conns=32] [--ids=200] [--valid=1500]`
+ *   [--warmup=2] [--threads=1] [--load=process|thread] [--conns=32] [--ids=200] [--valid=1500]`
  * Without a URL (argument or AUTOLAB_PG_URL) it says so and skips.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, fork, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -77,6 +78,8 @@ interface Opts {
   seconds: number;
   warmup: number;
   threads: number;
+  /** Where the load runs: child processes (default) or worker threads of the hub's process. */
+  load: "process" | "thread";
   conns: number;
   ids: number;
   valid: number;
@@ -96,6 +99,7 @@ export async function main(args: string[]): Promise<Figures> {
     seconds: numberFlag(f, "seconds", 10),
     warmup: numberFlag(f, "warmup", 2),
     threads: numberFlag(f, "threads", 1),
+    load: f.load === "thread" ? "thread" : "process",
     conns: numberFlag(f, "conns", 32),
     ids: numberFlag(f, "ids", 200),
     valid: numberFlag(f, "valid", 1500),
@@ -112,10 +116,16 @@ export async function main(args: string[]): Promise<Figures> {
   try {
     const pgVersion = (await admin.query("SHOW server_version")).rows[0].server_version;
     console.log(
-      `PostgreSQL ${pgVersion}; Node ${process.version}; load average ${loadavg()}; ${o.threads} load thread(s) × ${o.conns} keep-alive connections; ${o.ids} identities; ${o.warmup} s warm-up + ${o.seconds} s per scenario`,
+      `PostgreSQL ${pgVersion}; Node ${process.version}; load average ${loadavg()}; ${o.threads} load ${o.load === "thread" ? "thread" : "process"}(es) × ${o.conns} keep-alive connections; ${o.ids} identities; ${o.warmup} s warm-up + ${o.seconds} s per scenario`,
     );
     figures.postgres = String(pgVersion);
-    Object.assign(figures, { threads: o.threads, conns: o.conns, ids: o.ids, seconds: o.seconds });
+    Object.assign(figures, {
+      threads: o.threads,
+      load: o.load,
+      conns: o.conns,
+      ids: o.ids,
+      seconds: o.seconds,
+    });
     const project = makeProject(join(tmp, "project"));
     hub = await startHub({
       db: u.toString(),
@@ -215,7 +225,7 @@ export async function main(args: string[]): Promise<Figures> {
     }
 
     console.log(
-      "\n| scenario | requests/s | p50 | p90 | p99 | answers | hub's event loop | load threads | PostgreSQL CPU |",
+      "\n| scenario | requests/s | p50 | p90 | p99 | answers | hub's event loop | load generators | PostgreSQL CPU |",
     );
     console.log("|---|---|---|---|---|---|---|---|---|");
     for (const [k, r] of Object.entries(results)) {
@@ -303,9 +313,20 @@ async function scenario(
             warmupMs: o.warmup * 1000,
             durationMs: o.seconds * 1000,
           };
-          const w = new Worker(new URL("./_hub-load.ts", import.meta.url), { workerData: job });
-          w.once("message", (m: LoadResult) => resolve(m));
-          w.once("error", reject);
+          const file = new URL("./_hub-load.ts", import.meta.url);
+          if (o.load === "thread") {
+            const w = new Worker(file, { workerData: job });
+            w.once("message", (m: LoadResult) => resolve(m));
+            w.once("error", reject);
+            return;
+          }
+          const child = fork(file, [], { serialization: "advanced", stdio: "inherit" });
+          child.once("message", (m) => resolve(m as LoadResult));
+          child.once("error", reject);
+          child.once("exit", (code) => {
+            if (code !== 0) reject(new Error(`the load process exited ${code}`));
+          });
+          child.send(job);
         }),
     ),
   );
@@ -347,7 +368,7 @@ async function scenario(
     `   ${Math.round(res.rps)} requests/s over ${(windowMs / 1000).toFixed(1)} s; p50 ${ms(res.p50)}, p90 ${ms(res.p90)}, p99 ${ms(res.p99)}; answers ${JSON.stringify(statuses)}${errors ? `; ${errors} socket errors` : ""}`,
   );
   console.log(
-    `   hub's event loop busy ${pct(serverElu)}; load threads ${res.clientElu.map(pct).join(", ")}; PostgreSQL ${pgCores.toFixed(2)} cores (all its processes); load average ${loadavg()}`,
+    `   hub's event loop busy ${pct(serverElu)}; hub's process ${Math.round(process.memoryUsage().rss / 1e6)} MB; load generators ${res.clientElu.map(pct).join(", ")}; PostgreSQL ${pgCores.toFixed(2)} cores (all its processes); load average ${loadavg()}`,
   );
   for (const [s, text] of Object.entries(samples)) console.log(`   ${s}: ${text.slice(0, 160)}`);
   return res;
