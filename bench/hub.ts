@@ -25,7 +25,7 @@
  *     scenario ends early when `--valid` claims run out.
  *
  * `npm run bench -- hub postgres://autolab:autolab@127.0.0.1/autolab [a,b,d,c] [--seconds=10]
- *   [--warmup=2] [--threads=1] [--load=process|thread] [--conns=32] [--ids=200] [--valid=1500]`
+ *   [--warmup=2] [--threads=1] [--load=process|thread] [--conns=32] [--ids=200] [--valid=600]`
  * Without a URL (argument or AUTOLAB_PG_URL) it says so and skips.
  */
 import { execFileSync, fork, spawn } from "node:child_process";
@@ -102,7 +102,7 @@ export async function main(args: string[]): Promise<Figures> {
     load: f.load === "thread" ? "thread" : "process",
     conns: numberFlag(f, "conns", 32),
     ids: numberFlag(f, "ids", 200),
-    valid: numberFlag(f, "valid", 1500),
+    valid: numberFlag(f, "valid", 600),
   };
   const figures: Figures = { benchmark: "hub" };
   const schema = `bench_hub_${randomBytes(4).toString("hex")}`;
@@ -187,8 +187,38 @@ export async function main(args: string[]): Promise<Figures> {
       }
     }
 
-    const bundles =
-      parts.includes("c") || parts.includes("d") ? await makeBundles(project, o.valid + 1, tmp) : [];
+    const ADMIT_ALONE = 20;
+    const made =
+      parts.includes("c") || parts.includes("d")
+        ? await makeBundles(project, o.valid + 1 + ADMIT_ALONE, tmp)
+        : [];
+    const bundles = made.slice(0, made.length - ADMIT_ALONE);
+    if (parts.includes("c")) {
+      // Git admission alone, one bundle at a time, no load: its wall time per claim, and how much
+      // of it blocks the hub's event loop (spawning each git process forks the hub's process).
+      const alone = made.slice(made.length - ADMIT_ALONE);
+      const walls: number[] = [];
+      const e0 = performance.eventLoopUtilization();
+      const c0 = childCpuMs();
+      for (const b of alone) {
+        const t = performance.now();
+        const a = await hub.repo.admit(b.file, root);
+        walls.push(performance.now() - t);
+        if (!a.ok) throw new Error(`admission refused a bench candidate: ${a.reason}`);
+      }
+      const busy = performance.eventLoopUtilization(e0).utilization;
+      const gitCpu = (childCpuMs() - c0) / alone.length;
+      walls.sort((x, y) => x - y);
+      const median = walls[Math.floor(walls.length / 2)] as number;
+      console.log(
+        `\n== git admission alone (HubRepo.admit, ${alone.length} fresh bundles one at a time, no load): median ${ms(median)} a claim, the hub's event loop busy ${pct(busy)} of it (${ms(busy * median)} blocked), git's CPU ${ms(gitCpu)} a claim; hub's process ${Math.round(process.memoryUsage().rss / 1e6)} MB`,
+      );
+      Object.assign(figures, {
+        admit_ms: round(median),
+        admit_blocked_ms: round(busy * median),
+        admit_git_cpu_ms: round(gitCpu),
+      });
+    }
     if (bundles.length > 0) {
       const t0 = performance.now();
       await uploadAll(port, who, bundles);
@@ -546,6 +576,13 @@ function cpuTicks(pids: number[]): number {
     } catch {}
   }
   return t;
+}
+
+/** CPU (user + system, ms) of this process's reaped children: the git processes it ran. */
+function childCpuMs(): number {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[13]) + Number(f[14])) * 10;
 }
 
 function loadavg(): string {
