@@ -622,7 +622,7 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
 
   describe("limits per address and per identity (apps sharing the hub's store, addresses as node-server gives them)", () => {
     let t = now;
-    function app(limits: HubAppDeps["limits"]) {
+    function app(limits: HubAppDeps["limits"], o: { identityCacheMs?: number } = {}) {
       return createHubApp({
         store: hub.store,
         repo: hub.repo,
@@ -633,6 +633,7 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
           throw new Error(m);
         },
         limits,
+        ...o,
       });
     }
     const from = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
@@ -718,6 +719,60 @@ describe.skipIf(PG_SKIP)(`the hub's gates${PG_SKIP ? ` (${PG_SKIP_REASON})` : ""
       expect(ok.status).toBe(202);
       t = now;
       a.close();
+    });
+
+    // The server keeps a token's identity in memory for identityCacheMs (an hour here, so the
+    // stale view is certain): the insert re-reads the identity's row, locked, in its transaction.
+    const sendAs = (a: ReturnType<typeof app>, who: Who, body: unknown, address: string) =>
+      a.request(
+        "/api/claims",
+        { method: "POST", headers: auth(who), body: JSON.stringify(body) },
+        from(address),
+      );
+    const unknownParent = (who: Who) =>
+      signedClaimFor(who.id, { parent: "f".repeat(40), bundleSha256: "b".repeat(64), createdAt: t });
+
+    it("an identity quarantined after the server cached it: its next claim is refused at the insert (403 quarantined), nothing stored", async () => {
+      const eve = await register();
+      const { claim } = await prepared(eve);
+      const a = app({}, { identityCacheMs: 3_600_000 });
+      // The server reads eve's identity (not quarantined) and keeps it.
+      expect(await codeOf(await sendAs(a, eve, unknownParent(eve), "192.0.2.60"))).toBe("unknown_parent");
+      await pgQuery(
+        `UPDATE ${schema}.hub_identities SET quarantined_at = now(), quarantine_reason = 'a contradicted claim' WHERE key_id = $1`,
+        [eve.id.keyId],
+      );
+      const before = await counts();
+      const r = await sendAs(a, eve, claim, "192.0.2.60");
+      expect(r.status).toBe(403);
+      expect(((await r.json()) as Json).error).toMatchObject({
+        code: "quarantined",
+        message: /contradicted/,
+      });
+      expect(await counts()).toEqual(before);
+      // The refusal updates the server's view: the next claim is refused at the cheap gate.
+      expect(await codeOf(await sendAs(a, eve, unknownParent(eve), "192.0.2.60"))).toBe("quarantined");
+      a.close();
+    });
+
+    it("the daily quota across two servers on one database: the insert counts under the identity's row lock (429 quota)", async () => {
+      const carol = await register();
+      const one = app({ claimsPerDay: 1 }, { identityCacheMs: 3_600_000 });
+      const two = app({ claimsPerDay: 1 }, { identityCacheMs: 3_600_000 });
+      // The first server reads carol's identity with 0 claims today and keeps it.
+      expect(await codeOf(await sendAs(one, carol, unknownParent(carol), "192.0.2.61"))).toBe(
+        "unknown_parent",
+      );
+      // The second server stores carol's one claim of the day.
+      expect((await sendAs(two, carol, (await prepared(carol)).claim, "192.0.2.62")).status).toBe(202);
+      const { claim } = await prepared(carol);
+      const before = await counts();
+      const r = await sendAs(one, carol, claim, "192.0.2.61");
+      expect(r.status).toBe(429);
+      expect(await codeOf(r)).toBe("quota");
+      expect(await counts()).toEqual(before);
+      one.close();
+      two.close();
     });
 
     it("values near the largest double: the mean is taken without overflow (no bounds set: taken, the verifiers judge it)", async () => {

@@ -19,7 +19,13 @@ import { createHash, type KeyObject, sign, verify } from "node:crypto";
 import { z } from "zod";
 import { METRIC_NAME } from "../trust/constraints.ts";
 import { canonicalBytes } from "./canonical-json.ts";
-import { decodeBase64url, parsePublicKey, SIGNATURE_BYTES } from "./identity.ts";
+import {
+  type Decoded,
+  decodeBase64url,
+  type PublicKey,
+  parsePublicKey,
+  SIGNATURE_BYTES,
+} from "./identity.ts";
 
 /** The signed bytes start with this: the claim format's name and version. */
 export const CLAIM_DOMAIN = "autolab-claim-v1\n";
@@ -163,30 +169,42 @@ export function signClaim(claim: Claim, privateKey: KeyObject): SignedClaim {
 
 /**
  * Checks a signed claim received from outside against the public key registered for its
- * sender (base64url, identity.ts). Never throws. Order: shape and size (no crypto on a
- * malformed or oversized claim), the key (malformed → `malformed`; another identity's key →
- * `wrong_key`), the signature's encoding, then Ed25519.
+ * sender (base64url, identity.ts; `verifyClaimWithKey`: that key already parsed). Never
+ * throws. Order: shape and size (no crypto on a malformed or oversized claim), the key
+ * (malformed → `malformed`; another identity's key → `wrong_key`), the signature's encoding,
+ * then Ed25519. The canonical bytes are made once: the signature is checked over them and the
+ * claim id is their sha256.
  */
 export function verifyClaim(signed: unknown, publicKey: string): ClaimCheck {
+  return check(signed, () => parsePublicKey(publicKey));
+}
+
+/** verifyClaim with the registered key parsed already (the hub keeps it parsed for its identities). */
+export function verifyClaimWithKey(signed: unknown, publicKey: PublicKey): ClaimCheck {
+  return check(signed, () => ({ ok: true, value: publicKey }));
+}
+
+function check(signed: unknown, keyOf: () => Decoded<PublicKey>): ClaimCheck {
   const parsed = SignedClaimSchema.safeParse(signed);
   if (!parsed.success) return { ok: false, reason: "malformed", issues: issuesOf(parsed.error) };
   const { claim, signature } = parsed.data;
-  const key = parsePublicKey(publicKey);
+  const key = keyOf();
   if (!key.ok)
     return { ok: false, reason: "malformed", issues: [{ path: "publicKey", message: key.reason }] };
   if (key.value.keyId !== claim.contributor)
     return { ok: false, reason: "wrong_key", claimed: claim.contributor, key: key.value.keyId };
   const sig = decodeBase64url(signature, SIGNATURE_BYTES, "the signature");
   if (!sig.ok) return { ok: false, reason: "bad_signature", message: sig.reason };
+  const message = claimMessage(claim);
   let valid = false;
   try {
-    valid = verify(null, claimMessage(claim), key.value.key, sig.value);
+    valid = verify(null, message, key.value.key, sig.value);
   } catch {
     valid = false;
   }
   if (!valid)
     return { ok: false, reason: "bad_signature", message: "the signature does not match the claim and key" };
-  return { ok: true, claim, claimId: claimId(parsed.data) };
+  return { ok: true, claim, claimId: createHash("sha256").update(message).digest("hex") };
 }
 
 /**

@@ -17,7 +17,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
-import { freshness, verifyClaim } from "./claim.ts";
+import { freshness, verifyClaim, verifyClaimWithKey } from "./claim.ts";
 import {
   addressKey,
   bearer,
@@ -33,7 +33,7 @@ import {
   readLimited,
   sha256Hex,
 } from "./gates.ts";
-import { parsePublicKey } from "./identity.ts";
+import { type PublicKey, parsePublicKey } from "./identity.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import type { HubRepo } from "./repo.ts";
 import type { HubIdentity, HubStore } from "./store.ts";
@@ -61,7 +61,31 @@ export interface HubAppDeps {
   feedPollMs?: number;
   /** SSE keep-alive comment interval (ms, default 15000). */
   heartbeatMs?: number;
+  /**
+   * How long a token's identity (its key, quarantine and claims of the day) is served from memory
+   * (ms, default 1000; 0: every request asks the database). The insert of a claim re-reads the
+   * identity's row, locked, in its own transaction: a claim of a quarantined identity, or one
+   * over the daily quota, is never stored; the cache only delays the cheap refusal by up to this
+   * long after the verifier quarantines an identity in another transaction.
+   */
+  identityCacheMs?: number;
 }
+
+/** A token's identity as the claims route keeps it for `identityCacheMs`. */
+interface CachedIdentity {
+  identity: HubIdentity;
+  /** The public key, parsed once (an Ed25519 key object). */
+  key: PublicKey | undefined;
+  /** Claims stored in the 24 h before `clockAt`, plus those this server stored since. */
+  claimsToday: number;
+  /** performance.now() when read. */
+  readAt: number;
+  /** The hub's clock (`clock`) when read: a test's clock that jumps invalidates the entry. */
+  clockAt: number;
+}
+
+/** Cached identities at most (a bound, not a tuning knob: 200 bytes or so each). */
+const IDENTITY_CACHE_MAX = 100_000;
 
 export type HubApp = Hono & { close(): void };
 
@@ -127,6 +151,9 @@ export function createHubApp(deps: HubAppDeps): HubApp {
   const heartbeatMs = deps.heartbeatMs ?? 15_000;
   /** Open feed streams per address. */
   const feeds = new Map<string, number>();
+  const identityCacheMs = deps.identityCacheMs ?? 1000;
+  /** Token sha256 → identity (see HubAppDeps.identityCacheMs). */
+  const identities = new Map<string, CachedIdentity>();
   /** Admissions by (bundle, parent): the same bundle is looked at by git once. */
   const admitted = new Map<string, ReturnType<HubRepo["admit"]>>();
 
@@ -174,7 +201,12 @@ export function createHubApp(deps: HubAppDeps): HubApp {
       });
   };
 
-  const authenticate = async (c: Context): Promise<HubIdentity> => {
+  /**
+   * The token's identity (gates 3-5 of POST /api/claims; PUT /api/bundles too): from memory when
+   * read less than `identityCacheMs` ago by both the monotonic clock and the hub's clock, else
+   * by one query that also counts the identity's claims of the day.
+   */
+  const authenticate = async (c: Context): Promise<CachedIdentity> => {
     const token = bearer(c.req.header("authorization"));
     if (!token)
       fail(
@@ -185,24 +217,52 @@ export function createHubApp(deps: HubAppDeps): HubApp {
           "WWW-Authenticate": "Bearer",
         },
       );
-    const identity = await store.identityByToken(sha256Hex(token));
-    if (!identity)
-      fail(401, "token", "unknown token: register your key with POST /api/register", {
-        "WWW-Authenticate": "Bearer",
-      });
-    if (identity.quarantinedAt)
-      fail(
-        403,
-        "quarantined",
-        `this identity is quarantined${identity.quarantineReason ? `: ${identity.quarantineReason}` : ""}; the hub takes no more claims from it`,
-      );
+    const tokenSha = sha256Hex(token);
+    const mono = performance.now();
+    const now = clock();
+    let entry = identities.get(tokenSha);
+    if (
+      !entry ||
+      mono - entry.readAt >= identityCacheMs ||
+      now - entry.clockAt >= identityCacheMs ||
+      now < entry.clockAt
+    ) {
+      const found = await store.identityWithClaimsToday(tokenSha, new Date(now));
+      if (!found) {
+        identities.delete(tokenSha);
+        fail(401, "token", "unknown token: register your key with POST /api/register", {
+          "WWW-Authenticate": "Bearer",
+        });
+      }
+      const { claimsToday, ...identity } = found;
+      const key = parsePublicKey(identity.publicKey);
+      entry = { identity, key: key.ok ? key.value : undefined, claimsToday, readAt: mono, clockAt: now };
+      if (identityCacheMs > 0) {
+        identities.delete(tokenSha);
+        identities.set(tokenSha, entry);
+        if (identities.size > IDENTITY_CACHE_MAX) identities.delete(identities.keys().next().value as string);
+      }
+    }
+    const identity = entry.identity;
+    if (identity.quarantinedAt) quarantined(identity.quarantineReason);
     const t = byIdentity.take(identity.keyId);
     if (!t.ok)
       fail(429, "rate_limited", `too many requests from this identity; retry in ${t.retryAfterS} s`, {
         "Retry-After": String(t.retryAfterS),
       });
-    return identity;
+    return entry;
   };
+
+  const quarantined = (reason: string | null): never =>
+    fail(
+      403,
+      "quarantined",
+      `this identity is quarantined${reason ? `: ${reason}` : ""}; the hub takes no more claims from it`,
+    );
+  const overQuota = (n: number): never =>
+    fail(429, "quota", `this identity made ${n} claims in the last 24 h; at most ${limits.claimsPerDay}`, {
+      "Retry-After": "3600",
+    });
 
   // --- registration ------------------------------------------------------------------------
 
@@ -361,7 +421,7 @@ export function createHubApp(deps: HubAppDeps): HubApp {
     const name = c.req.param("sha256");
     if (!SHA256.test(name))
       fail(400, "malformed", "PUT /api/bundles/<sha256 of the bundle's bytes, 64 lower-case hex>");
-    const identity = await authenticate(c);
+    const { identity } = await authenticate(c);
     const now = new Date(clock());
     const declared = Number(c.req.header("content-length") ?? 0) || 0;
     const used = await store.bundleBytesSince(identity.keyId, now);
@@ -415,21 +475,13 @@ export function createHubApp(deps: HubAppDeps): HubApp {
     const body = await readLimited(c.req.raw, limits.claimBytes, "a claim");
     // 2-3. address limit (memory), token, quarantine, identity limit, daily quota.
     limitAddress(c);
-    const identity = await authenticate(c);
+    const who = await authenticate(c);
+    const identity = who.identity;
     const now = clock();
-    const claimsToday = await store.claimsSince(identity.keyId, new Date(now));
-    if (claimsToday >= limits.claimsPerDay)
-      fail(
-        429,
-        "quota",
-        `this identity made ${claimsToday} claims in the last 24 h; at most ${limits.claimsPerDay}`,
-        {
-          "Retry-After": "3600",
-        },
-      );
+    if (who.claimsToday >= limits.claimsPerDay) overQuota(who.claimsToday);
     // 4. shape, key, signature.
     const raw = parseJson(body, "the claim");
-    const checked = verifyClaim(raw, identity.publicKey);
+    const checked = who.key ? verifyClaimWithKey(raw, who.key) : verifyClaim(raw, identity.publicKey);
     if (!checked.ok) {
       if (checked.reason === "malformed")
         fail(
@@ -459,7 +511,8 @@ export function createHubApp(deps: HubAppDeps): HubApp {
           ? `the claim was signed more than ${limits.freshnessMs / 1000} s ago; sign it again with the current time`
           : `the claim's createdAt is more than ${limits.freshnessMs / 1000} s ahead of the hub's clock; check your clock`,
       );
-    const seen = await store.claim(id);
+    // One query for the replay and the parent gates (their order below is the gates' order).
+    const { seen, parentKnown } = await store.claimAndParent(id, claim.parent);
     if (seen) return c.json({ id, kind: seen.kind, status: seen.status, replay: true }, 200);
     // 6. the hub's terms.
     checkTerms(claim, {
@@ -470,7 +523,7 @@ export function createHubApp(deps: HubAppDeps): HubApp {
       bounds: limits.bounds,
     });
     // 7. the parent.
-    if (!(await store.hasCommit(claim.parent)))
+    if (!parentKnown)
       fail(
         404,
         "unknown_parent",
@@ -496,24 +549,30 @@ export function createHubApp(deps: HubAppDeps): HubApp {
     if (!a.ok) fail(422, a.code, a.reason);
     // 10. duplicates.
     const dup = await store.duplicateOf(a.value.tree, claim.parent, a.value.commit);
-    if (dup)
+    if (dup) {
+      // This very claim, stored by a request that raced this one since the replay gate: a replay.
+      const s = await store.claim(id);
+      if (s) return c.json({ id, kind: s.kind, status: s.status, replay: true }, 200);
       fail(
         409,
         "duplicate",
         `already claimed: ${dup} (the same commit, or the same tree on this parent or in the chain)`,
       );
+    }
     // Classification: frontier when it would beat the head's recorded value.
     const value = claimedValue(claim, metric);
     checkClaimedValue(value, metric);
     const head = await store.head();
     const kind = classify(value, head?.value ?? null, direction);
-    const status =
+    // A finding's check is drawn from the identity's consecutive count as the insert's locked
+    // read of its row gives it (the cached identity may be up to identityCacheMs old).
+    const statusOf = (consecutive: number): "verifying" | "checking" | "recorded" =>
       kind === "frontier"
         ? "verifying"
-        : shouldCheck({ ...NEW_REPUTATION, consecutive: identity.consecutive, quarantined: false }, random())
+        : shouldCheck({ ...NEW_REPUTATION, consecutive, quarantined: false }, random())
           ? "checking"
           : "recorded";
-    const payload = {
+    const payloadOf = (status: string) => ({
       claimId: id,
       contributor: identity.keyId,
       parent: claim.parent,
@@ -523,30 +582,50 @@ export function createHubApp(deps: HubAppDeps): HubApp {
       claimedValue: value,
       kind,
       status,
-    };
-    const stored = await store.insertClaim({
-      id,
-      contributor: identity.keyId,
-      parent: claim.parent,
-      commit: a.value.commit,
-      tree: a.value.tree,
-      subject: a.value.subject,
-      bundleSha256: claim.bundleSha256,
-      signed: { claim, signature: (raw as { signature: string }).signature },
-      claimedValue: value,
-      kind,
-      status,
-      at: new Date(now),
-      // A finding recorded without a check is a refuted idea at once; the rest are claims under way.
-      event: { kind: status === "recorded" ? "refuted" : "claim", payload },
     });
+    const stored = await store.insertClaim(
+      {
+        id,
+        contributor: identity.keyId,
+        parent: claim.parent,
+        commit: a.value.commit,
+        tree: a.value.tree,
+        subject: a.value.subject,
+        bundleSha256: claim.bundleSha256,
+        signed: { claim, signature: (raw as { signature: string }).signature },
+        claimedValue: value,
+        kind,
+        at: new Date(now),
+      },
+      {
+        claimsPerDay: limits.claimsPerDay,
+        // A finding recorded without a check is a refuted idea at once; the rest are claims under way.
+        decide: (consecutive) => {
+          const status = statusOf(consecutive);
+          return {
+            status,
+            event: { kind: status === "recorded" ? "refuted" : "claim", payload: payloadOf(status) },
+          };
+        },
+      },
+    );
     if (!stored.ok) {
       if (stored.why === "exists") {
         const s = await store.claim(id);
-        return c.json({ id, kind: s?.kind ?? kind, status: s?.status ?? status, replay: true }, 200);
+        return c.json({ id, kind: s?.kind ?? kind, status: s?.status ?? "verifying", replay: true }, 200);
+      }
+      if (stored.why === "quarantined") {
+        who.identity = { ...identity, quarantinedAt: new Date(now), quarantineReason: stored.reason };
+        quarantined(stored.reason);
+      }
+      if (stored.why === "quota") {
+        who.claimsToday = stored.claimsToday;
+        overQuota(stored.claimsToday);
       }
       fail(409, "duplicate", "this tree was claimed on this parent already (by a claim stored a moment ago)");
     }
+    who.claimsToday++;
+    const status = stored.status;
     feed.poke(stored.eventSeq);
     try {
       deps.onClaim?.(id, kind, status);

@@ -36,6 +36,8 @@ export interface HubClaimState {
   verifiers: Array<{ round: number; idx: number; verdict?: unknown }>;
 }
 
+export type NewClaimStatus = "verifying" | "recorded" | "checking";
+
 export interface NewClaim {
   id: string;
   contributor: string;
@@ -47,10 +49,14 @@ export interface NewClaim {
   signed: unknown;
   claimedValue: number;
   kind: "frontier" | "finding";
-  status: "verifying" | "recorded" | "checking";
   at: Date;
-  event: { kind: string; payload: unknown };
 }
+
+/** The claim's status and event, decided on the contributor's row as the insert locked it. */
+export type DecideClaim = (consecutive: number) => {
+  status: NewClaimStatus;
+  event: { kind: string; payload: unknown };
+};
 
 export interface HubEvent {
   seq: number;
@@ -190,6 +196,35 @@ export class HubStore {
     };
   }
 
+  /**
+   * The identity a token names and the claims it made in the 24 h before `now`, in one query
+   * (the server's token, quarantine and daily-quota gates). A prepared statement: it runs on
+   * every claim that has no cached identity.
+   */
+  async identityWithClaimsToday(
+    tokenSha256: string,
+    now: Date,
+  ): Promise<(HubIdentity & { claimsToday: number }) | undefined> {
+    const r = await this.pool.query({
+      name: `${this.schema}_identity_today`,
+      text: `SELECT i.key_id, i.public_key, i.address, i.consecutive, i.quarantined_at, i.quarantine_reason,
+                (SELECT count(*) FROM ${this.#t("hub_claims")} k WHERE k.contributor = i.key_id AND k.created_at > $2) AS today
+              FROM ${this.#t("hub_identities")} i WHERE i.token_sha256 = $1`,
+      values: [tokenSha256, new Date(now.getTime() - DAY_MS)],
+    });
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return {
+      keyId: row.key_id,
+      publicKey: row.public_key,
+      address: row.address,
+      consecutive: row.consecutive,
+      quarantinedAt: row.quarantined_at,
+      quarantineReason: row.quarantine_reason,
+      claimsToday: Number(row.today),
+    };
+  }
+
   // --- bundles -----------------------------------------------------------------------------
 
   async bundle(sha256: string): Promise<{ size: number } | undefined> {
@@ -261,6 +296,27 @@ export class HubStore {
   }
 
   /**
+   * The replay and parent gates in one prepared query: the stored claim with this id (its kind
+   * and status), and whether `parent` is in the DAG.
+   */
+  async claimAndParent(
+    id: string,
+    parent: string,
+  ): Promise<{ seen: { kind: string; status: string } | undefined; parentKnown: boolean }> {
+    const r = await this.pool.query<{ kind: string | null; status: string | null; parent_known: boolean }>({
+      name: `${this.schema}_claim_and_parent`,
+      text: `SELECT k.kind, k.status, EXISTS (SELECT 1 FROM ${this.#t("hub_commits")} WHERE sha = $2) AS parent_known
+             FROM (SELECT 1) one LEFT JOIN ${this.#t("hub_claims")} k ON k.id = $1`,
+      values: [id, parent],
+    });
+    const row = r.rows[0];
+    return {
+      seen: row?.kind != null && row.status != null ? { kind: row.kind, status: row.status } : undefined,
+      parentKnown: row?.parent_known === true,
+    };
+  }
+
+  /**
    * Whether `commit` is in the DAG already (claimed before, maybe on another ancestor), `tree`
    * was claimed on `parent` already, or is the tree of a commit in the chain.
    */
@@ -286,10 +342,48 @@ export class HubStore {
    */
   async insertClaim(
     c: NewClaim,
-  ): Promise<{ ok: true; eventSeq: number } | { ok: false; why: "duplicate" | "exists" }> {
+    o: { claimsPerDay?: number; decide: DecideClaim },
+  ): Promise<
+    | { ok: true; eventSeq: number; status: NewClaimStatus }
+    | { ok: false; why: "duplicate" | "exists" }
+    | { ok: false; why: "quarantined"; reason: string | null }
+    | { ok: false; why: "quota"; claimsToday: number }
+  > {
     const client = await this.pool.connect();
     try {
       await client.query("BEGIN");
+      // The contributor's row, locked against the verifier's quarantine (it locks the row FOR
+      // UPDATE) and against this identity's other inserts: a claim is stored only if its
+      // identity is not quarantined and under its daily quota when the claim commits, whatever
+      // the server's cached view of the identity said.
+      const who = await client.query<{
+        consecutive: number;
+        quarantined_at: Date | null;
+        quarantine_reason: string | null;
+        today: string;
+        stored: boolean;
+      }>(
+        `SELECT consecutive, quarantined_at, quarantine_reason,
+                (SELECT count(*) FROM ${this.#t("hub_claims")} WHERE contributor = $1 AND created_at > $2) AS today,
+                EXISTS (SELECT 1 FROM ${this.#t("hub_claims")} WHERE id = $3) AS stored
+         FROM ${this.#t("hub_identities")} WHERE key_id = $1 FOR NO KEY UPDATE`,
+        [c.contributor, new Date(c.at.getTime() - DAY_MS), c.id],
+      );
+      const row = who.rows[0];
+      if (row?.stored) {
+        // This very claim was stored meanwhile (a replay racing it): its state, not a refusal.
+        await client.query("ROLLBACK");
+        return { ok: false, why: "exists" };
+      }
+      if (row?.quarantined_at) {
+        await client.query("ROLLBACK");
+        return { ok: false, why: "quarantined", reason: row.quarantine_reason };
+      }
+      if (o.claimsPerDay !== undefined && Number(row?.today ?? 0) >= o.claimsPerDay) {
+        await client.query("ROLLBACK");
+        return { ok: false, why: "quota", claimsToday: Number(row?.today ?? 0) };
+      }
+      const { status, event } = o.decide(Number(row?.consecutive ?? 0));
       await client.query(
         `INSERT INTO ${this.#t("hub_commits")} (sha, parent, tree, subject, claim_id, created_at)
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sha) DO NOTHING`,
@@ -309,7 +403,7 @@ export class HubStore {
           JSON.stringify(c.signed),
           c.claimedValue,
           c.kind,
-          c.status,
+          status,
           c.at,
         ],
       );
@@ -320,11 +414,11 @@ export class HubStore {
       }
       const ev = await client.query<{ seq: string }>(
         `INSERT INTO ${this.#t("hub_events")} (kind, payload, at) VALUES ($1, $2, $3) RETURNING seq`,
-        [c.event.kind, JSON.stringify(c.event.payload), c.at],
+        [event.kind, JSON.stringify(event.payload), c.at],
       );
       await client.query("SELECT pg_notify($1, $2)", [this.channel, String(ev.rows[0]?.seq)]);
       await client.query("COMMIT");
-      return { ok: true, eventSeq: Number(ev.rows[0]?.seq) };
+      return { ok: true, eventSeq: Number(ev.rows[0]?.seq), status };
     } catch (err) {
       await client.query("ROLLBACK").catch(() => {});
       throw err;
