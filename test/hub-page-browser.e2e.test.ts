@@ -2,9 +2,12 @@
  * The hub's page in a real browser (playwright-core driving Debian's chromium, as
  * test/dashboard.browser.test.ts does): hostile commit subjects arrive over the live feed and are
  * appended as text — no element, no script, no dialog — under the page's CSP, which the browser
- * enforces (Trusted Types refuse an innerHTML assignment). Skipped, with a message, where no
+ * enforces (Trusted Types refuse an innerHTML assignment). The screenshot lands in
+ * test-artifacts/hub-page.png (gitignored). Skipped, with a message, where no
  * chromium is installed or PostgreSQL is not configured.
  */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type StartedHub, startHub } from "../src/hub/hub.ts";
@@ -13,6 +16,9 @@ import { cleanupTemp, tempDir } from "./helpers/git-project.ts";
 import { claimAt, registerAt } from "./helpers/hub-http.ts";
 import { hubProject } from "./helpers/hub-project.ts";
 import { dropSchemas, freshSchemaUrl, PG_SKIP, PG_SKIP_REASON, pgQuery } from "./helpers/pg.ts";
+import { REPO_ROOT } from "./helpers/toy-project.ts";
+
+const ARTIFACTS = join(REPO_ROOT, "test-artifacts");
 
 const IMG = "<img src=x onerror=alert(1)>";
 const SCRIPT = "</script><script>alert(1)</script>";
@@ -99,7 +105,7 @@ describe.skipIf(skip)(`the hub's page in chromium${why}`, () => {
       createdAt: now,
     });
     expect(second.status).toBe(202);
-    await page.waitForFunction(() => document.querySelectorAll("#findings-list li.event").length === 2);
+    await page.waitForSelector("#findings-list li.event >> nth=1");
     expect(await page.textContent("#findings-list li.event:first-child .subject")).toBe(SCRIPT);
 
     // What the verifier writes (another process: the feed's poll finds it): an accepted commit
@@ -129,54 +135,56 @@ describe.skipIf(skip)(`the hub's page in chromium${why}`, () => {
         }),
       ],
     );
-    await page.waitForFunction(() => document.querySelectorAll("#findings-list li.event").length === 4);
-    await page.waitForFunction(() => document.querySelectorAll("#chain-rows tr").length === 2);
+    await page.waitForSelector("#findings-list li.event >> nth=3");
+    await page.waitForSelector("#chain-rows tr >> nth=1");
     expect(await page.textContent("#chain-rows tr:last-child .subject")).toBe(QUOTES);
     expect(await page.getAttribute("#chain-rows tr:last-child .who", "title")).toBe(ATTR);
     expect(await page.textContent("#findings-list li.event:first-child .reason")).toBe(QUOTES);
-    await page.waitForFunction(() => document.getElementById("head-value")?.textContent === "0.42");
-    await page.waitForFunction(() => document.querySelector("#leader-rows .who") !== null);
+    await page.waitForSelector('#head-value:text-is("0.42")');
+    await page.waitForSelector("#leader-rows .who");
     expect(await page.getAttribute("#leader-rows .who", "title")).toBe(mallory.id.keyId);
 
     // Nothing the data said became an element or ran.
-    expect(await page.evaluate(() => document.querySelectorAll("img").length)).toBe(0);
-    expect(await page.evaluate(() => document.scripts.length)).toBe(1);
+    expect(await page.evaluate(`document.querySelectorAll("img").length`)).toBe(0);
+    expect(await page.evaluate(`document.scripts.length`)).toBe(1);
     expect(dialogs).toEqual([]);
     // The browser enforces the CSP: Trusted Types refuse HTML from a string, inline script is blocked.
     expect(
-      await page.evaluate(() => {
+      await page.evaluate(`(() => {
         try {
           document.body.insertAdjacentHTML("beforeend", "<b>x</b>");
           return "allowed";
         } catch (e) {
-          return (e as Error).name;
+          return e.name;
         }
-      }),
+      })()`),
     ).toBe("TypeError");
     // An inline script the page did not bring: refused by Trusted Types when its text is set
     // from a string, by script-src (no hash matches) when it comes in as a text node.
     errors.length = 0;
-    const tries = await page.evaluate(() => {
-      const out: string[] = [];
+    const tries = (await page.evaluate(`(() => {
+      const out = [];
       for (const how of ["textContent", "node"]) {
         const s = document.createElement("script");
         try {
           if (how === "textContent") s.textContent = "window.__ran = true";
           else s.append(document.createTextNode("window.__ran = true"));
           document.body.append(s);
-          out.push(`${how}: appended`);
+          out.push(how + ": appended");
         } catch (e) {
-          out.push(`${how}: ${(e as Error).name}`);
+          out.push(how + ": " + e.name);
         }
       }
       return out;
-    });
+    })()`)) as string[];
     expect(tries[0]).toBe("textContent: TypeError");
-    expect(await page.evaluate(() => (window as { __ran?: boolean }).__ran ?? false)).toBe(false);
+    expect(await page.evaluate("window.__ran ?? false")).toBe(false);
     expect(errors.join("\n"), JSON.stringify(tries)).toMatch(
       /Content Security Policy|TrustedScript|Trusted Type/,
     );
     errors.length = 0;
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, "hub-page.png"), fullPage: true });
     // Only the hub was asked for anything.
     for (const u of requests) expect(u.startsWith(`${hub.url}/`), u).toBe(true);
     await page.close();
