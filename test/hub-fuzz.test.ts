@@ -26,6 +26,7 @@ import { candidate, hubProject, signedClaimFor } from "./helpers/hub-project.ts"
 import { dropSchemas, freshSchemaUrl, PG_SKIP, PG_SKIP_REASON } from "./helpers/pg.ts";
 
 const ROUTES = [
+  "/",
   "/api/register",
   "/api/program",
   "/api/bundle/:sha",

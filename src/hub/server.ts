@@ -34,6 +34,7 @@ import {
   sha256Hex,
 } from "./gates.ts";
 import { type PublicKey, parsePublicKey } from "./identity.ts";
+import { hubPage } from "./page.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import type { HubRepo } from "./repo.ts";
 import type { HubIdentity, HubStore } from "./store.ts";
@@ -308,6 +309,8 @@ export function createHubApp(deps: HubAppDeps): HubApp {
   // --- reading -----------------------------------------------------------------------------
 
   app.get("/api/health", (c) => c.json({ ok: true }));
+  // The page people open in a browser (src/hub/page.ts: escaping and CSP there).
+  app.get("/", hubPage({ store, repo, hardwareClass: deps.hardwareClass }));
 
   app.get("/api/program", async (c) => {
     const head = await store.head();
