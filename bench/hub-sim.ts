@@ -29,7 +29,7 @@
  *   npm run bench -- hub-sim [--contributors=10000] [--cheat-share=0.2] [--hours=24]
  *     [--verifiers=2500] [--run-minutes=5] [--honest-rate=0.02] [--cheat-rate=0.25]
  *     [--finding-rate=1] [--gain-min=0.75] [--gain-max=2.5] [--seeds=3] [--first-seed=1]
- *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-q3,strict-q3-agree,strict-staged-q3,strict-staged-q3-c1]
+ *     [--variants=issue,staged,strict,strict-staged,staged-q3,strict3,strict-q3,strict-q3-n3,strict-q3-agree,strict-staged-q3,strict-staged-q3-c1]
  */
 
 import { mulberry32 } from "../src/core/random.ts";
@@ -39,8 +39,10 @@ import {
   freshSeeds,
   type HubTrial,
   NEW_REPUTATION,
+  type NewcomerOptions,
   nextStep,
   type QuorumOptions,
+  quorumFor,
   RECOMMENDED_VERIFIER,
   type Reputation,
   type ReputationOptions,
@@ -73,6 +75,8 @@ export interface SimOptions {
   gainMax?: number;
   seed: number;
   quorum?: QuorumOptions;
+  /** A higher quorum for identities without a track record (quorumFor). */
+  newcomer?: NewcomerOptions;
   verifier?: VerifierOptions;
   reputation?: ReputationOptions;
 }
@@ -355,7 +359,10 @@ export function simulate(o: SimOptions): SimResult {
     }
   };
   const advance = (c: SimClaim, t: number) => {
-    const step = nextStep({ verdicts: c.verdicts, running: c.running }, o.quorum);
+    const step = nextStep(
+      { verdicts: c.verdicts, running: c.running },
+      quorumFor(reps[c.who] as Reputation, o.quorum, o.newcomer),
+    );
     if (step.kind === "verify") {
       c.running += step.verifiers;
       for (let i = 0; i < step.verifiers; i++) queue.push(c);
@@ -455,7 +462,13 @@ const STRICT: VerifierOptions = RECOMMENDED_VERIFIER;
 
 const VARIANTS: Record<
   string,
-  { label: string; quorum?: QuorumOptions; verifier?: VerifierOptions; reputation?: ReputationOptions }
+  {
+    label: string;
+    quorum?: QuorumOptions;
+    newcomer?: NewcomerOptions;
+    verifier?: VerifierOptions;
+    reputation?: ReputationOptions;
+  }
 > = {
   issue: {
     label:
@@ -485,6 +498,13 @@ const VARIANTS: Record<
     label: "strict, staged, and 3 unconfirmed claims in a row quarantine",
     verifier: STRICT,
     quorum: { initial: 1 },
+    reputation: { quarantineAfterUnconfirmed: 3 },
+  },
+  "strict-q3-n3": {
+    label:
+      "strict, 3 unconfirmed quarantine, and 3 confirmations for identities without 10 verified results in a row",
+    verifier: STRICT,
+    newcomer: { newcomerQuorum: 3 },
     reputation: { quarantineAfterUnconfirmed: 3 },
   },
   "strict-q3-agree": {
@@ -529,7 +549,14 @@ export async function main(args: string[]): Promise<unknown> {
     const runs: SimResult[] = [];
     for (let s = first; s < first + seeds; s++) {
       runs.push(
-        simulate({ ...base, seed: s, quorum: v.quorum, verifier: v.verifier, reputation: v.reputation }),
+        simulate({
+          ...base,
+          seed: s,
+          quorum: v.quorum,
+          newcomer: v.newcomer,
+          verifier: v.verifier,
+          reputation: v.reputation,
+        }),
       );
     }
     const e = (pick: (r: SimResult) => number) => estimate(runs.map(pick));

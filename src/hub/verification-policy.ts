@@ -389,6 +389,32 @@ export function nextStep(state: QuorumState, options: QuorumOptions = {}): Quoru
   return { kind: "wait", running: state.running };
 }
 
+export interface NewcomerOptions {
+  /** Confirmations a claim of an identity without a track record needs. Default: the base quorum (off). */
+  newcomerQuorum?: number;
+  /** Consecutive verified results that make a track record. Default 10 (as `trustAfter`). */
+  trustAfter?: number;
+}
+
+/**
+ * The quorum a claim gets, by its identity's reputation (BOINC's adaptive replication, applied
+ * to confirmations): an identity with fewer than `trustAfter` consecutive verified results
+ * needs `newcomerQuorum` confirmations, with as many more verifiers allowed; one with a track
+ * record the base quorum. A no-gain claim passes two strict verifiers about 6·p² of the time
+ * (p ≈ 0.3%) and three about 10·p³: the rare fake accepts the simulation saw came from identities
+ * that had not earned trust (docs/benchmarks.md "hub-sim").
+ */
+export function quorumFor(rep: Reputation, base: QuorumOptions = {}, o: NewcomerOptions = {}): QuorumOptions {
+  const quorum = base.quorum ?? QUORUM.quorum;
+  const want = o.newcomerQuorum ?? quorum;
+  if (want <= quorum || rep.consecutive >= (o.trustAfter ?? 10)) return base;
+  return {
+    ...base,
+    quorum: want,
+    maxVerifiers: (base.maxVerifiers ?? QUORUM.maxVerifiers) + (want - quorum),
+  };
+}
+
 function firstReason(state: QuorumState, outcome: VerifierVerdict["outcome"]): string {
   return state.verdicts.find((v) => v.outcome === outcome)?.reason ?? "";
 }
