@@ -126,6 +126,10 @@ function cell(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").replace(/[|<>&]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+function num(x: number | undefined): string {
+  return x === undefined ? "–" : String(Number(x.toPrecision(6)));
+}
+
 function pct(x: number): string {
   return Number.isFinite(x) ? `${x >= 0 ? "+" : ""}${x.toFixed(2)}%` : "–";
 }
@@ -185,7 +189,7 @@ export function renderBenchMarkdown(s: BenchSummary): string {
     );
     for (const c of failed)
       lines.push(
-        `| ${cell(c.config)} | ${cell(c.program)} | ${c.seed} | ${cell((c.error ?? "").split("\n")[0] ?? "").slice(0, 300)} |`,
+        `| ${cell(c.config)} | ${cell(c.program)} | ${c.seed} | ${cell((c.error ?? "").replace(/\s+/g, " ").slice(0, 400))} |`,
       );
     lines.push("");
   }
@@ -197,7 +201,7 @@ export function renderBenchMarkdown(s: BenchSummary): string {
   );
   for (const c of s.cells)
     lines.push(
-      `| ${cell(c.config)} | ${cell(c.program)} | ${c.split} | ${c.seed} | ${c.baseline ?? "–"} | ${c.best ?? "–"} | ${c.status === "ok" ? pct(c.improvement) : "failed"} | ${c.experiments} | ${c.trials} |`,
+      `| ${cell(c.config)} | ${cell(c.program)} | ${c.split} | ${c.seed} | ${num(c.baseline)} | ${num(c.best)} | ${c.status === "ok" ? pct(c.improvement) : "failed"} | ${c.experiments} | ${c.trials} |`,
     );
   return `${lines.join("\n")}\n`;
 }

@@ -236,6 +236,8 @@ async function runCell(
 
 /** Runs (or resumes) every cell of the suite under `opts.out`. */
 export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchRun> {
+  // A program.md that does not parse is the suite's problem, not an outcome: say so before any cell.
+  for (const p of suite.programs) loadProgram(p.programFile);
   mkdirSync(opts.out, { recursive: true });
   const state = readState(opts.out, suite);
   writeState(opts.out, state);

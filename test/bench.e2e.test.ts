@@ -1,0 +1,180 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createScriptedAgent } from "../src/agents/scripted-agent.ts";
+import { runBench, STATE_FILE } from "../src/learn/bench.ts";
+import { benchSummary, writeBenchReport } from "../src/learn/bench-report.ts";
+import { loadSuite } from "../src/learn/suite.ts";
+import { knobProject } from "./helpers/knob-project.ts";
+import { spawnCli } from "./helpers/toy-project.ts";
+import { valueProject } from "./helpers/value-project.ts";
+
+const setX = (x: number) => ({ hypothesis: `X = ${x}`, edits: { "value.mjs": `export const X = ${x};\n` } });
+/** Researchers of known skill on the value project (baseline X = 5, lower is better). */
+const AGENTS = {
+  good: () => createScriptedAgent([setX(4), setX(3)], "good"),
+  bad: () => createScriptedAgent([setX(6), setX(7)], "bad"),
+};
+
+describe("autolab bench", () => {
+  it("the better researcher ships, an equal one does not, a crashing variant is an outcome", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const tuning = valueProject();
+    const heldA = valueProject();
+    const heldB = valueProject();
+    // A program.md variant whose command crashes every run.
+    const variant = readFileSync(join(tuning, "program.md"), "utf8").replace(
+      "command: node run.mjs",
+      "command: node missing.mjs",
+    );
+    writeFileSync(join(work, "crashing.md"), variant);
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `name: skill
+programs:
+  - { path: ${tuning}, split: tuning, name: tune }
+  - { path: ${heldA}, split: held-out, name: held-a }
+  - { path: ${heldB}, split: held-out, name: held-b }
+configurations:
+  good: { agent: good, acceptance: greedy }
+  bad: { agent: bad, acceptance: greedy }
+  good-again: { agent: good, acceptance: greedy }
+  crashing: { agent: good, program_md: crashing.md }
+budget: { experiments: 2 }
+seeds: 2
+layers: ["good vs bad", "good-again vs good", "crashing vs bad"]
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const out = join(work, "out");
+    const run = await runBench(suite, { out, agents: AGENTS, parallel: 2 });
+    expect(run.cells).toHaveLength(4 * 3 * 2);
+    const s = benchSummary(suite, run);
+    const [goodVsBad, again, crashing] = s.verdicts;
+    expect(goodVsBad?.ships).toBe(true);
+    expect(goodVsBad?.interval.mean).toBeCloseTo(40); // 5 → 3 vs no kept change
+    expect(goodVsBad?.line).toMatch(/^good vs bad on held-out programs: \+40\.00% ± 0\.00 .*, ships$/);
+    expect(again?.ships).toBe(false);
+    expect(again?.line).toMatch(/does not ship$/);
+    expect(crashing?.ships).toBe(false);
+    // Each crashing cell is recorded with its reason; none took the bench down.
+    const crashed = run.cells.filter((c) => c.config === "crashing");
+    expect(
+      crashed.every((c) => c.status === "failed" && c.improvement === 0 && (c.error ?? "").length > 0),
+    ).toBe(true);
+    // Cells are isolated: each has its own notebook under the bench's directory; sources untouched.
+    const one = run.cells.find((c) => c.config === "good" && c.program === "held-a" && c.seed === 1);
+    expect(one?.curve).toEqual([
+      [0, 0],
+      [1, 20],
+      [2, 40],
+    ]);
+    expect(existsSync(join(out, one?.dir ?? "", ".autolab", "lab.db"))).toBe(true);
+    expect(existsSync(join(heldA, ".autolab"))).toBe(false);
+    expect(readFileSync(join(heldA, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
+    // The report: markdown with the verdicts, an SVG per split with one curve per configuration.
+    const files = writeBenchReport(s, join(out, "report"));
+    const md = readFileSync(files[0] as string, "utf8");
+    expect(md).toContain("good vs bad on held-out programs: +40.00%");
+    expect(md).toContain("## Failed cells");
+    const svg = readFileSync(join(out, "report", "curves-held-out.svg"), "utf8");
+    expect(svg.match(/class="curve"/g)).toHaveLength(4);
+    const tuningRow = s.intervals.find((i) => i.config === "good" && i.split === "tuning");
+    expect(tuningRow?.interval.mean).toBeCloseTo(40);
+    // Run again: nothing left to do, same answer.
+    const again2 = await runBench(suite, { out, agents: AGENTS });
+    expect(again2.ranNow).toBe(0);
+    expect(benchSummary(suite, again2).verdicts.map((v) => v.line)).toEqual(s.verdicts.map((v) => v.line));
+  }, 300_000);
+
+  it("curriculum order: every program once first, the reasons recorded", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const a = valueProject();
+    const b = valueProject();
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${a}, split: tuning, name: a }
+  - { path: ${b}, split: held-out, name: b }
+configurations:
+  good: { agent: good, acceptance: greedy }
+budget: { experiments: 1 }
+seeds: 2
+order: curriculum
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const run = await runBench(suite, { out: join(work, "out"), agents: AGENTS });
+    expect(
+      run.order
+        .map((o) => o.program)
+        .slice(0, 2)
+        .sort(),
+    ).toEqual(["a", "b"]);
+    expect(run.order[0]?.reason).toMatch(/not run yet/);
+    expect(run.order[2]?.reason).toMatch(/succeeded 1 of 1/);
+    const md = writeBenchReport(benchSummary(suite, run), join(work, "out", "report"))[0] as string;
+    expect(readFileSync(md, "utf8")).toContain("## Curriculum");
+  }, 300_000);
+
+  it("a bench killed mid-way resumes where it stopped", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p1 = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    const p2 = knobProject({ score: "(X - 7) ** 2", knob: "{ low: 0, high: 10 }" });
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p1}, split: tuning, name: p1 }
+  - { path: ${p2}, split: held-out, name: p2 }
+configurations:
+  greedy: { acceptance: greedy, agent: builtin }
+  greedy2: { acceptance: greedy, agent: builtin }
+budget: { experiments: 2 }
+seeds: 2
+layers: ["greedy2 vs greedy"]
+`,
+    );
+    const out = join(work, "out");
+    const first = spawnCli(["bench", join(work, "suite.yaml"), "--out", out], {
+      cwd: work,
+      timeoutMs: 240_000,
+    });
+    await first.waitFor(/cell \S+: (?:[+-]\d|failed)/, 120_000);
+    first.child.kill("SIGKILL");
+    await first.done;
+    const before = JSON.parse(readFileSync(join(out, STATE_FILE), "utf8")) as {
+      cells: Record<string, { status: string; experiments: number }>;
+    };
+    const done = Object.keys(before.cells);
+    // Real runs finished before the kill (not failed cells that cost nothing).
+    for (const k of done) expect(before.cells[k]).toMatchObject({ status: "ok", experiments: 2 });
+    expect(done.length).toBeGreaterThanOrEqual(1);
+    expect(done.length).toBeLessThan(8);
+    const second = await spawnCli(["bench", join(work, "suite.yaml"), "--out", out, "--json"], {
+      cwd: work,
+      timeoutMs: 240_000,
+    }).done;
+    expect(second.code, second.stderr).toBe(0);
+    const started = second.stderr.split("\n").filter((l) => / started /.test(l));
+    expect(started).toHaveLength(8 - done.length);
+    for (const k of done) expect(second.stderr).not.toContain(`cell ${k}: started`);
+    const summary = JSON.parse(second.stdout) as {
+      complete: boolean;
+      cells: { status: string }[];
+      verdicts: { line: string }[];
+    };
+    expect(summary.cells.map((c) => c.status)).toEqual(Array(8).fill("ok"));
+    expect(summary.complete).toBe(true);
+    expect(summary.cells).toHaveLength(8);
+    // The cells finished before the kill are the recorded ones, unchanged.
+    const after = JSON.parse(readFileSync(join(out, STATE_FILE), "utf8")) as {
+      cells: Record<string, unknown>;
+    };
+    for (const k of done) expect(after.cells[k]).toEqual(before.cells[k]);
+    expect(summary.verdicts[0]?.line).toMatch(
+      /^greedy2 vs greedy on held-out programs: .*(ships|does not ship)$/,
+    );
+    expect(existsSync(join(out, "report", "report.md"))).toBe(true);
+  }, 300_000);
+});
