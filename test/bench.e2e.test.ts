@@ -1,14 +1,16 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScriptedAgent } from "../src/agents/scripted-agent.ts";
+import { SqliteLedger } from "../src/index.ts";
 import { runBench, STATE_FILE } from "../src/learn/bench.ts";
 import { benchSummary, writeBenchReport } from "../src/learn/bench-report.ts";
 import { loadSuite } from "../src/learn/suite.ts";
+import { loadProgram } from "../src/program/index.ts";
 import { knobProject } from "./helpers/knob-project.ts";
 import { spawnCli } from "./helpers/toy-project.ts";
-import { valueProject } from "./helpers/value-project.ts";
+import { git, valueProject } from "./helpers/value-project.ts";
 
 const setX = (x: number) => ({ hypothesis: `X = ${x}`, edits: { "value.mjs": `export const X = ${x};\n` } });
 /** Researchers of known skill on the value project (baseline X = 5, lower is better). */
@@ -116,6 +118,56 @@ order: curriculum
     expect(run.order[2]?.reason).toMatch(/succeeded 1 of 1/);
     const md = writeBenchReport(benchSummary(suite, run), join(work, "out", "report"))[0] as string;
     expect(readFileSync(md, "utf8")).toContain("## Curriculum");
+  }, 300_000);
+
+  it("org vs single researcher: each configuration's program.md is what its cells ran", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = knobProject({ score: "(X - 3) ** 2", knob: "{ low: 0, high: 10 }" });
+    mkdirSync(join(p, "org"));
+    for (const name of ["left", "right"])
+      writeFileSync(join(p, "org", `${name}.md`), `---\nname: ${name}\nagent: builtin\n---\nTune X.\n`);
+    git(p, "add", "-A");
+    git(p, "commit", "-qm", "roles");
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: p }
+configurations:
+  org: { org: { roles: org/, policy: round-robin }, acceptance: greedy }
+  single: { org: false, acceptance: greedy, set: { prior_work: false } }
+budget: { experiments: 2 }
+seeds: [7]
+layers: ["org vs single"]
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const out = join(work, "out");
+    const run = await runBench(suite, { out });
+    expect(run.cells.map((c) => [c.config, c.status, c.experiments])).toEqual([
+      ["org", "ok", 2],
+      ["single", "ok", 2],
+    ]);
+    const org = loadProgram(join(out, "cells", "org", "p", "seed-7", "program.md"));
+    expect(org.org).toEqual({ roles: "org/", policy: "round-robin" });
+    const single = loadProgram(join(out, "cells", "single", "p", "seed-7", "program.md"));
+    expect(single.org).toBeUndefined();
+    expect(single.acceptance).toBe("greedy");
+    // The org's experiments were proposed by its roles; the single researcher's by no role.
+    const roles = (cell: string) => {
+      const ledger = new SqliteLedger(join(out, "cells", cell, "p", "seed-7", ".autolab", "lab.db"));
+      try {
+        const [r] = ledger.listRuns();
+        return ledger
+          .listExperiments(r?.id ?? 0)
+          .filter((e) => e.n > 0)
+          .map((e) => e.role ?? null);
+      } finally {
+        ledger.close();
+      }
+    };
+    expect(roles("org").sort()).toEqual(["left", "right"]);
+    expect(roles("single")).toEqual([null, null]);
+    expect(benchSummary(suite, run).verdicts[0]?.line).toMatch(/^org vs single on held-out programs: /);
   }, 300_000);
 
   it("a bench killed mid-way resumes where it stopped", async () => {
