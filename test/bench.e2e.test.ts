@@ -170,6 +170,24 @@ layers: ["org vs single"]
     expect(benchSummary(suite, run).verdicts[0]?.line).toMatch(/^org vs single on held-out programs: /);
   }, 300_000);
 
+  it("refuses a misspelled researcher and a broken program.md before running any cell", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = valueProject();
+    const suiteFile = join(work, "suite.yaml");
+    writeFileSync(
+      suiteFile,
+      `programs:\n  - { path: ${p}, split: held-out }\nconfigurations:\n  a: { agent: claud }\nbudget: { experiments: 1 }\nseeds: 1\n`,
+    );
+    const out = join(work, "out");
+    await expect(runBench(loadSuite(suiteFile), { out })).rejects.toThrow(
+      /configurations\.a\.agent: no researcher named "claud"/,
+    );
+    writeFileSync(join(p, "program.md"), "---\nobjective: 3\n---\n");
+    git(p, "commit", "-qam", "break it");
+    await expect(runBench(loadSuite(suiteFile), { out })).rejects.toMatchObject({ code: "PROGRAM_INVALID" });
+    expect(existsSync(join(out, "cells"))).toBe(false);
+  });
+
   it("a bench killed mid-way resumes where it stopped", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
     const p1 = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });

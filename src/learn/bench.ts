@@ -20,6 +20,7 @@ import type { ExperimentRecord } from "../core/ledger.ts";
 import type { Agent } from "../core/types.ts";
 import { splitFrontmatter } from "../program/frontmatter.ts";
 import { loadProgram } from "../program/index.ts";
+import { AGENT_BACKENDS } from "../program/schema.ts";
 import { git } from "../workspace/git.ts";
 import { type CellOutcome, improvementPct } from "./bench-stats.ts";
 import { nextProgram } from "./curriculum.ts";
@@ -238,6 +239,18 @@ async function runCell(
 export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchRun> {
   // A program.md that does not parse is the suite's problem, not an outcome: say so before any cell.
   for (const p of suite.programs) loadProgram(p.programFile);
+  // A misspelled researcher would fail every cell of its configuration: refuse it before any.
+  for (const c of suite.configurations)
+    if (
+      c.agent !== undefined &&
+      !opts.agents?.[c.agent] &&
+      !(AGENT_BACKENDS as readonly string[]).includes(c.agent)
+    )
+      throw new AutolabError(
+        "BENCH_SUITE_INVALID",
+        `${suite.file}: configurations.${c.name}.agent: no researcher named ${JSON.stringify(c.agent)}`,
+        `Name one of ${AGENT_BACKENDS.join(", ")} (its settings go in set: { agent: { backend: …, model: … } }), or leave agent out to use each program's own.`,
+      );
   mkdirSync(opts.out, { recursive: true });
   const state = readState(opts.out, suite);
   writeState(opts.out, state);
