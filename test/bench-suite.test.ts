@@ -82,6 +82,16 @@ describe("bench suite files", () => {
     expect(u.message).toContain("sede");
   });
 
+  it("a program's directory name that cannot name a cell directory or a report row needs a name:", () => {
+    const d = dir();
+    mkdirSync(join(d, "<img src=x>"));
+    writeFileSync(join(d, "<img src=x>", "program.md"), "---\nname: x\n---\n");
+    const e = problem(d, GOOD.replace("path: a,", 'path: "<img src=x>",'));
+    expect(e.message).toContain("programs.0.name");
+    writeFileSync(join(d, "suite.yaml"), GOOD.replace("path: a,", 'path: "<img src=x>", name: safe,'));
+    expect(loadSuite(join(d, "suite.yaml")).programs[0]?.name).toBe("safe");
+  });
+
   it("a layer must compare two configurations of the suite", () => {
     const d = dir();
     const e = problem(d, GOOD.replace('"org vs single"', '"org vs solo"'));

@@ -188,6 +188,19 @@ layers: ["org vs single"]
     expect(existsSync(join(out, "cells"))).toBe(false);
   });
 
+  it("the CLI: a suite naming a program that does not exist is a message and a fix, exit 1", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    writeFileSync(
+      join(work, "suite.yaml"),
+      "programs:\n  - { path: ./gone, split: held-out }\nconfigurations:\n  a: {}\nbudget: { experiments: 1 }\nseeds: 1\n",
+    );
+    const r = await spawnCli(["bench", "suite.yaml"], { cwd: work }).done;
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the program "./gone" does not exist');
+    expect(r.stderr).toMatch(/fix: Point path at a program's directory/);
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
   it("a bench killed mid-way resumes where it stopped", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
     const p1 = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });

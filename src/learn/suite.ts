@@ -192,6 +192,13 @@ export function loadSuite(path: string): Suite {
         "Point path at a program's directory (holding a committed program.md) or at the program.md itself, relative to the suite file.",
       );
     const name = p.name ?? basename(dirname(programFile));
+    // The name becomes a directory of the bench and text of its report: the same rule as name:.
+    if (!NAME.test(name))
+      throw invalid(
+        file,
+        `programs.${i}.name`,
+        `the directory's name ${JSON.stringify(name)} cannot name a program; give it a name: of letters, digits, '.', '_' or '-'`,
+      );
     if (names.has(name))
       throw invalid(
         file,
