@@ -3,6 +3,7 @@ import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
 import { Command, CommanderError } from "commander";
 import { AUTOLAB_VERSION } from "../app/init.ts";
+import { benchCommand } from "./bench-command.ts";
 import { guardOutput } from "./closed-output.ts";
 import { dbImportCommand, dbMigrateCommand } from "./db-command.ts";
 import { doctorCommand } from "./doctor-command.ts";
@@ -317,6 +318,25 @@ cli
     "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
   )
   .action(serveCommand);
+
+cli
+  .command("bench")
+  .description(
+    "compare configurations (acceptance rule, org or single researcher, researcher, program.md variant) over a portfolio of programs under equal budgets and seeds; a verdict per layer on held-out programs (docs/learning.md)",
+  )
+  .argument("<suite>", "the suite file (.yaml, or .md with YAML frontmatter)")
+  .option(
+    "-o, --out <dir>",
+    "the bench's directory: state, cells, report (default: .autolab/bench/<suite> next to the suite)",
+  )
+  .option(
+    "--parallel <n>",
+    "cells at once (default 1)",
+    intFlag({ flag: "--parallel", min: 1, max: 256, what: "cells run at once", example: "--parallel 2" }),
+  )
+  .option("--fleet <url>", "run every cell's trials on a worker fleet (its PostgreSQL database)")
+  .option("--json", "print the summary as JSON")
+  .action(benchCommand);
 
 cli
   .command("report")

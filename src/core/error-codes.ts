@@ -65,6 +65,17 @@ export const ERROR_CODES = {
     http: 500,
     meaning: "the baseline's trials did not produce the objective",
   },
+  BENCH_PROGRAM_MISSING: {
+    kind: "user",
+    http: 404,
+    meaning: "a bench suite names a program (or a program.md variant) that does not exist",
+  },
+  BENCH_STATE_MISMATCH: {
+    kind: "user",
+    http: 409,
+    meaning: "the bench's output directory holds the state of another suite (or of an edited one)",
+  },
+  BENCH_SUITE_INVALID: { kind: "user", http: 400, meaning: "a bench suite file is missing or invalid" },
   BRANCH_EXISTS: {
     kind: "user",
     http: 409,

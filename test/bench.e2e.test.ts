@@ -1,0 +1,262 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createScriptedAgent } from "../src/agents/scripted-agent.ts";
+import { SqliteLedger } from "../src/index.ts";
+import { runBench, STATE_FILE } from "../src/learn/bench.ts";
+import { benchSummary, writeBenchReport } from "../src/learn/bench-report.ts";
+import { loadSuite } from "../src/learn/suite.ts";
+import { loadProgram } from "../src/program/index.ts";
+import { knobProject } from "./helpers/knob-project.ts";
+import { spawnCli } from "./helpers/toy-project.ts";
+import { git, valueProject } from "./helpers/value-project.ts";
+
+const setX = (x: number) => ({ hypothesis: `X = ${x}`, edits: { "value.mjs": `export const X = ${x};\n` } });
+/** Researchers of known skill on the value project (baseline X = 5, lower is better). */
+const AGENTS = {
+  good: () => createScriptedAgent([setX(4), setX(3)], "good"),
+  bad: () => createScriptedAgent([setX(6), setX(7)], "bad"),
+};
+
+describe("autolab bench", () => {
+  it("the better researcher ships, an equal one does not, a crashing variant is an outcome", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const tuning = valueProject();
+    const heldA = valueProject();
+    const heldB = valueProject();
+    // A program.md variant whose command crashes every run.
+    const variant = readFileSync(join(tuning, "program.md"), "utf8").replace(
+      "command: node run.mjs",
+      "command: node missing.mjs",
+    );
+    writeFileSync(join(work, "crashing.md"), variant);
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `name: skill
+programs:
+  - { path: ${tuning}, split: tuning, name: tune }
+  - { path: ${heldA}, split: held-out, name: held-a }
+  - { path: ${heldB}, split: held-out, name: held-b }
+configurations:
+  good: { agent: good, acceptance: greedy }
+  bad: { agent: bad, acceptance: greedy }
+  good-again: { agent: good, acceptance: greedy }
+  crashing: { agent: good, program_md: crashing.md }
+budget: { experiments: 2 }
+seeds: 2
+layers: ["good vs bad", "good-again vs good", "crashing vs bad"]
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const out = join(work, "out");
+    const run = await runBench(suite, { out, agents: AGENTS, parallel: 2 });
+    expect(run.cells).toHaveLength(4 * 3 * 2);
+    const s = benchSummary(suite, run);
+    const [goodVsBad, again, crashing] = s.verdicts;
+    expect(goodVsBad?.ships).toBe(true);
+    expect(goodVsBad?.interval.mean).toBeCloseTo(40); // 5 → 3 vs no kept change
+    expect(goodVsBad?.line).toMatch(/^good vs bad on held-out programs: \+40\.00% ± 0\.00 .*, ships$/);
+    expect(again?.ships).toBe(false);
+    expect(again?.line).toMatch(/does not ship$/);
+    expect(crashing?.ships).toBe(false);
+    // Each crashing cell is recorded with its reason; none took the bench down.
+    const crashed = run.cells.filter((c) => c.config === "crashing");
+    expect(crashed.map((c) => [c.status, c.improvement])).toEqual(Array(6).fill(["failed", 0]));
+    for (const c of crashed) expect(c.error).toMatch(/baseline/i);
+    // Cells are isolated: each has its own notebook under the bench's directory; sources untouched.
+    const one = run.cells.find((c) => c.config === "good" && c.program === "held-a" && c.seed === 1);
+    expect(one?.curve).toEqual([
+      [0, 0],
+      [1, 20],
+      [2, 40],
+    ]);
+    expect(existsSync(join(out, one?.dir ?? "", ".autolab", "lab.db"))).toBe(true);
+    expect(existsSync(join(heldA, ".autolab"))).toBe(false);
+    expect(readFileSync(join(heldA, "value.mjs"), "utf8")).toBe("export const X = 5;\n");
+    // The report: markdown with the verdicts, an SVG per split with one curve per configuration.
+    const files = writeBenchReport(s, join(out, "report"));
+    const md = readFileSync(files[0] as string, "utf8");
+    expect(md).toContain("good vs bad on held-out programs: +40.00%");
+    expect(md).toContain("## Failed cells");
+    const svg = readFileSync(join(out, "report", "curves-held-out.svg"), "utf8");
+    expect(svg.match(/class="curve"/g)).toHaveLength(4);
+    const tuningRow = s.intervals.find((i) => i.config === "good" && i.split === "tuning");
+    expect(tuningRow?.interval.mean).toBeCloseTo(40);
+    // Run again: nothing left to do, same answer.
+    const again2 = await runBench(suite, { out, agents: AGENTS });
+    expect(again2.ranNow).toBe(0);
+    expect(benchSummary(suite, again2).verdicts.map((v) => v.line)).toEqual(s.verdicts.map((v) => v.line));
+  }, 300_000);
+
+  it("curriculum order: every program once first, the reasons recorded", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const a = valueProject();
+    const b = valueProject();
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${a}, split: tuning, name: a }
+  - { path: ${b}, split: held-out, name: b }
+configurations:
+  good: { agent: good, acceptance: greedy }
+budget: { experiments: 1 }
+seeds: 2
+order: curriculum
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const run = await runBench(suite, { out: join(work, "out"), agents: AGENTS });
+    expect(
+      run.order
+        .map((o) => o.program)
+        .slice(0, 2)
+        .sort(),
+    ).toEqual(["a", "b"]);
+    expect(run.order[0]?.reason).toMatch(/not run yet/);
+    expect(run.order[2]?.reason).toMatch(/succeeded 1 of 1/);
+    const md = writeBenchReport(benchSummary(suite, run), join(work, "out", "report"))[0] as string;
+    expect(readFileSync(md, "utf8")).toContain("## Curriculum");
+  }, 300_000);
+
+  it("org vs single researcher: each configuration's program.md is what its cells ran", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = knobProject({ score: "(X - 3) ** 2", knob: "{ low: 0, high: 10 }" });
+    mkdirSync(join(p, "org"));
+    for (const name of ["left", "right"])
+      writeFileSync(join(p, "org", `${name}.md`), `---\nname: ${name}\nagent: builtin\n---\nTune X.\n`);
+    git(p, "add", "-A");
+    git(p, "commit", "-qm", "roles");
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: p }
+configurations:
+  org: { org: { roles: org/, policy: round-robin }, acceptance: greedy }
+  single: { org: false, acceptance: greedy, set: { prior_work: false } }
+budget: { experiments: 2 }
+seeds: [7]
+layers: ["org vs single"]
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const out = join(work, "out");
+    const run = await runBench(suite, { out });
+    expect(run.cells.map((c) => [c.config, c.status, c.experiments])).toEqual([
+      ["org", "ok", 2],
+      ["single", "ok", 2],
+    ]);
+    const org = loadProgram(join(out, "cells", "org", "p", "seed-7", "program.md"));
+    expect(org.org).toEqual({ roles: "org/", policy: "round-robin" });
+    const single = loadProgram(join(out, "cells", "single", "p", "seed-7", "program.md"));
+    expect(single.org).toBeUndefined();
+    expect(single.acceptance).toBe("greedy");
+    // The org's experiments were proposed by its roles; the single researcher's by no role.
+    const roles = (cell: string) => {
+      const ledger = new SqliteLedger(join(out, "cells", cell, "p", "seed-7", ".autolab", "lab.db"));
+      try {
+        const [r] = ledger.listRuns();
+        return ledger
+          .listExperiments(r?.id ?? 0)
+          .filter((e) => e.n > 0)
+          .map((e) => e.role ?? null);
+      } finally {
+        ledger.close();
+      }
+    };
+    expect(roles("org").sort()).toEqual(["left", "right"]);
+    expect(roles("single")).toEqual([null, null]);
+    expect(benchSummary(suite, run).verdicts[0]?.line).toMatch(/^org vs single on held-out programs: /);
+  }, 300_000);
+
+  it("refuses a misspelled researcher and a broken program.md before running any cell", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = valueProject();
+    const suiteFile = join(work, "suite.yaml");
+    writeFileSync(
+      suiteFile,
+      `programs:\n  - { path: ${p}, split: held-out }\nconfigurations:\n  a: { agent: claud }\nbudget: { experiments: 1 }\nseeds: 1\n`,
+    );
+    const out = join(work, "out");
+    await expect(runBench(loadSuite(suiteFile), { out })).rejects.toThrow(
+      /configurations\.a\.agent: no researcher named "claud"/,
+    );
+    writeFileSync(join(p, "program.md"), "---\nobjective: 3\n---\n");
+    git(p, "commit", "-qam", "break it");
+    await expect(runBench(loadSuite(suiteFile), { out })).rejects.toMatchObject({ code: "PROGRAM_INVALID" });
+    expect(existsSync(join(out, "cells"))).toBe(false);
+  });
+
+  it("the CLI: a suite naming a program that does not exist is a message and a fix, exit 1", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    writeFileSync(
+      join(work, "suite.yaml"),
+      "programs:\n  - { path: ./gone, split: held-out }\nconfigurations:\n  a: {}\nbudget: { experiments: 1 }\nseeds: 1\n",
+    );
+    const r = await spawnCli(["bench", "suite.yaml"], { cwd: work }).done;
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the program "./gone" does not exist');
+    expect(r.stderr).toMatch(/fix: Point path at a program's directory/);
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it("a bench killed mid-way resumes where it stopped", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p1 = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    const p2 = knobProject({ score: "(X - 7) ** 2", knob: "{ low: 0, high: 10 }" });
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p1}, split: tuning, name: p1 }
+  - { path: ${p2}, split: held-out, name: p2 }
+configurations:
+  greedy: { acceptance: greedy, agent: builtin }
+  greedy2: { acceptance: greedy, agent: builtin }
+budget: { experiments: 2 }
+seeds: 2
+layers: ["greedy2 vs greedy"]
+`,
+    );
+    const out = join(work, "out");
+    const first = spawnCli(["bench", join(work, "suite.yaml"), "--out", out], {
+      cwd: work,
+      timeoutMs: 240_000,
+    });
+    await first.waitFor(/cell \S+: (?:[+-]\d|failed)/, 120_000);
+    first.child.kill("SIGKILL");
+    await first.done;
+    const before = JSON.parse(readFileSync(join(out, STATE_FILE), "utf8")) as {
+      cells: Record<string, { status: string; experiments: number }>;
+    };
+    const done = Object.keys(before.cells);
+    // Real runs finished before the kill (not failed cells that cost nothing).
+    for (const k of done) expect(before.cells[k]).toMatchObject({ status: "ok", experiments: 2 });
+    expect(done.length).toBeGreaterThanOrEqual(1);
+    expect(done.length).toBeLessThan(8);
+    const second = await spawnCli(["bench", join(work, "suite.yaml"), "--out", out, "--json"], {
+      cwd: work,
+      timeoutMs: 240_000,
+    }).done;
+    expect(second.code, second.stderr).toBe(0);
+    const started = second.stderr.split("\n").filter((l) => / started /.test(l));
+    expect(started).toHaveLength(8 - done.length);
+    for (const k of done) expect(second.stderr).not.toContain(`cell ${k}: started`);
+    const summary = JSON.parse(second.stdout) as {
+      complete: boolean;
+      cells: { status: string }[];
+      verdicts: { line: string }[];
+    };
+    expect(summary.cells.map((c) => c.status)).toEqual(Array(8).fill("ok"));
+    expect(summary.complete).toBe(true);
+    expect(summary.cells).toHaveLength(8);
+    // The cells finished before the kill are the recorded ones, unchanged.
+    const after = JSON.parse(readFileSync(join(out, STATE_FILE), "utf8")) as {
+      cells: Record<string, unknown>;
+    };
+    for (const k of done) expect(after.cells[k]).toEqual(before.cells[k]);
+    expect(summary.verdicts[0]?.line).toMatch(
+      /^greedy2 vs greedy on held-out programs: .*(ships|does not ship)$/,
+    );
+    expect(existsSync(join(out, "report", "report.md"))).toBe(true);
+  }, 300_000);
+});
