@@ -312,6 +312,8 @@ function driver(trials: HubTrials, o: Partial<VerifierDriverOptions> = {}, seed 
     random: mulberry32(seed),
     retryMs: 5,
     onError: () => {},
+    // The issue's quorum of two for everyone; the newcomers' quorum of three has its own test.
+    newcomer: {},
     ...o,
   });
   drivers.push(d);
@@ -402,6 +404,27 @@ describe.skipIf(PG_SKIP)("the hub's verifier driver (PostgreSQL)", () => {
     expect(new Set(keys).size).toBe(keys.length);
     for (const k of keys) expect(fleet.executions.get(k)).toBe(1);
     expect(fleet.executed).toBe(keys.length);
+  });
+
+  it("by default an identity without a track record needs three confirmations; one with ten verified results two", async () => {
+    const world = new World();
+    await reset(world);
+    const fleet = new Fleet(world);
+    const newcomer = await identity();
+    const fresh = await claim({ contributor: newcomer, values: [4.9, 5.0, 5.1] });
+    world.means.set(fresh.commit, 5);
+    await driver(new ScriptedTrials(fleet), { newcomer: undefined }).drain();
+    expect((await stateOf(fresh.id)).status).toBe("accepted");
+    const confirms = (await rowsOf(fresh.id)).filter((r) => r.verdict?.outcome === "confirm");
+    expect(confirms).toHaveLength(3);
+
+    const trusted = await identity();
+    await db.query(`UPDATE ${schema}.hub_identities SET consecutive = 10 WHERE key_id = $1`, [trusted]);
+    const next = await claim({ contributor: trusted, parent: fresh.commit, values: [1.9, 2.0, 2.1] });
+    world.means.set(next.commit, 2);
+    await driver(new ScriptedTrials(fleet), { newcomer: undefined }).drain();
+    expect((await stateOf(next.id)).status).toBe("accepted");
+    expect((await rowsOf(next.id)).filter((r) => r.verdict?.outcome === "confirm")).toHaveLength(2);
   });
 
   it("rejects fake metrics as contradicted and quarantines the identity; a crashing candidate is contradicted too", async () => {

@@ -33,9 +33,11 @@ import {
   failureVerdict,
   type HubTrial,
   NEW_REPUTATION,
+  type NewcomerOptions,
   nextStep,
   type QuorumOptions,
   quarantinePlan,
+  quorumFor,
   RECOMMENDED_VERIFIER,
   type ReplicationOptions,
   type ReputationEvent,
@@ -90,6 +92,12 @@ export interface VerifierDriverOptions {
   quorum?: QuorumOptions;
   /** Default `{ quarantineAfterUnconfirmed: 3 }` (what the simulation recommends). */
   reputation?: ReputationOptions;
+  /**
+   * The quorum of an identity without a track record (quorumFor). Default 3 confirmations until
+   * 10 verified results in a row: with two, no-gain claims of new identities got through about
+   * 0.3 times a simulated day at 10,000 contributors (docs/benchmarks.md "hub-sim").
+   */
+  newcomer?: NewcomerOptions;
   /** Not used by the driver (the server samples findings with it); accepted so one options object serves both. */
   replication?: ReplicationOptions;
   /** Uniform [0, 1) draws for fresh seeds; default crypto randomness. Tests pass a seeded one. */
@@ -119,6 +127,7 @@ interface Task {
 }
 
 const FRESH = 64;
+const NEWCOMER: NewcomerOptions = Object.freeze({ newcomerQuorum: 3, trustAfter: 10 });
 /** Every this many passes, every claim is driven (not only those whose state changed here). */
 const FULL_SWEEP_EVERY = 20;
 const CHECK_NOISE = 4;
@@ -521,7 +530,16 @@ export class VerifierDriver {
         const cur = needNew ? [] : rows.filter((r) => r.round === round);
         const verdicts = cur.map((r) => r.verdict).filter(isVerdict);
         const running = cur.filter((r) => r.state === "running").length;
-        const step = nextStep({ verdicts, running }, this.o.quorum);
+        const rep = await c.query<{ consecutive: number }>(
+          `SELECT consecutive FROM ${schema}.hub_identities WHERE key_id = $1`,
+          [claim.contributor],
+        );
+        const quorum = quorumFor(
+          { ...NEW_REPUTATION, consecutive: Number(rep.rows[0]?.consecutive ?? 0) },
+          this.o.quorum,
+          this.o.newcomer ?? NEWCOMER,
+        );
+        const step = nextStep({ verdicts, running }, quorum);
         const cfv = claimForVerification(claim, this.o.direction, this.o.metric);
         if (step.kind === "wait") return false;
         if (step.kind === "verify") {
