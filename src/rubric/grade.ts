@@ -148,7 +148,7 @@ export function parseVerdict(
   if (typeof level !== "number" || !Number.isInteger(level) || level < 0 || level > max) {
     return {
       failure: "out_of_range",
-      detail: `level ${preview(JSON.stringify(level) ?? "undefined")} is not an integer from 0 to ${max}`,
+      detail: `level ${(JSON.stringify(level) ?? "undefined").slice(0, 40)} is not an integer from 0 to ${max}`,
     };
   }
   return { level, ...(typeof reason === "string" ? { reason: reason.slice(0, 500) } : {}) };
