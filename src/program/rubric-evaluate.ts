@@ -53,6 +53,14 @@ export function rubricIssues(raw: unknown, projectDir: string): ProgramIssue[] {
       });
     }
   }
+  const executor = (raw as { executor?: { fleet?: unknown } })?.executor;
+  if (executor && typeof executor === "object" && executor.fleet !== undefined) {
+    issues.push({
+      path: ["run", "evaluate"],
+      message:
+        "rubric-graded evaluation runs in the harness of `autolab run` (it calls the judges), which the worker fleet does not do yet: use the local or Slurm executor",
+    });
+  }
   if (Array.isArray(e.judges)) {
     const seen = new Set<string>();
     e.judges.forEach((j, i) => {
