@@ -184,10 +184,17 @@ describe("rubric grading with scripted judges", () => {
     behaviours.out_of_range = "out_of_range";
     const r = await grade(evaluation(["garbage", "out_of_range"]));
     expect(r.status).toBe("crash");
-    expect(r.reason).toContain(
-      'rubric: no judge graded "question" (garbage: garbage (not JSON: "I think it is pretty good overall!")',
+    expect(r.reason).toBe(
+      'rubric: no judge graded "question" (garbage: garbage; out_of_range: out_of_range), "evidence" (garbage: garbage; out_of_range: out_of_range); see rubric.json in the trial\'s logs',
     );
-    expect(r.reason).toContain("out_of_range: out_of_range (level 7 is not an integer from 0 to 2)");
+    // The judges' own words stay in the report, never in the reason researchers read.
+    expect(r.answers.find((a) => a.judge === "garbage")).toMatchObject({
+      failure: "garbage",
+      detail: 'not JSON: "I think it is pretty good overall!"',
+    });
+    expect(r.answers.find((a) => a.judge === "out_of_range")).toMatchObject({
+      detail: "level 7 is not an integer from 0 to 2",
+    });
     expect(r.metrics.rubric_score).toBeUndefined();
   });
 

@@ -603,6 +603,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "objective.metrics": ["metric", "direction"],
   "objective.threshold": ["metric", "bar"],
   run: Object.keys(runShape),
+  "run.evaluate": Object.keys(rubricEvaluate.shape),
+  "run.evaluate.judges": Object.keys(rubricJudge.shape),
   files: Object.keys(filesShape),
   metrics: Object.keys(metricsShape),
   agent: Object.keys(agentShape),

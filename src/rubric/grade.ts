@@ -344,7 +344,9 @@ export async function gradeAnswer(
     const why = ungraded.map((id) => {
       const fails = answers
         .filter((a) => a.criterion === id && "failure" in a)
-        .map((a) => `${a.judge}: ${"failure" in a ? `${a.failure} (${a.detail})` : ""}`);
+        // The kind only: a judge's words (which the graded work can steer) never reach a
+        // reason that researchers read; rubric.json has the details.
+        .map((a) => `${a.judge}: ${"failure" in a ? a.failure : ""}`);
       const flaggedHere = [...flagged].map((j) => `${j}: flagged by the canary`);
       return `"${id}" (${[...fails, ...flaggedHere].join("; ") || "no judge"})`;
     });
