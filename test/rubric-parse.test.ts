@@ -235,9 +235,13 @@ describe("program.md run.evaluate: { rubric: … }", () => {
     } catch (err) {
       msg = (err as Error).message;
     }
-    expect(msg).toContain('program.md:9  run.evaluate.grade[0]: "../secret.md" leaves the project: ".." is not allowed');
+    expect(msg).toContain(
+      'program.md:9  run.evaluate.grade[0]: "../secret.md" leaves the project: ".." is not allowed',
+    );
     expect(msg).toContain("program.md:10  run.evaluate.judges: must list at least one judge");
-    expect(msg).toContain('program.md:11  run.evaluate.canary: unknown key "canary"; the keys here are: command, rubric, grade');
+    expect(msg).toContain(
+      'program.md:11  run.evaluate.canary: unknown key "canary"; the keys here are: command, rubric, grade',
+    );
   });
 
   it("an empty evaluate or one of the wrong type says what it takes", () => {
