@@ -179,6 +179,14 @@ describe("program.md run.evaluate: { rubric: … }", () => {
     });
   });
 
+  it("a rubric under files.holdout (hidden from researchers) is protected enough", () => {
+    const dir = project(
+      PROGRAM(EVALUATE, "[]").replace("protected: []", "protected: []\n  holdout: [rubric.md]"),
+      GOOD,
+    );
+    expect(loadProgram(dir).run.rubric?.rubricFile).toBe("rubric.md");
+  });
+
   it("keeps a command next to the rubric", () => {
     const dir = project(PROGRAM(`    command: node check.ts\n${EVALUATE}`), GOOD);
     expect(loadProgram(dir).run.evaluate).toBe("node check.ts");

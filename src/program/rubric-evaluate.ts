@@ -40,10 +40,10 @@ export function rubricIssues(raw: unknown, projectDir: string): ProgramIssue[] {
   });
   if (typeof e.rubric === "string" && e.rubric.trim()) {
     const file = normalizePath(e.rubric);
-    if (!rules.protected(file)) {
+    if (!rules.protected(file) && !rules.holdout(file)) {
       issues.push({
         path: ["run", "evaluate", "rubric"],
-        message: `${JSON.stringify(e.rubric)} must be protected, or a researcher could rewrite what it is graded on: add it to files.protected`,
+        message: `${JSON.stringify(e.rubric)} must be protected, or a researcher could rewrite what it is graded on: add it to files.protected (or files.holdout, to hide it from researchers too)`,
         example: `files:\n  protected: [${file}]`,
       });
     } else if (!existsSync(join(projectDir, file))) {
