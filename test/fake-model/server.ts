@@ -7,7 +7,9 @@
  *   1             → call its edit tool, replacing oldText with newText in the target file;
  *   2             → call a submit / structured-output tool with the summary, if one is offered;
  *   otherwise     → final text ending with the summary as a ```json block.
- * A request that offers no tools (title generation, quota probes) gets plain text.
+ * A request that offers no tools (title generation, quota probes) gets plain text — or, when the
+ * test sets `respond`, the text (or hang, or HTTP error) it scripts: how LLM judges are scripted
+ * (test/rubric-grade.test.ts).
  *
  * Argument names come from the tool schemas the agent sent (pi `edit{path, edits:[{oldText,
  * newText}]}`, Claude `Edit{file_path, old_string, new_string}`, …); other required fields are
