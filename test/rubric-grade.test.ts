@@ -125,7 +125,7 @@ describe("rubric grading with scripted judges", () => {
     expect(JSON.stringify(asked[0]?.body)).toMatch(/<answer-[0-9a-f]{12}>\\nWe ask whether warmup helps/);
   });
 
-  it("judges that disagree wildly: the mean level, the disagreement recorded, a warning", async () => {
+  it("two judges that disagree wildly: their mean level, the disagreement recorded, a warning", async () => {
     behaviours.lenient = { answer: { question: 2, evidence: 2 } };
     behaviours.harsh = { answer: { question: 2, evidence: 0 } };
     const r = await grade(evaluation(["lenient", "harsh"]));
@@ -145,6 +145,16 @@ describe("rubric grading with scripted judges", () => {
     );
     expect(r.metrics.rubric_alpha).toBeLessThan(0.5);
     expect(r.warnings).toEqual(['judges disagree on "evidence": lenient 2, harsh 0 of 2']);
+  });
+
+  it("with three judges, one far from the others is outvoted (the median), the disagreement still recorded", async () => {
+    behaviours.agreeA = { answer: { question: 2, evidence: 2 } };
+    behaviours.agreeB = { answer: { question: 2, evidence: 2 } };
+    behaviours.harsh = { answer: { question: 2, evidence: 0 } };
+    const r = await grade(evaluation(["agreeA", "agreeB", "harsh"]));
+    expect(r.metrics).toMatchObject({ rubric_score: 100, "rubric.evidence": 1, rubric_disagreements: 1 });
+    // evidence: 1 agreeing pair of 3; question: 3 of 3
+    expect(r.metrics.rubric_agreement).toBe(Math.round((4 / 6) * 1e4) / 1e4);
   });
 
   it("garbage, out-of-range levels, a hung endpoint and an HTTP error: recorded, the criterion graded by the others", async () => {

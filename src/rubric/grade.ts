@@ -314,7 +314,8 @@ export async function gradeAnswer(
       criteria.push({ id: c.id, levels });
       continue;
     }
-    const consensus = vals.reduce((s, v) => s + v, 0) / vals.length;
+    // The median: one judge far from the others is outvoted (with two judges, their mean).
+    const consensus = median(vals);
     const spread = (Math.max(...vals) - Math.min(...vals)) / c.max;
     for (let i = 0; i < vals.length; i++)
       for (let k = i + 1; k < vals.length; k++) {
@@ -367,6 +368,12 @@ export async function gradeAnswer(
     );
   }
   return { status: "ok", metrics, ...report };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
 function round(x: number, digits = 2): number {
