@@ -118,6 +118,13 @@ describe("rubric grading with scripted judges", () => {
       "rubric_canary.agreeB": 0,
     });
     expect(r.warnings).toEqual([]);
+    // Tokens as the server reported them (the fake: 120 in, 30 out per request): 2 judges ×
+    // 2 criteria × (answer + canary).
+    expect(r.usage).toEqual({
+      agreeA: { requests: 4, inputTokens: 480, outputTokens: 120 },
+      agreeB: { requests: 4, inputTokens: 480, outputTokens: 120 },
+    });
+    expect(r.metrics.rubric_tokens).toBe(1200);
     // Each judge was asked once per criterion, on the answer and on the canary; the answer
     // reached it between nonce tags, as data.
     const asked = fake.modelRequests().filter((q) => q.model === "agreeA");

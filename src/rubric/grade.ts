@@ -39,13 +39,27 @@ export interface RubricEvaluation {
   disagreement: number;
 }
 
+/** A judge's answer, with the tokens the server reported when it did. */
+export interface JudgeReply {
+  text: string;
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
 /** Asks one judge one question; resolves with its text answer, rejects on any failure. */
 export type AskJudge = (
   judge: JudgeSpec,
   system: string,
   prompt: string,
   signal: AbortSignal,
-) => Promise<string>;
+) => Promise<string | JudgeReply>;
+
+/** Requests and tokens per judge (answer and canary together). */
+export interface JudgeUsage {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+}
 
 /** What one judge said about one criterion: a level, or why it gave none. */
 export type JudgeAnswer =
@@ -76,6 +90,8 @@ export interface GradeReport {
     failedThreshold?: boolean;
   }[];
   warnings: string[];
+  /** Per judge of the panel: requests made and tokens reported. */
+  usage: Record<string, JudgeUsage>;
 }
 
 export const METRIC = {
@@ -87,6 +103,7 @@ export const METRIC = {
   failures: "rubric_judge_failures",
   judges: "rubric_judges",
   flagged: "rubric_flagged",
+  tokens: "rubric_tokens",
   criterion: (id: string) => `rubric.${id}`,
   canary: (judge: string) => `rubric_canary.${judge}`,
 } as const;
@@ -170,6 +187,7 @@ async function judgeAll(
   answer: string,
   ask: AskJudge,
   signal: AbortSignal | undefined,
+  usage: JudgeUsage,
 ): Promise<JudgeAnswer[]> {
   const out: JudgeAnswer[] = [];
   let gaveUp: string | undefined;
@@ -187,8 +205,14 @@ async function judgeAll(
     const timeout = AbortSignal.timeout(ev.judgeTimeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let text: string;
+    usage.requests++;
     try {
-      text = await ask(judge, SYSTEM, criterionPrompt(ev.rubric, c, answer, nonce), both);
+      const reply = await ask(judge, SYSTEM, criterionPrompt(ev.rubric, c, answer, nonce), both);
+      text = typeof reply === "string" ? reply : reply.text;
+      if (typeof reply !== "string") {
+        usage.inputTokens += reply.inputTokens ?? 0;
+        usage.outputTokens += reply.outputTokens ?? 0;
+      }
     } catch (err) {
       if (timeout.aborted) {
         gaveUp = `the judge timed out earlier (${ev.judgeTimeoutMs / 1000}s)`;
@@ -258,13 +282,21 @@ export async function gradeAnswer(
   const panel = panelFor(ev, opts.seedIndex);
   const withCanary = ev.rubric.canary !== undefined && opts.seedIndex % ev.canaryEvery === 0;
   const warnings: string[] = [];
+  const usage: Record<string, JudgeUsage> = Object.fromEntries(
+    panel.map((j) => [j.name, { requests: 0, inputTokens: 0, outputTokens: 0 }]),
+  );
+  const usageOf = (j: JudgeSpec) => usage[j.name] as JudgeUsage;
   const [graded, canaries] = await Promise.all([
-    Promise.all(panel.map((j) => judgeAll(ev, j, answer, opts.ask, opts.signal))),
+    Promise.all(panel.map((j) => judgeAll(ev, j, answer, opts.ask, opts.signal, usageOf(j)))),
     withCanary
-      ? Promise.all(panel.map((j) => judgeAll(ev, j, ev.rubric.canary as string, opts.ask, opts.signal)))
+      ? Promise.all(
+          panel.map((j) => judgeAll(ev, j, ev.rubric.canary as string, opts.ask, opts.signal, usageOf(j))),
+        )
       : Promise.resolve(undefined),
   ]);
   const metrics: Record<string, number> = {};
+  const tokens = Object.values(usage).reduce((t, u) => t + u.inputTokens + u.outputTokens, 0);
+  if (tokens > 0) metrics[METRIC.tokens] = tokens;
 
   // The canary: each judge's own weighted score of the known-bad answer (hard thresholds are not
   // applied: a threshold would zero the score and hide a gullible judge).
@@ -340,7 +372,7 @@ export async function gradeAnswer(
   if (alpha !== undefined) metrics[METRIC.alpha] = round(alpha, 4);
   metrics[METRIC.disagreements] = disagreements;
 
-  const report = { panel: panel.map((j) => j.name), answers, canary, criteria, warnings };
+  const report = { panel: panel.map((j) => j.name), answers, canary, criteria, warnings, usage };
   if (ungraded.length > 0) {
     const why = ungraded.map((id) => {
       const fails = answers

@@ -45,7 +45,11 @@ export const askWithProvider: AskJudge = async (judge, system, prompt, signal) =
     maxRetries: 0,
     abortSignal: signal,
   });
-  return out.text;
+  return {
+    text: out.text,
+    ...(out.usage.inputTokens !== undefined ? { inputTokens: out.usage.inputTokens } : {}),
+    ...(out.usage.outputTokens !== undefined ? { outputTokens: out.usage.outputTokens } : {}),
+  };
 };
 
 /**
