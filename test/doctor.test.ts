@@ -8,6 +8,7 @@ import {
   type Check,
   checkGit,
   checkGpus,
+  checkJudges,
   checkNode,
   checkNotebook,
   checkProgram,
@@ -395,5 +396,64 @@ describe("agent CLIs' install commands", () => {
       npmInstalls.push(m?.[1] ?? "");
     }
     expect(npmInstalls.sort()).toEqual(Object.keys(pinned).sort());
+  });
+});
+
+describe("checkJudges", () => {
+  it("checks each rubric judge: its key where the provider needs one, its base_url reachable", async () => {
+    const server = createServer((socket) => socket.end());
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    const port = (server.address() as { port: number }).port;
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
+    const freePort = (closed.address() as { port: number }).port;
+    await new Promise<void>((done) => closed.close(() => done()));
+    try {
+      const dir = tempDir("autolab-doctor-judges-");
+      writeFileSync(
+        join(dir, "program.md"),
+        `---
+name: doc
+objective: { metric: rubric_score, direction: maximize }
+run:
+  command: node train.mjs
+  budget: 5s
+  evaluate:
+    rubric: rubric.md
+    grade: [train.mjs]
+    judges:
+      - { name: up, base_url: "http://127.0.0.1:${port}/v1", model: m }
+      - { name: down, base_url: "http://127.0.0.1:${freePort}/v1", model: m }
+      - { name: claude, provider: anthropic, model: claude-x }
+files: { editable: [train.mjs], protected: [rubric.md] }
+---
+Directions.
+`,
+      );
+      writeFileSync(join(dir, "train.mjs"), "console.log('x');\n");
+      writeFileSync(join(dir, "rubric.md"), "## a\nText.\n- 0: no\n- 1: yes\n");
+      const checks = await checkJudges(fakeEnv({ env: {} }), loaded(dir));
+      expect(checks.map((c) => [c.name, c.status])).toEqual([
+        ["judge up", "ok"],
+        ["judge down", "fail"],
+        ["judge claude", "fail"],
+      ]);
+      expect(checks[1]?.fix).toContain("run.evaluate.judges");
+      expect(checks[2]?.detail).toContain("ANTHROPIC_API_KEY");
+      const withKey = await checkJudges(fakeEnv({ env: { ANTHROPIC_API_KEY: "k" } }), loaded(dir));
+      expect(withKey[2]).toMatchObject({
+        status: "ok",
+        detail: "anthropic claude-x (key in ANTHROPIC_API_KEY)",
+      });
+      // runDoctor includes them.
+      const all = await runDoctor(dir, fakeEnv({ env: {} }));
+      expect(all.filter((c) => c.name.startsWith("judge ")).map((c) => c.name)).toEqual([
+        "judge up",
+        "judge down",
+        "judge claude",
+      ]);
+    } finally {
+      server.close();
+    }
   });
 });

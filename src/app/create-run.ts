@@ -12,6 +12,7 @@ import { parseFleetUrl } from "../fleet/db.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
 import { contractChanges, contractOf } from "../program/contract.ts";
 import { DEFAULT_HOOK_BUDGET_MS, defaultGraceMs, loadProgram, parseProgram } from "../program/index.ts";
+import { rubricGrader } from "../rubric/trial-grader.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
 import { findOnPath } from "../runner/sandbox.ts";
 import { SlurmExecutor } from "../runner/slurm-executor.ts";
@@ -339,6 +340,7 @@ export async function openRunSession(
         ...(advisor ? { advisor } : {}),
         judge: judgeFor(program),
         makePruner: (best) => createPruner(best, { direction: program.objective.direction }),
+        ...(program.run.rubric ? { grade: rubricGrader(program.run.rubric) } : {}),
         checkAlarms: (exps) => alarmsOf(program, exps),
         logDir: join(lab.stateDir, "logs", run.tag),
         confinement,

@@ -300,6 +300,51 @@ async function reachable(env: DoctorEnv, name: string, baseUrl: string): Promise
       };
 }
 
+/**
+ * The judges of rubric-graded evaluation (program.md `run.evaluate: { rubric: … }`): each one's
+ * key set where its provider needs one, its base_url reachable (a TCP connect, like a researcher's).
+ */
+export async function checkJudges(env: DoctorEnv, program: Program): Promise<Check[]> {
+  const judges = program.run.rubric?.judges ?? [];
+  const checks: Check[] = [];
+  for (const j of judges) {
+    const name = `judge ${j.name}`;
+    const keyEnv =
+      j.apiKeyEnv ??
+      (j.provider === "anthropic"
+        ? "ANTHROPIC_API_KEY"
+        : j.provider === "openai"
+          ? "OPENAI_API_KEY"
+          : undefined);
+    if (keyEnv && !env.env[keyEnv]?.trim()) {
+      checks.push({
+        name,
+        status: "fail",
+        detail: `${j.provider} judge ${j.model} needs an API key in ${keyEnv}, which is not set`,
+        fix: `export ${keyEnv}=…${j.apiKeyEnv ? "" : ", or name another variable with api_key_env on the judge in program.md"}`,
+      });
+      continue;
+    }
+    if (j.baseUrl) {
+      const c = await reachable(env, name, j.baseUrl);
+      checks.push(
+        c.status === "ok"
+          ? { ...c, detail: `${j.model}: ${c.detail}` }
+          : {
+              ...c,
+              fix: "Start the judge's model server, or fix the judge's base_url under run.evaluate.judges in program.md.",
+            },
+      );
+    } else
+      checks.push({
+        name,
+        status: "ok",
+        detail: `${j.provider} ${j.model}${keyEnv ? ` (key in ${keyEnv})` : ""}`,
+      });
+  }
+  return checks;
+}
+
 /** The notebook (.autolab/lab.db): absent is fine; present, it must open and read. */
 export function checkNotebook(dir: string): Check {
   const { stateDir, db: where } = locateNotebook(dir);
@@ -369,7 +414,7 @@ export function checkGpus(env: DoctorEnv, program: Program | undefined): Check {
     : { name: "gpu", status: "ok", detail };
 }
 
-/** Every check, in order: git, node, sandbox, program, researchers, notebook, GPUs. */
+/** Every check, in order: git, node, sandbox, program, researchers, judges, notebook, GPUs. */
 export async function runDoctor(dirArg: string | undefined, env: DoctorEnv = realEnv()): Promise<Check[]> {
   const dir = resolve(dirArg ?? ".");
   const { check: programCheck, program } = checkProgram(dir);
@@ -384,6 +429,7 @@ export async function runDoctor(dirArg: string | undefined, env: DoctorEnv = rea
       researchers = [{ who: "agent", config: program.agent }];
     }
     for (const r of researchers) checks.push(...(await checkResearcher(env, program, r.who, r.config)));
+    checks.push(...(await checkJudges(env, program)));
   }
   checks.push(checkNotebook(dir), checkGpus(env, program));
   return checks;

@@ -15,7 +15,7 @@ import type { LoopDeps } from "../core/loop-deps.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { runSetup, setupFilesOf } from "../core/setup.ts";
 import { mean } from "../core/stats.ts";
-import { pristineForTrial } from "../core/trial-step.ts";
+import { graderFor, pristineForTrial } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
 import { fitNoise } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
@@ -177,6 +177,9 @@ async function trial(
         ? { status: "crash", reason: `the command did not write ${missing.join(", ")}` }
         : undefined;
     },
+    ...(program.run.rubric
+      ? { grade: graderFor(deps, ws.projectDir, logDir, seed - deps.run.seed, undefined) }
+      : {}),
     ...(sandbox ? { sandbox } : {}),
   });
 }

@@ -262,6 +262,11 @@ export const ERROR_CODES = {
   PROTECTED_CHANGED: { kind: "user", http: 409, meaning: "a protected file differs from its pinned hash" },
   RATCHET_MOVED: { kind: "user", http: 409, meaning: "the ratchet branch was moved outside autolab" },
   ROLE_INVALID: { kind: "user", http: 400, meaning: "an org role file does not validate" },
+  RUBRIC_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "the rubric file of `evaluate: { rubric: … }` does not parse (line and fix given)",
+  },
   RUN_LOCKED: { kind: "user", http: 409, meaning: "another process holds the run's lock" },
   RUN_NOT_FOUND: { kind: "user", http: 404, meaning: "no run with that tag" },
   SANDBOX_UNAVAILABLE: {

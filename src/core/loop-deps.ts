@@ -11,7 +11,16 @@ import type { Judge } from "./judge.ts";
 import type { PriorWorkSource } from "./knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "./ledger.ts";
 import type { RunBudget } from "./run-budget.ts";
-import type { Agent, Alarm, Decision, Executor, Program, TrialPruner, TrialResult } from "./types.ts";
+import type {
+  Agent,
+  Alarm,
+  Decision,
+  Executor,
+  Program,
+  TrialGrader,
+  TrialPruner,
+  TrialResult,
+} from "./types.ts";
 import type { Workspace } from "./workspace.ts";
 
 export interface LoopDeps {
@@ -28,6 +37,11 @@ export interface LoopDeps {
   setupStamp: string;
   /** Learning-curve pruning against the best's curve (absent: trials always run to the end). */
   makePruner?: (bestCurve: Array<[number, number]>) => TrialPruner;
+  /**
+   * Rubric grading of a trial's files (program.md `evaluate: { rubric: … }`; src/rubric/), set by
+   * the composition root. A program with a rubric and no grader fails its trials, saying so.
+   */
+  grade?: TrialGrader;
   /** Alarms over the notebook (e.g. the holdout canary), checked after every kept change. */
   checkAlarms?: (exps: ExperimentRecord[]) => Alarm[];
   /** The slot this worker's trials run on (parallel runs): recorded per trial, its env added. */

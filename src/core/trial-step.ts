@@ -77,6 +77,36 @@ export function beforeEvaluateFor(
   };
 }
 
+/**
+ * The rubric step of a trial (program.md `evaluate: { rubric: … }`): the composition root's
+ * grader, or a trial failure that says this kind of run has none.
+ */
+export function graderFor(
+  deps: Pick<LoopDeps, "grade">,
+  cwd: string,
+  logDir: string,
+  seedIndex: number,
+  signal: AbortSignal | undefined,
+  /** Flagged judges, disagreements, a missed threshold: shown to the user as warnings. */
+  warn: (message: string) => void = () => {},
+): NonNullable<TrialSpec["grade"]> {
+  const grade = deps.grade;
+  if (!grade) {
+    return async () => ({
+      status: "crash",
+      reason:
+        "rubric: this run has no rubric grader (program.md `evaluate: { rubric: … }` is graded by `autolab run` on this machine; not on the worker fleet yet)",
+      metrics: {},
+      warnings: [],
+    });
+  }
+  return async () => {
+    const out = await grade({ cwd, logDir, seedIndex, ...(signal ? { signal } : {}) });
+    for (const w of out.warnings) warn(`rubric: ${w}`);
+    return out;
+  };
+}
+
 /** Every process of a trial carries this variable; how a resumed harness finds a dead one's leftovers. */
 const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";
 
@@ -170,6 +200,13 @@ export async function runTrial(
     env,
     objective: program.objective.metric,
     beforeEvaluate: beforeEvaluateFor(deps, ws, exp.commit, allowed),
+    ...(program.run.rubric
+      ? {
+          grade: graderFor(deps, ws.projectDir, logDir, seed - run.seed, signal, (m) =>
+            emit({ type: "warning", message: `#${exp.n} trial ${attempt}: ${m}` }),
+          ),
+        }
+      : {}),
     ...(sandbox ? { sandbox } : {}),
     onMetric: (name, value, elapsedMs) => {
       if (name !== progressName) return;

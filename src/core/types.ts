@@ -2,6 +2,7 @@
  * The shared vocabulary of autolab (see docs/architecture.md). Everything here is plain data
  * or an interface; core imports nothing from adapters (runner, workspace, ledger, agents).
  */
+import type { RubricEvaluation } from "../rubric/grade.ts";
 import type { FrontierConfig } from "./frontier.ts";
 
 export type Direction = "minimize" | "maximize";
@@ -103,6 +104,11 @@ export interface Program {
     command: string;
     /** The protected scoring step, run after `command`; its stdout carries the metrics. */
     evaluate?: string;
+    /**
+     * Rubric-graded evaluation (`evaluate: { rubric: …, judges: … }`, docs/learning.md): LLM
+     * judges grade the trial's files after the evaluate command (if any), in the harness.
+     */
+    rubric?: RubricEvaluation;
     /** Wall-clock budget of `command`; the harness kills the process tree at budget + grace. */
     budgetMs: number;
     graceMs: number;
@@ -238,6 +244,24 @@ export type TrialStatus =
   | "pruned" // stopped early: its learning curve was confidently worse than the best's
   | "interrupted"; // the harness died or was stopped while the trial ran
 
+/** What rubric grading made of a trial's files (src/rubric/trial-grader.ts). */
+export interface TrialGradeOutcome {
+  status: "ok" | "crash";
+  reason?: string;
+  metrics: Record<string, number>;
+  /** Flagged judges, disagreements, a missed hard threshold: said to the user, not failures. */
+  warnings: string[];
+}
+
+/** Grades one trial's files with the program's rubric (wired by the composition root). */
+export type TrialGrader = (o: {
+  cwd: string;
+  logDir: string;
+  /** Which trial of its experiment (seed − run seed): rotates the judges, paces the canary. */
+  seedIndex: number;
+  signal?: AbortSignal;
+}) => Promise<TrialGradeOutcome>;
+
 export interface TrialSpec {
   /** Directory the commands run in (the experiment's worktree). */
   cwd: string;
@@ -260,6 +284,11 @@ export interface TrialSpec {
   beforeEvaluate?: () => Promise<{ status: "tampered" | "crash"; reason: string } | undefined>;
   /** Confinement of the command and of the evaluate step; absent: they run unsandboxed. */
   sandbox?: { command: SandboxSpec; evaluate: SandboxSpec };
+  /**
+   * Rubric grading (program.md `evaluate: { rubric: … }`): called after the evaluate command (if
+   * any) on the pristine tree; its metrics win over the command's, and `crash` fails the trial.
+   */
+  grade?: () => Promise<TrialGradeOutcome>;
   /**
    * Called for every metric line as it appears on the command's stdout. `elapsedMs`: how long
    * the command had run when it printed the line, when the executor knows better than the

@@ -20,6 +20,20 @@ export function contractOf(p: Program): Record<string, unknown> {
     // Added later: present only when used, so runs recorded before them resume unchanged.
     ...(p.files.holdout.length ? { "files.holdout": [...p.files.holdout].sort() } : {}),
     ...(p.outputs.length ? { outputs: [...p.outputs].sort() } : {}),
+    // Rubric grading: the rubric (a protected file, pinned by its hash), what is graded and by
+    // whom are how the score is measured. The time limit and the disagreement bar are not.
+    ...(p.run.rubric
+      ? {
+          "run.evaluate.rubric": {
+            rubric: p.run.rubric.rubricFile,
+            grade: p.run.rubric.grade,
+            judges: p.run.rubric.judges.map((j) => [j.name, j.provider, j.baseUrl ?? null, j.model]),
+            panel: p.run.rubric.panel,
+            canaryMax: p.run.rubric.canaryMax,
+            canaryEvery: p.run.rubric.canaryEvery,
+          },
+        }
+      : {}),
     // Several objectives: the metrics measured are the contract; the mode and the bar steer.
     ...(p.objectives ? { "objective.metrics": p.objectives.metrics } : {}),
   };

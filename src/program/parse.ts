@@ -4,7 +4,7 @@
  * problem is reported at once, each with its file:line, field path and a valid example.
  */
 import { readFileSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { DEFAULT_FRONTIER, type FrontierConfig } from "../core/frontier.ts";
 import type { AgentConfig, Direction, ObjectiveMetric, Program, SlurmConfig } from "../core/types.ts";
@@ -12,6 +12,7 @@ import { crossFieldIssues, type ProgramIssue } from "./checks.ts";
 import { parseFrontmatterYaml, splitFrontmatter } from "./frontmatter.ts";
 import { locateLine } from "./locate.ts";
 import { exampleFor, fromZod, showPath } from "./report.ts";
+import { loadRubricEvaluation, rubricIssues } from "./rubric-evaluate.ts";
 import { type Frontmatter, frontmatterSchema, MINIMAL_PROGRAM } from "./schema.ts";
 
 const DOCS_HINT = "every field is described in docs/program.md";
@@ -96,7 +97,11 @@ export function parseProgram(text: string, path: string): Program {
       (ex as { slurm: unknown }).slurm = {};
   }
   const parsed = frontmatterSchema.safeParse(raw);
-  const issues = [...(parsed.success ? [] : fromZod(parsed.error.issues, raw)), ...crossFieldIssues(raw)];
+  const issues = [
+    ...(parsed.success ? [] : fromZod(parsed.error.issues, raw)),
+    ...crossFieldIssues(raw),
+    ...rubricIssues(raw, dirname(resolve(path))),
+  ];
   if (!parsed.success || issues.length > 0) {
     const located = issues.map((issue) => ({
       ...issue,
@@ -107,6 +112,9 @@ export function parseProgram(text: string, path: string): Program {
 
   const fm = parsed.data;
   const budgetMs = fm.run.budget;
+  const ev = fm.run.evaluate;
+  const evaluate = typeof ev === "string" ? ev : ev?.command;
+  const rubric = typeof ev === "object" ? loadRubricEvaluation(ev, dirname(resolve(path))) : undefined;
   return {
     path: resolve(path),
     name: fm.name,
@@ -114,7 +122,8 @@ export function parseProgram(text: string, path: string): Program {
     run: {
       ...(fm.run.setup !== undefined && { setup: fm.run.setup }),
       command: fm.run.command,
-      ...(fm.run.evaluate !== undefined && { evaluate: fm.run.evaluate }),
+      ...(evaluate !== undefined && { evaluate }),
+      ...(rubric && { rubric }),
       budgetMs,
       graceMs: fm.run.grace ?? defaultGraceMs(budgetMs),
       setupTimeoutMs: fm.run.setup_timeout ?? DEFAULT_SETUP_TIMEOUT_MS,

@@ -132,6 +132,44 @@ export function fromZod(
         });
         break;
       }
+      case "invalid_union": {
+        // A branch that got past the type check (a map for `run.evaluate: { rubric: … }`) holds
+        // the real problems; otherwise the value has none of the accepted types.
+        const branches = (issue as { errors?: z.core.$ZodIssue[][] }).errors ?? [];
+        const typed = branches.find(
+          (b) => b.length > 0 && b.every((i) => i.code !== "invalid_type" || i.path.length > 0),
+        );
+        if (typed) {
+          out.push(
+            ...fromZod(
+              typed.map((i) => ({ ...i, path: [...issue.path, ...i.path] })),
+              raw,
+              vocab,
+            ),
+          );
+          break;
+        }
+        const expected = [
+          ...new Set(
+            branches.flatMap((b) =>
+              b.flatMap((i) => (i.code === "invalid_type" ? [EXPECTED[i.expected] ?? i.expected] : [])),
+            ),
+          ),
+        ].join(" or ");
+        if (!expected) {
+          out.push({ path, message: issue.message });
+          break;
+        }
+        const value = valueAt(raw, path);
+        out.push({
+          path,
+          message:
+            value === null
+              ? `is empty: expected ${expected}`
+              : `expected ${expected}, got ${describe(value)}`,
+        });
+        break;
+      }
       case "invalid_key":
         out.push({ path, message: issue.issues[0]?.message ?? `invalid key ${JSON.stringify(path.at(-1))}` });
         break;

@@ -111,10 +111,41 @@ const objectiveShape = {
   threshold: z.strictObject({ metric: metricName, bar: z.number() }).optional(),
 };
 
+/** A judge of rubric-graded evaluation: an endpoint and model as the llm backend names them (docs/agents.md). */
+const rubricJudge = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, {
+      error: "must be a name of letters, digits, _ and - (it names metrics)",
+    })
+    .optional(),
+  provider: z.enum(["openai-compatible", "anthropic", "openai"]).optional(),
+  base_url: z.url({ error: "must be a URL such as http://127.0.0.1:8000/v1" }).optional(),
+  model: text,
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "must be an environment variable name" })
+    .optional(),
+});
+
+/** `run.evaluate` as a map: rubric-graded evaluation (docs/learning.md), with an optional command too. */
+const rubricEvaluate = z.strictObject({
+  command: text.optional(),
+  rubric: relPath,
+  grade: z.array(relPath).min(1, { error: "must list the file(s) the judges grade" }),
+  judges: z.array(rubricJudge).min(1, { error: "must list at least one judge" }),
+  panel: z.union([z.number().int().positive(), z.literal("all")]).optional(),
+  canary_max: z.number().min(0).max(100).optional(),
+  canary_every: z.number().int().positive().optional(),
+  judge_timeout: optionalDuration(true),
+  disagreement: z.number().gt(0).max(1).optional(),
+});
+export type RubricEvaluateYaml = z.infer<typeof rubricEvaluate>;
+
 const runShape = {
   setup: text.optional(),
   command: text,
-  evaluate: text.optional(),
+  evaluate: z.union([text, rubricEvaluate]).optional(),
   budget: requiredDuration,
   grace: optionalDuration(false),
   setup_timeout: optionalDuration(true),
@@ -572,6 +603,8 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   "objective.metrics": ["metric", "direction"],
   "objective.threshold": ["metric", "bar"],
   run: Object.keys(runShape),
+  "run.evaluate": Object.keys(rubricEvaluate.shape),
+  "run.evaluate.judges": Object.keys(rubricJudge.shape),
   files: Object.keys(filesShape),
   metrics: Object.keys(metricsShape),
   agent: Object.keys(agentShape),
@@ -621,7 +654,17 @@ export const EXAMPLES: Record<string, string> = {
   run: "run:\n  setup: node prepare.ts      # optional\n  command: node train.ts\n  evaluate: node evaluate.ts   # optional\n  budget: 30s",
   "run.setup": "setup: node prepare.ts",
   "run.command": "command: node train.ts",
-  "run.evaluate": "evaluate: node evaluate.ts",
+  "run.evaluate":
+    "evaluate: node evaluate.ts\n# or graded by LLM judges against a rubric (docs/learning.md):\n# evaluate: { rubric: rubric.md, grade: [writeup.md], judges: [{ base_url: http://127.0.0.1:8000/v1, model: qwen }] }",
+  "run.evaluate.rubric": "rubric: rubric.md   # protected; docs/learning.md describes its format",
+  "run.evaluate.grade": "grade: [out/writeup.md]   # committed files or declared outputs",
+  "run.evaluate.judges":
+    "judges:\n  - { name: qwen, base_url: http://127.0.0.1:8000/v1, model: Qwen/Qwen2.5-32B-Instruct }\n  - { name: claude, provider: anthropic, model: claude-sonnet-4-5 }",
+  "run.evaluate.panel": "panel: 2   # judges per trial, rotated; or: all",
+  "run.evaluate.canary_max": "canary_max: 30   # a judge scoring the canary above this is flagged",
+  "run.evaluate.canary_every": "canary_every: 1   # grade the canary on every trial",
+  "run.evaluate.judge_timeout": "judge_timeout: 60s",
+  "run.evaluate.disagreement": "disagreement: 0.5   # share of a criterion's scale",
   "run.budget": "budget: 30s   # or 500ms, 2m, 1h, 1m30s, or a number of seconds",
   "run.grace": "grace: 5s   # default: 10% of budget, between 2s and 30s",
   "run.setup_timeout": "setup_timeout: 10m",

@@ -205,12 +205,33 @@ export class LocalExecutor implements Executor {
       for (const [name, value] of ev.metrics) metrics.set(name, value);
     }
 
+    if (spec.grade) {
+      // The harness owns the rubric's metrics: the editable command cannot print them.
+      for (const name of [...metrics.keys()]) if (/^rubric[_.]/.test(name)) metrics.delete(name);
+      let g: Awaited<ReturnType<NonNullable<TrialSpec["grade"]>>>;
+      try {
+        g = await spec.grade();
+      } catch (err) {
+        g = {
+          status: "crash",
+          reason: `rubric grading failed: ${errorMessage(err)}`,
+          metrics: {},
+          warnings: [],
+        };
+      }
+      if (spec.signal?.aborted) return done("interrupted", interruptReason(spec.signal), fields());
+      for (const [name, value] of Object.entries(g.metrics)) metrics.set(name, value);
+      if (g.status === "crash") return done("crash", g.reason ?? "rubric grading failed", fields());
+    }
+
     const value = metrics.get(spec.objective);
     if (value === undefined) {
       const where =
-        spec.evaluate !== undefined
-          ? `on the evaluate step's stdout (\`${spec.evaluate}\`); a value printed by the command does not count`
-          : `on the command's stdout (a line like "${spec.objective}: 0.123" or "METRIC ${spec.objective}=0.123")`;
+        spec.grade && /^rubric[_.]/.test(spec.objective)
+          ? "among the rubric's metrics (rubric_score, rubric_pass, rubric.<criterion>, …: docs/learning.md)"
+          : spec.evaluate !== undefined
+            ? `on the evaluate step's stdout (\`${spec.evaluate}\`); a value printed by the command does not count`
+            : `on the command's stdout (a line like "${spec.objective}: 0.123" or "METRIC ${spec.objective}=0.123")`;
       return done("missing_metric", `objective metric ${spec.objective} was not found ${where}`, fields());
     }
     if (!Number.isFinite(value)) {

@@ -101,7 +101,7 @@ export function trialBase(spec: TrialSpec): {
       command: spec.command,
       stdoutPath,
       stderrPath,
-      selfReported: spec.evaluate === undefined,
+      selfReported: spec.evaluate === undefined && !(spec.grade && /^rubric[_.]/.test(spec.objective)),
     },
   };
 }

@@ -7,7 +7,9 @@
  *   1             → call its edit tool, replacing oldText with newText in the target file;
  *   2             → call a submit / structured-output tool with the summary, if one is offered;
  *   otherwise     → final text ending with the summary as a ```json block.
- * A request that offers no tools (title generation, quota probes) gets plain text.
+ * A request that offers no tools (title generation, quota probes) gets plain text — or, when the
+ * test sets `respond`, the text (or hang, or HTTP error) it scripts: how LLM judges are scripted
+ * (test/rubric-grade.test.ts).
  *
  * Argument names come from the tool schemas the agent sent (pi `edit{path, edits:[{oldText,
  * newText}]}`, Claude `Edit{file_path, old_string, new_string}`, …); other required fields are
@@ -77,6 +79,15 @@ export interface FakeModel {
   requests: RecordedRequest[];
   /** The script; may be replaced between proposals. */
   script: FakeScript | undefined;
+  /**
+   * Scripted answers to requests that offer no tools (LLM judges, src/rubric/): given the model
+   * named and the request's text (system + user), the reply text, `{ hang: true }` (the
+   * connection stays open), `{ status }` (an HTTP error), or undefined for the default text.
+   */
+  respond?: (req: {
+    model: string | undefined;
+    text: string;
+  }) => string | { hang: true } | { status: number } | undefined;
   /** Requests that reached a model endpoint (not side requests). */
   modelRequests(): RecordedRequest[];
   close(): Promise<void>;
@@ -165,6 +176,20 @@ export async function startFakeModel(script?: FakeScript): Promise<FakeModel> {
     const tools = toolsOf(protocol, body);
     rec.tools = tools.map((t) => t.name);
     rec.toolResults = countToolResults(protocol, body);
+    const scripted =
+      tools.length === 0 ? fake.respond?.({ model: rec.model, text: JSON.stringify(body) }) : undefined;
+    if (scripted !== undefined && typeof scripted === "object" && "hang" in scripted) {
+      rec.reply = "hang";
+      hanging.add(res);
+      res.on("close", () => hanging.delete(res));
+      return;
+    }
+    if (scripted !== undefined && typeof scripted === "object") {
+      rec.reply = "error";
+      res.writeHead(scripted.status, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { type: "api_error", message: "fake model: scripted failure" } }));
+      return;
+    }
     const s = fake.script;
     if (tools.length > 0 && s?.hang) {
       rec.reply = "hang";
@@ -186,7 +211,10 @@ export async function startFakeModel(script?: FakeScript): Promise<FakeModel> {
       return;
     }
     const target = s?.targetFor?.(JSON.stringify(body));
-    const action = decide(s && target ? { ...s, ...target } : s, tools, rec.toolResults);
+    const action: Action =
+      typeof scripted === "string"
+        ? { kind: "text", text: scripted, reply: "text" }
+        : decide(s && target ? { ...s, ...target } : s, tools, rec.toolResults);
     rec.reply = action.reply;
     if (action.kind === "tool") rec.toolCalled = action.name;
     const id = `fake${++seq}`;
