@@ -15,6 +15,7 @@ const TABLES: { name: string; identity: boolean }[] = [
   { name: "imported_results", identity: true },
   { name: "hook_runs", identity: true },
   { name: "advice", identity: true },
+  { name: "proposal_contexts", identity: false },
 ];
 
 export interface CopyCounts {
