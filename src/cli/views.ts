@@ -7,6 +7,12 @@ import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
+import {
+  TRAJECTORY_FORMATS,
+  type TrajectoryFormat,
+  type TrajectoryInput,
+  trajectoryJsonl,
+} from "../app/trajectories.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
@@ -468,23 +474,56 @@ export function failuresCommand(flags: ViewFlags): void {
   });
 }
 
-export function exportCommand(flags: ViewFlags & { format?: string; out?: string }): void {
+const EXPORT_FORMATS = ["results-tsv", "log-jsonl", "jsonl", ...TRAJECTORY_FORMATS] as const;
+
+export async function exportCommand(flags: ViewFlags & { format?: string; out?: string }): Promise<void> {
   const format = flags.format ?? "results-tsv";
-  if (format !== "results-tsv" && format !== "jsonl" && format !== "log-jsonl") {
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new AutolabError(
       "BAD_FORMAT",
       `unknown export format "${format}".`,
-      "Use --format results-tsv, --format jsonl or --format log-jsonl.",
+      `Use --format ${EXPORT_FORMATS.join(", --format ")}.`,
     );
   }
-  const text = withRun(flags, (run, exps, holdout) =>
-    format === "results-tsv"
-      ? resultsTsv(run, exps)
-      : format === "log-jsonl"
-        ? piLogJsonl(run, exps, holdout)
-        : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
-  );
+  const trajectories = (TRAJECTORY_FORMATS as readonly string[]).includes(format);
+  // The trajectory formats read the notebook (contexts, hooks, advice) and then git (diffs).
+  const input = trajectories
+    ? withRun(flags, (run, exps, _holdout, lab) => ({
+        run,
+        exps,
+        program: programOf(run),
+        stateDir: lab.stateDir,
+        ledger: notebookSnapshot(lab.ledger, run),
+      }))
+    : undefined;
+  const text = input
+    ? await trajectoryJsonl(format as TrajectoryFormat, input)
+    : withRun(flags, (run, exps, holdout) =>
+        format === "results-tsv"
+          ? resultsTsv(run, exps)
+          : format === "log-jsonl"
+            ? piLogJsonl(run, exps, holdout)
+            : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
+      );
   const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
   if (flags.out) writeFileSync(flags.out, safe);
   else write(safe);
+}
+
+/** What the trajectory export reads of the notebook besides experiments, read while it is open. */
+function notebookSnapshot(ledger: Ledger, run: RunRecord): TrajectoryInput["ledger"] {
+  const contexts = new Map<number, string>();
+  for (const e of ledger.listExperiments(run.id)) {
+    const c = ledger.proposalContext?.(run.id, e.n);
+    if (c !== undefined) contexts.set(e.n, c);
+  }
+  const imported = ledger.listImportedResults();
+  const hooks = ledger.listHookRuns(run.id);
+  const advice = ledger.listAdvice(run.id);
+  return {
+    proposalContext: (runId, n) => (runId === run.id ? contexts.get(n) : undefined),
+    listImportedResults: () => imported,
+    listHookRuns: () => hooks,
+    listAdvice: () => advice,
+  };
 }
