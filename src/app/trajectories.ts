@@ -156,16 +156,22 @@ export async function trajectoryRecords(input: TrajectoryInput): Promise<Traject
     const noiseUnits = improvement === null ? FAILED_UNITS : unitsOf(improvement, sigma.sigma);
     const results = finished(e);
     const cost = COST_PER_TRIAL * results.length;
-    const wall = mean(results.filter((r) => r.wallS > 0).map((r) => r.wallS));
+    // Speed and memory compare ok trials only: a crash's short wall time says nothing.
+    const ok = (x: ExperimentRecord) => finished(x).filter((r) => r.status === "ok");
+    const wall = mean(
+      ok(e)
+        .map((r) => r.wallS)
+        .filter((w) => w > 0),
+    );
     const parentWall = parent
       ? mean(
-          finished(parent)
-            .filter((r) => r.wallS > 0)
-            .map((r) => r.wallS),
+          ok(parent)
+            .map((r) => r.wallS)
+            .filter((w) => w > 0),
         )
       : undefined;
-    const rss = maxOf(results.map((r) => r.peakRssMb));
-    const parentRss = parent ? maxOf(finished(parent).map((r) => r.peakRssMb)) : undefined;
+    const rss = maxOf(ok(e).map((r) => r.peakRssMb));
+    const parentRss = parent ? maxOf(ok(parent).map((r) => r.peakRssMb)) : undefined;
     const record: TrajectoryRecord = {
       schema: TRAJECTORY_SCHEMA,
       run: { tag: run.tag, program: run.programName, metric: run.metric, direction: run.direction },
