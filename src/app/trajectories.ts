@@ -135,11 +135,17 @@ const finished = (e: ExperimentRecord): TrialResult[] =>
 
 /** One trajectory record per decided proposal (n > 0, merges left out), in order of n. */
 export async function trajectoryRecords(input: TrajectoryInput): Promise<TrajectoryRecord[]> {
+  const out: TrajectoryRecord[] = [];
+  for await (const r of trajectoryStream(input)) out.push(r);
+  return out;
+}
+
+/** The records one at a time: a run of thousands with 64 kB transcripts never sits in memory whole. */
+export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<TrajectoryRecord> {
   const { run, exps, program } = input;
   const holdout = holdoutNames(program, run);
   const sigmaOfN = noiseUnitsOf(run, exps, program);
   const repo = await findRepo(dirname(run.programPath)).catch(() => undefined);
-  const out: TrajectoryRecord[] = [];
   for (const e of exps) {
     if (e.n === 0 || !e.decision || e.rebaseOf !== undefined) continue;
     const parent = parentOf(e, exps);
@@ -236,9 +242,8 @@ export async function trajectoryRecords(input: TrajectoryInput): Promise<Traject
       usage: e.usage ?? null,
     };
     // Every text once more through the researchers' redaction: holdout values never leave.
-    out.push(redactHoldoutsDeep(record, holdout));
+    yield redactHoldoutsDeep(record, holdout);
   }
-  return out;
 }
 
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
@@ -436,14 +441,27 @@ export function dpoRecords(records: TrajectoryRecord[]): DpoRecord[] {
   return out;
 }
 
+/**
+ * The export's lines (one JSON object each, without the newline), as they are made: records and
+ * chats stream; preference pairs wait for the run's end (a loss may precede its keep), holding
+ * only the texts they need.
+ */
+export async function* trajectoryLines(
+  format: TrajectoryFormat,
+  input: TrajectoryInput,
+): AsyncGenerator<string> {
+  const forPairs: TrajectoryRecord[] = [];
+  for await (const r of trajectoryStream(input)) {
+    if (format === "trajectories") yield JSON.stringify(r);
+    else if (format === "trajectories-sft") for (const chat of sftRecords([r])) yield JSON.stringify(chat);
+    else forPairs.push({ ...r, output: null });
+  }
+  for (const pair of dpoRecords(forPairs)) yield JSON.stringify(pair);
+}
+
 /** The export's text: one JSON object per line. */
 export async function trajectoryJsonl(format: TrajectoryFormat, input: TrajectoryInput): Promise<string> {
-  const records = await trajectoryRecords(input);
-  const rows: unknown[] =
-    format === "trajectories"
-      ? records
-      : format === "trajectories-sft"
-        ? sftRecords(records)
-        : dpoRecords(records);
-  return rows.map((r) => JSON.stringify(r)).join("\n") + (rows.length ? "\n" : "");
+  let text = "";
+  for await (const line of trajectoryLines(format, input)) text += `${line}\n`;
+  return text;
 }

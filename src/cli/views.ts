@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { once } from "node:events";
+import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
 import { openLedger, programPath, selectRun } from "../app/lab.ts";
@@ -11,7 +12,7 @@ import {
   TRAJECTORY_FORMATS,
   type TrajectoryFormat,
   type TrajectoryInput,
-  trajectoryJsonl,
+  trajectoryLines,
 } from "../app/trajectories.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
@@ -30,6 +31,7 @@ import { readWorkers, viewerFleetUrl, type WorkerView, workerLines } from "../fl
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
+import { onOutputClosed } from "./closed-output.ts";
 import { frontLines } from "./front-lines.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
@@ -496,18 +498,47 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
         ledger: notebookSnapshot(lab.ledger, run),
       }))
     : undefined;
-  const text = input
-    ? await trajectoryJsonl(format as TrajectoryFormat, input)
-    : withRun(flags, (run, exps, holdout) =>
-        format === "results-tsv"
-          ? resultsTsv(run, exps)
-          : format === "log-jsonl"
-            ? piLogJsonl(run, exps, holdout)
-            : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
-      );
+  if (input) return writeLines(trajectoryLines(format as TrajectoryFormat, input), flags.out);
+  const text = withRun(flags, (run, exps, holdout) =>
+    format === "results-tsv"
+      ? resultsTsv(run, exps)
+      : format === "log-jsonl"
+        ? piLogJsonl(run, exps, holdout)
+        : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
+  );
   const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
   if (flags.out) writeFileSync(flags.out, safe);
   else write(safe);
+}
+
+/**
+ * Lines as they come, JSON-escaped (safeJson), to a file or stdout (waiting for a slow reader):
+ * a large export is never one string.
+ */
+async function writeLines(lines: AsyncIterable<string>, out: string | undefined): Promise<void> {
+  const fd = out ? openSync(out, "w") : undefined;
+  // A reader that stops early (`| head`) is a normal end: stop making lines.
+  let stopGone: () => void = () => {};
+  const gone = new Promise<void>((resolve) => {
+    stopGone = onOutputClosed((stream) => {
+      if (stream === "stdout") resolve();
+    });
+  });
+  let closed = false;
+  void gone.then(() => {
+    closed = true;
+  });
+  try {
+    for await (const line of lines) {
+      if (closed) break;
+      const text = `${safeJson(line)}\n`;
+      if (fd !== undefined) writeSync(fd, text);
+      else if (!process.stdout.write(text)) await Promise.race([once(process.stdout, "drain"), gone]);
+    }
+  } finally {
+    stopGone();
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /** What the trajectory export reads of the notebook besides experiments, read while it is open. */
