@@ -245,6 +245,8 @@ describe("autolab export --format trajectories", () => {
     const recs = lines<TrajectoryRecord>(bytes);
     expect(recs.map((x) => x.context.source)).toEqual(["rebuilt", "rebuilt", "rebuilt", "rebuilt"]);
     expect(recs[0]?.context.missing).toContain("prior work");
+    // A serial run without prior work, roles or a tree: the rebuilt text is the one it was shown.
+    for (const x of recs) expect(x.context.text, `#${x.n}`).toBe(contexts.get(x.n));
     // What #4's researcher saw: the outcomes before it, not its own.
     expect(recs[3]?.context.text).toContain("LR 0.05 → 0.9");
     expect(recs[3]?.context.text).not.toContain("LR 0.05 → 0.01");
