@@ -85,11 +85,13 @@ describe("autolab export --format trajectories", () => {
   beforeAll(async () => {
     const t = toy({ evaluate: true, plan: ["ok", "ok", "ok", "crash"] });
     dir = t.dir;
+    // No prior work: other test files fill the shared knowledge store, and a rebuilt context cannot have it.
     const outcome = await createRun({
       program: dir,
       tag: "t",
       maxExperiments: 4,
       agent: recordingAgent(contexts),
+      priorWork: false,
     });
     expect(outcome.experiments.map((e) => [e.n, e.decision?.action])).toEqual([
       [0, "keep"],
