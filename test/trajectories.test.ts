@@ -167,6 +167,22 @@ describe("trajectory rewards", () => {
     expect(crash?.labels).toMatchObject({ faster: null, lessMemory: null, wallS: null });
   });
 
+  it("gives a discard left without a value no reward beyond its cost, a reject the penalty", async () => {
+    const [, unmeasured, reject] = await records("minimize", [
+      { action: "keep", values: [10], parent: 0 },
+      { action: "keep", values: [9], parent: 0 },
+      { action: "discard", values: [], parent: 1 },
+      { action: "reject", values: [], parent: 1 },
+    ]);
+    expect(unmeasured?.reward).toMatchObject({ improvement: null, noiseUnits: 0, trials: 0, value: 0 });
+    expect(unmeasured?.labels.ranClean).toBeNull();
+    expect(reject?.reward).toMatchObject({
+      improvement: null,
+      noiseUnits: FAILED_UNITS,
+      value: FAILED_UNITS,
+    });
+  });
+
   it("labels faster and less memory against the parent with a 5% margin", async () => {
     const [, a, b] = await records("minimize", [
       { action: "keep", values: [10], parent: 0, wallS: 10, rssMb: 100 },

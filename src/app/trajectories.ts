@@ -27,7 +27,7 @@ export const OUTPUT_CAP = 64_000;
 export const DIFF_CAP = 64_000;
 /** Reward: |noise units| is clipped here (a deterministic metric has σ 0). */
 export const UNITS_CLIP = 10;
-/** Reward of a proposal with no measured value (crash, reject, no metric): a clear loss. */
+/** Reward of a crashed or rejected proposal (no measured value): a clear loss. */
 export const FAILED_UNITS = -3;
 /** Reward: cost per trial the proposal used, in noise units. */
 export const COST_PER_TRIAL = 0.1;
@@ -91,7 +91,10 @@ export interface TrajectoryRecord {
   reward: {
     /** noiseUnits − cost: the number to train on. */
     value: number;
-    /** Improvement over the parent in σ (better is positive), clipped to ±UNITS_CLIP; FAILED_UNITS without a value. */
+    /**
+     * Improvement over the parent in σ (better is positive), clipped to ±UNITS_CLIP; FAILED_UNITS
+     * for a crash or reject, 0 for a discard without a value.
+     */
     noiseUnits: number;
     /** Improvement in metric units (better is positive); null without a value. */
     improvement: number | null;
@@ -159,7 +162,10 @@ export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<
           : metric - parentMetric
         : null;
     const sigma = sigmaOfN(e.n);
-    const noiseUnits = improvement === null ? FAILED_UNITS : unitsOf(improvement, sigma.sigma);
+    // No value: a crash or a reject is a clear loss; a discard left unmeasured (the run's budget
+    // ran out before its trials) is no evidence either way.
+    const failed = e.decision.action === "crash" || e.decision.action === "reject";
+    const noiseUnits = improvement !== null ? unitsOf(improvement, sigma.sigma) : failed ? FAILED_UNITS : 0;
     const results = finished(e);
     const cost = COST_PER_TRIAL * results.length;
     // Speed and memory compare ok trials only: a crash's short wall time says nothing.
