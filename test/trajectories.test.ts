@@ -5,11 +5,15 @@
  * out); and a holdout value that reached a recorded context taken out again.
  * test/export-trajectories.test.ts runs the real thing end to end.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   COST_PER_TRIAL,
   dpoRecords,
   FAILED_UNITS,
+  OUTPUT_CAP,
   sftRecords,
   type TrajectoryRecord,
   trajectoryRecords,
@@ -106,7 +110,12 @@ function notebook(direction: "minimize" | "maximize", specs: Spec[], holdout: st
   return { ledger, run };
 }
 
-async function records(direction: "minimize" | "maximize", specs: Spec[], holdout: string[] = []) {
+async function records(
+  direction: "minimize" | "maximize",
+  specs: Spec[],
+  holdout: string[] = [],
+  stateDir = "/nonexistent",
+) {
   const { ledger, run } = notebook(direction, specs, holdout);
   try {
     return await trajectoryRecords({
@@ -114,7 +123,7 @@ async function records(direction: "minimize" | "maximize", specs: Spec[], holdou
       exps: ledger.listExperiments(run.id),
       ledger,
       program: undefined,
-      stateDir: "/nonexistent",
+      stateDir,
     });
   } finally {
     ledger.close();
@@ -192,6 +201,35 @@ describe("trajectory rewards", () => {
     ]);
     expect(a?.labels).toMatchObject({ faster: false, lessMemory: true, ranClean: true });
     expect(b?.labels).toMatchObject({ faster: true, lessMemory: false });
+  });
+});
+
+describe("trajectory outputs", () => {
+  it("takes a coding-agent CLI's stdout log, its last 64,000 characters, and nothing for a backend that keeps none", async () => {
+    const state = mkdtempSync(join(tmpdir(), "traj-state-"));
+    try {
+      const agentDir = join(state, "logs", "t", "1", "agent");
+      mkdirSync(agentDir, { recursive: true });
+      writeFileSync(join(agentDir, "agent.stdout.log"), `${"x".repeat(OUTPUT_CAP)}THE END\n`);
+      writeFileSync(join(agentDir, "prompt.md"), "not a transcript");
+      const [one, two] = await records(
+        "minimize",
+        [
+          { action: "keep", values: [10], parent: 0 },
+          { action: "keep", values: [9], parent: 0 },
+          { action: "discard", values: [9.5], parent: 1 },
+        ],
+        [],
+        state,
+      );
+      expect(one?.output?.file).toBe("agent.stdout.log");
+      expect(one?.output?.truncated).toBe(true);
+      expect(one?.output?.text).toHaveLength(OUTPUT_CAP);
+      expect(one?.output?.text.endsWith("THE END\n")).toBe(true);
+      expect(two?.output).toBeNull();
+    } finally {
+      rmSync(state, { recursive: true, force: true });
+    }
   });
 });
 
