@@ -15,7 +15,7 @@ import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-a
 import { createRun } from "../src/app/create-run.ts";
 import type { TrajectoryRecord } from "../src/app/trajectories.ts";
 import type { Agent } from "../src/core/types.ts";
-import { runCli, TOY_HOLDOUT, toysOfFile } from "./helpers/toy-project.ts";
+import { REPO_ROOT, runCli, TOY_HOLDOUT, toysOfFile } from "./helpers/toy-project.ts";
 
 const { toy } = toysOfFile();
 
@@ -70,6 +70,17 @@ function lines<T>(stdout: string): T[] {
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l) as T);
+}
+
+/** Key structure of a JSON value: objects become sorted key → shape, everything else its kind. */
+function shapeOf(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return "value";
+  if (Array.isArray(v)) return v.length ? ["array of", shapeOf(v[0])] : "array";
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((k) => [k, shapeOf((v as Record<string, unknown>)[k])]),
+  );
 }
 
 function expectNoHoldoutValue(bytes: string): void {
@@ -153,6 +164,15 @@ describe("autolab export --format trajectories", () => {
     expect(k1.outcome.trials).toHaveLength(1);
     expect(Object.keys(k1.outcome.trials[0]?.metrics ?? {})).toContain("score");
     expect(Object.keys(k1.outcome.trials[0]?.metrics ?? {})).not.toContain("secret_holdout");
+  });
+
+  it("has exactly the shape docs/learning.md documents", () => {
+    const doc = readFileSync(join(REPO_ROOT, "docs", "learning.md"), "utf8");
+    const m = /### `trajectories`: one record per proposal\s+```jsonc\n([\s\S]*?)```/.exec(doc);
+    if (!m?.[1]) throw new Error("docs/learning.md has no trajectory record example");
+    const documented = JSON.parse(m[1].replace(/\s+\/\/ .*$/gm, ""));
+    const [first] = lines<TrajectoryRecord>(out.trajectories as string);
+    expect(shapeOf(first)).toEqual(shapeOf(documented));
   });
 
   it("rewards a kept improvement, punishes a clear loss and a crash, net of the trials' cost", () => {
