@@ -308,6 +308,10 @@ function noiseUnitsOf(
   };
 }
 
+const NOT_RECORDED =
+  "not recorded (a notebook from before migration 11, an interactive agent over MCP that read the notebook " +
+  "through its tools, or a candidate adopted from git after a crash)";
+
 /** The context as recorded with the row, else rebuilt from the notebook as it stood then. */
 function contextOf(input: TrajectoryInput, e: ExperimentRecord): TrajectoryRecord["context"] {
   const recorded = input.ledger.proposalContext?.(input.run.id, e.n);
@@ -317,7 +321,7 @@ function contextOf(input: TrajectoryInput, e: ExperimentRecord): TrajectoryRecor
     return {
       source: null,
       text: null,
-      missing: "the notebook predates recorded contexts (migration 11) and program.md no longer parses",
+      missing: `${NOT_RECORDED}, and program.md no longer parses`,
     };
   }
   const at = e.createdAt;
@@ -349,7 +353,7 @@ function contextOf(input: TrajectoryInput, e: ExperimentRecord): TrajectoryRecor
     source: "rebuilt",
     text,
     missing:
-      "rebuilt from the notebook (it predates recorded contexts, migration 11) with program.md as it is now; " +
+      `${NOT_RECORDED}: rebuilt from the notebook with program.md as it is now; ` +
       "not kept for it: prior work from other runs, an org role's instructions, the tree node it built on",
   };
 }

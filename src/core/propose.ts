@@ -119,7 +119,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
-    contextText = ctx.contextText;
+    // An interactive agent (MCP: opts.propose) proposed before this context was built: it read
+    // the notebook through its own tools, so there is nothing to record as what it was shown.
+    if (!opts.propose) contextText = ctx.contextText;
     const sandbox = deps.confinement?.researcher(ws, setupFilesOf(deps), [agentLogDir]);
     if (sandbox) ctx.sandbox = sandbox;
     proposal = await (opts.propose ?? ((c) => agent.propose(c)))(ctx);
