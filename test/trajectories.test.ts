@@ -26,7 +26,7 @@ interface Spec {
   action: DecisionAction;
   values: number[];
   parent: number;
-  status?: "ok" | "crash" | "timeout";
+  status?: "ok" | "crash" | "timeout" | "pruned";
   treeNode?: boolean;
   rebaseOf?: number;
   context?: string;
@@ -190,6 +190,18 @@ describe("trajectory rewards", () => {
       noiseUnits: FAILED_UNITS,
       value: FAILED_UNITS,
     });
+  });
+
+  it("labels a timeout as not clean, a trial the pruner stopped as clean", async () => {
+    const [, timeout, pruned] = await records("minimize", [
+      { action: "keep", values: [10], parent: 0 },
+      { action: "keep", values: [9], parent: 0 },
+      { action: "crash", values: [], parent: 1, status: "timeout" },
+      { action: "discard", values: [], parent: 1, status: "pruned" },
+    ]);
+    expect(timeout?.labels.ranClean).toBe(false);
+    expect(pruned?.labels.ranClean).toBe(true);
+    expect(pruned?.reward).toMatchObject({ noiseUnits: 0, trials: 1 });
   });
 
   it("labels faster and less memory against the parent with a 5% margin", async () => {

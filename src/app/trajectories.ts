@@ -10,8 +10,8 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, HookRunRecord, Ledger, RunRecord } from "../core/ledger.ts";
-import { valuesAt } from "../core/trial-values.ts";
-import type { Program, TrialResult } from "../core/types.ts";
+import { isFullBudget, valuesAt } from "../core/trial-values.ts";
+import type { Program, TrialResult, TrialStatus } from "../core/types.ts";
 import { buildContext, holdoutNames, redactHoldoutsDeep } from "../core/views.ts";
 import { fitNoise, sigmaOf } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
@@ -168,8 +168,13 @@ export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<
     const noiseUnits = improvement !== null ? unitsOf(improvement, sigma.sigma) : failed ? FAILED_UNITS : 0;
     const results = finished(e);
     const cost = COST_PER_TRIAL * results.length;
-    // Speed and memory compare ok trials only: a crash's short wall time says nothing.
-    const ok = (x: ExperimentRecord) => finished(x).filter((r) => r.status === "ok");
+    // Speed and memory compare ok trials at the full budget only: a crash's or a cheaper rung's
+    // short wall time says nothing.
+    const ok = (x: ExperimentRecord) =>
+      x.trials
+        .filter((t) => !program || isFullBudget(program, t))
+        .map((t) => t.result)
+        .filter((r): r is NonNullable<typeof r> => r?.status === "ok");
     const wall = mean(
       ok(e)
         .map((r) => r.wallS)
@@ -234,7 +239,7 @@ export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<
         trials: results.length,
       },
       labels: {
-        ranClean: results.length ? results.every((r) => r.status === "ok") : null,
+        ranClean: results.length ? !results.some((r) => UNCLEAN.has(r.status)) : null,
         faster:
           wall !== undefined && parentWall !== undefined ? wall < parentWall * (1 - LABEL_MARGIN) : null,
         lessMemory:
@@ -251,6 +256,9 @@ export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<
     yield redactHoldoutsDeep(record, holdout);
   }
 }
+
+/** Statuses that mean the code did not run clean (a pruned trial was stopped by the harness). */
+const UNCLEAN = new Set<TrialStatus>(["crash", "timeout", "missing_metric", "nonfinite_metric", "tampered"]);
 
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
 const maxOf = (xs: number[]) => {
