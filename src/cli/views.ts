@@ -487,18 +487,23 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
       `Use --format ${EXPORT_FORMATS.join(", --format ")}.`,
     );
   }
-  const trajectories = (TRAJECTORY_FORMATS as readonly string[]).includes(format);
-  // The trajectory formats read the notebook (contexts, hooks, advice) and then git (diffs).
-  const input = trajectories
-    ? withRun(flags, (run, exps, _holdout, lab) => ({
+  if ((TRAJECTORY_FORMATS as readonly string[]).includes(format)) {
+    // Open while the lines stream: each proposal's context is read when its record is made.
+    const { ledger, stateDir } = openLedger(flags.program);
+    try {
+      const run = selectRun(ledger, flags.tag);
+      const input: TrajectoryInput = {
         run,
-        exps,
+        exps: ledger.listExperiments(run.id),
         program: programOf(run),
-        stateDir: lab.stateDir,
-        ledger: notebookSnapshot(lab.ledger, run),
-      }))
-    : undefined;
-  if (input) return writeLines(trajectoryLines(format as TrajectoryFormat, input), flags.out);
+        stateDir,
+        ledger,
+      };
+      return await writeLines(trajectoryLines(format as TrajectoryFormat, input), flags.out);
+    } finally {
+      ledger.close();
+    }
+  }
   const text = withRun(flags, (run, exps, holdout) =>
     format === "results-tsv"
       ? resultsTsv(run, exps)
@@ -539,22 +544,4 @@ async function writeLines(lines: AsyncIterable<string>, out: string | undefined)
     stopGone();
     if (fd !== undefined) closeSync(fd);
   }
-}
-
-/** What the trajectory export reads of the notebook besides experiments, read while it is open. */
-function notebookSnapshot(ledger: Ledger, run: RunRecord): TrajectoryInput["ledger"] {
-  const contexts = new Map<number, string>();
-  for (const e of ledger.listExperiments(run.id)) {
-    const c = ledger.proposalContext?.(run.id, e.n);
-    if (c !== undefined) contexts.set(e.n, c);
-  }
-  const imported = ledger.listImportedResults();
-  const hooks = ledger.listHookRuns(run.id);
-  const advice = ledger.listAdvice(run.id);
-  return {
-    proposalContext: (runId, n) => (runId === run.id ? contexts.get(n) : undefined),
-    listImportedResults: () => imported,
-    listHookRuns: () => hooks,
-    listAdvice: () => advice,
-  };
 }
