@@ -148,10 +148,11 @@ export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<
   const { run, exps, program } = input;
   const holdout = holdoutNames(program, run);
   const sigmaOfN = noiseUnitsOf(run, exps, program);
+  const parentOf = parentsOf(exps);
   const repo = await findRepo(dirname(run.programPath)).catch(() => undefined);
   for (const e of exps) {
     if (e.n === 0 || !e.decision || e.rebaseOf !== undefined) continue;
-    const parent = parentOf(e, exps);
+    const parent = parentOf(e);
     const parentMetric = parent ? (objectiveOf(parent, run.metric) ?? null) : null;
     const metric =
       e.decision.action === "keep" || e.decision.action === "discard" ? (e.decision.metric ?? null) : null;
@@ -272,10 +273,19 @@ function unitsOf(improvement: number, sigma: number | undefined): number {
   return Math.max(-UNITS_CLIP, Math.min(UNITS_CLIP, improvement / sigma));
 }
 
-/** The node a proposal was built on: the kept (or tree-node) experiment with its parent commit. */
-function parentOf(e: ExperimentRecord, exps: ExperimentRecord[]): ExperimentRecord | undefined {
-  const same = exps.filter((x) => x.n < e.n && x.commit === e.parentCommit);
-  return same.findLast((x) => x.decision?.action === "keep" || x.decision?.treeNode === true) ?? same.at(-1);
+/**
+ * The node each proposal was built on: the kept (or tree-node) experiment before it with its
+ * parent commit, else any experiment before it with that commit.
+ */
+function parentsOf(exps: ExperimentRecord[]): (e: ExperimentRecord) => ExperimentRecord | undefined {
+  const byCommit = new Map<string, ExperimentRecord[]>();
+  for (const x of exps) byCommit.set(x.commit, [...(byCommit.get(x.commit) ?? []), x]);
+  return (e) => {
+    const same = (byCommit.get(e.parentCommit) ?? []).filter((x) => x.n < e.n);
+    return (
+      same.findLast((x) => x.decision?.action === "keep" || x.decision?.treeNode === true) ?? same.at(-1)
+    );
+  };
 }
 
 /**
