@@ -106,7 +106,10 @@ describe("autolab mcp", () => {
 
     const ledger = new SqliteLedger(join(dir, ".autolab", "lab.db"));
     const exps = ledger.listExperiments(ledger.getRun("m")?.id ?? -1);
+    // It read the notebook through its tools: no context is recorded as what it was shown.
+    const shown = ledger.proposalContext(ledger.getRun("m")?.id ?? -1, 1);
     ledger.close();
+    expect(shown).toBeUndefined();
     expect(exps[1]?.agent).toBe("mcp:test-agent");
     expect(exps[1]?.mechanism).toBe("smaller is better");
     expect(git(dir, "rev-parse", "autolab/m")).toBe(exps[1]?.commit);

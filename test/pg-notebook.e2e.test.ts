@@ -169,7 +169,10 @@ describe.skipIf(PG_SKIP)(
       const lite = new SqliteLedger(file);
       const run = lite.createRun(newRun());
       for (let n = 0; n < 3; n++) {
-        const e = lite.addExperiment(newExperiment(run.id, n, { params: { lr: n } }));
+        const e = lite.addExperiment(
+          newExperiment(run.id, n, { params: { lr: n } }),
+          n === 0 ? undefined : `context of #${n}`,
+        );
         const trial = lite.startTrial(newTrial(e.id, 1));
         lite.finishTrial(
           trial,
@@ -226,10 +229,12 @@ describe.skipIf(PG_SKIP)(
         decisions: 3,
       });
       expect(counts).toMatchObject({ notes: 3, sessions: 1, imported_results: 1, hook_runs: 3, advice: 1 });
+      expect(counts).toMatchObject({ proposal_contexts: 2 });
       const a = new SqliteLedger(file);
       const b = new PgLedger(url);
       try {
         expect(notebookDifferences(a, b)).toEqual([]);
+        expect(b.proposalContext(run.id, 2)).toBe("context of #2");
         // Ids were kept, and the next row continues after them.
         const next = b.addExperiment(newExperiment(run.id, 4));
         expect(next.id).toBe(5);

@@ -275,12 +275,16 @@ cli
 cli
   .command("export")
   .description(
-    "export the run: results-tsv (autoresearch's results.tsv), log-jsonl (pi-autoresearch's .auto/log.jsonl) or jsonl",
+    "export the run: results-tsv (autoresearch's results.tsv), log-jsonl (pi-autoresearch's .auto/log.jsonl), jsonl, or trajectories for a trainer (trajectories, trajectories-sft, trajectories-dpo: docs/learning.md)",
   )
   .option(...programOpt)
   .option(...dbOpt)
   .option(...tagOpt)
-  .option("-f, --format <format>", "results-tsv | log-jsonl | jsonl", "results-tsv")
+  .option(
+    "-f, --format <format>",
+    "results-tsv | log-jsonl | jsonl | trajectories | trajectories-sft | trajectories-dpo",
+    "results-tsv",
+  )
   .option("-o, --out <file>", "write to a file instead of stdout")
   .action(exportCommand);
 

@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { once } from "node:events";
+import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
 import { openLedger, programPath, selectRun } from "../app/lab.ts";
@@ -7,6 +8,12 @@ import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
+import {
+  TRAJECTORY_FORMATS,
+  type TrajectoryFormat,
+  type TrajectoryInput,
+  trajectoryLines,
+} from "../app/trajectories.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
@@ -24,6 +31,7 @@ import { readWorkers, viewerFleetUrl, type WorkerView, workerLines } from "../fl
 import { loadProgram } from "../program/index.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
+import { onOutputClosed } from "./closed-output.ts";
 import { frontLines } from "./front-lines.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
@@ -468,14 +476,33 @@ export function failuresCommand(flags: ViewFlags): void {
   });
 }
 
-export function exportCommand(flags: ViewFlags & { format?: string; out?: string }): void {
+const EXPORT_FORMATS = ["results-tsv", "log-jsonl", "jsonl", ...TRAJECTORY_FORMATS] as const;
+
+export async function exportCommand(flags: ViewFlags & { format?: string; out?: string }): Promise<void> {
   const format = flags.format ?? "results-tsv";
-  if (format !== "results-tsv" && format !== "jsonl" && format !== "log-jsonl") {
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new AutolabError(
       "BAD_FORMAT",
       `unknown export format "${format}".`,
-      "Use --format results-tsv, --format jsonl or --format log-jsonl.",
+      `Use --format ${EXPORT_FORMATS.join(", --format ")}.`,
     );
+  }
+  if ((TRAJECTORY_FORMATS as readonly string[]).includes(format)) {
+    // Open while the lines stream: each proposal's context is read when its record is made.
+    const { ledger, stateDir } = openLedger(flags.program);
+    try {
+      const run = selectRun(ledger, flags.tag);
+      const input: TrajectoryInput = {
+        run,
+        exps: ledger.listExperiments(run.id),
+        program: programOf(run),
+        stateDir,
+        ledger,
+      };
+      return await writeLines(trajectoryLines(format as TrajectoryFormat, input), flags.out);
+    } finally {
+      ledger.close();
+    }
   }
   const text = withRun(flags, (run, exps, holdout) =>
     format === "results-tsv"
@@ -487,4 +514,34 @@ export function exportCommand(flags: ViewFlags & { format?: string; out?: string
   const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
   if (flags.out) writeFileSync(flags.out, safe);
   else write(safe);
+}
+
+/**
+ * Lines as they come, JSON-escaped (safeJson), to a file or stdout (waiting for a slow reader):
+ * a large export is never one string.
+ */
+async function writeLines(lines: AsyncIterable<string>, out: string | undefined): Promise<void> {
+  const fd = out ? openSync(out, "w") : undefined;
+  // A reader that stops early (`| head`) is a normal end: stop making lines.
+  let stopGone: () => void = () => {};
+  const gone = new Promise<void>((resolve) => {
+    stopGone = onOutputClosed((stream) => {
+      if (stream === "stdout") resolve();
+    });
+  });
+  let closed = false;
+  void gone.then(() => {
+    closed = true;
+  });
+  try {
+    for await (const line of lines) {
+      if (closed) break;
+      const text = `${safeJson(line)}\n`;
+      if (fd !== undefined) writeSync(fd, text);
+      else if (!process.stdout.write(text)) await Promise.race([once(process.stdout, "drain"), gone]);
+    }
+  } finally {
+    stopGone();
+    if (fd !== undefined) closeSync(fd);
+  }
 }

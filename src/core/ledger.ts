@@ -201,7 +201,13 @@ export interface Ledger {
   getRun(tag: string): RunRecord | undefined;
   latestRun(): RunRecord | undefined;
   listRuns(): RunRecord[];
-  addExperiment(exp: NewExperiment): ExperimentRecord;
+  /**
+   * Records an experiment; `context` is the text its researcher was shown (buildContext), kept
+   * with the row in one write and read back only by `proposalContext` (never in the records).
+   */
+  addExperiment(exp: NewExperiment, context?: string): ExperimentRecord;
+  /** The context experiment n's researcher was shown, when it was recorded (migration 11). */
+  proposalContext?(runId: number, n: number): string | undefined;
   startTrial(trial: NewTrial): number;
   finishTrial(trialId: number, result: TrialResult, logDir: string): void;
   decide(experimentId: number, decision: Decision): void;

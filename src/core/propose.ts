@@ -98,6 +98,8 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   await mkdir(agentLogDir, { recursive: true });
   let proposal: Proposal;
   let failure: AgentFailure | undefined;
+  // What the researcher was shown, recorded with its row (the trajectory export, docs/learning.md).
+  let contextText: string | undefined;
   try {
     const ctx: ProposalContext = {
       worktree: ws.projectDir,
@@ -117,6 +119,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
       logDir: agentLogDir,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
+    // An interactive agent (MCP: opts.propose) proposed before this context was built: it read
+    // the notebook through its own tools, so there is nothing to record as what it was shown.
+    if (!opts.propose) contextText = ctx.contextText;
     const sandbox = deps.confinement?.researcher(ws, setupFilesOf(deps), [agentLogDir]);
     if (sandbox) ctx.sandbox = sandbox;
     proposal = await (opts.propose ?? ((c) => agent.propose(c)))(ctx);
@@ -138,21 +143,24 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   const message = commitMessage(run.tag, n, agent.name, proposal, deps.role ? { role: deps.role } : {});
   const ref = await ws.commitCandidate(n, changed, message);
   crashPoint("after-commit");
-  const exp = ledger.addExperiment({
-    runId: run.id,
-    n,
-    agent: agent.name,
-    parentCommit: bestCommit,
-    commit: ref.commit,
-    ref: ref.ref,
-    hypothesis: proposal.hypothesis,
-    ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
-    ...(proposal.expected ? { expected: proposal.expected } : {}),
-    ...(proposal.params ? { params: proposal.params } : {}),
-    ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
-    ...(deps.role ? { role: deps.role } : {}),
-    diff: ref.diff,
-  });
+  const exp = ledger.addExperiment(
+    {
+      runId: run.id,
+      n,
+      agent: agent.name,
+      parentCommit: bestCommit,
+      commit: ref.commit,
+      ref: ref.ref,
+      hypothesis: proposal.hypothesis,
+      ...(proposal.mechanism ? { mechanism: proposal.mechanism } : {}),
+      ...(proposal.expected ? { expected: proposal.expected } : {}),
+      ...(proposal.params ? { params: proposal.params } : {}),
+      ...(proposal.usage ? { usage: proposal.usage as Record<string, number> } : {}),
+      ...(deps.role ? { role: deps.role } : {}),
+      diff: ref.diff,
+    },
+    contextText,
+  );
   crashPoint("after-row");
   emit({ type: "experiment_created", n, hypothesis: proposal.hypothesis, commit: ref.commit });
 

@@ -15,6 +15,7 @@ const TABLES: { name: string; identity: boolean }[] = [
   { name: "imported_results", identity: true },
   { name: "hook_runs", identity: true },
   { name: "advice", identity: true },
+  { name: "proposal_contexts", identity: false },
 ];
 
 export interface CopyCounts {
@@ -71,8 +72,8 @@ export function copyNotebook(from: SqliteLedger, to: PgLedger): CopyCounts {
 
 /**
  * Where two notebooks differ, read through the Ledger interface (what every viewer sees): runs,
- * each run's experiments with their trials and decisions, notes, sessions, hook runs, advice and
- * imported results. Empty when they hold the same records.
+ * each run's experiments with their trials and decisions and the contexts their researchers were
+ * shown, notes, sessions, hook runs, advice and imported results. Empty when they hold the same records.
  */
 export function notebookDifferences(a: Ledger, b: Ledger): string[] {
   const out: string[] = [];
@@ -82,7 +83,10 @@ export function notebookDifferences(a: Ledger, b: Ledger): string[] {
   const runs = a.listRuns();
   same("runs", runs, b.listRuns());
   for (const r of runs) {
-    same(`run ${r.tag}: experiments`, a.listExperiments(r.id), b.listExperiments(r.id));
+    const exps = a.listExperiments(r.id);
+    same(`run ${r.tag}: experiments`, exps, b.listExperiments(r.id));
+    const contexts = (l: Ledger) => exps.map((e) => l.proposalContext?.(r.id, e.n) ?? null);
+    same(`run ${r.tag}: proposal contexts`, contexts(a), contexts(b));
     same(`run ${r.tag}: notes`, a.listNotes(r.id), b.listNotes(r.id));
     same(`run ${r.tag}: sessions`, a.listSessions(r.id), b.listSessions(r.id));
     same(`run ${r.tag}: hook runs`, a.listHookRuns(r.id), b.listHookRuns(r.id));

@@ -174,4 +174,13 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX advice_run ON advice(run_id, id);
   `,
+  // 11: the context each researcher was shown when it proposed (src/core/views.ts buildContext),
+  // written with its experiment row in one transaction: the trajectory export's "what it saw"
+  // (docs/learning.md). Absent for experiments before it, the baseline, merges and adopted candidates.
+  `
+  CREATE TABLE proposal_contexts (
+    experiment_id INTEGER PRIMARY KEY REFERENCES experiments(id),
+    text TEXT NOT NULL
+  );
+  `,
 ];

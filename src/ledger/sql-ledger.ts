@@ -128,9 +128,32 @@ export class SqlLedger implements Ledger, NotebookReader {
     return this.sql.all<RunRow>("SELECT * FROM runs ORDER BY id").map(toRun);
   }
 
-  addExperiment(exp: NewExperiment): ExperimentRecord {
+  addExperiment(exp: NewExperiment, context?: string): ExperimentRecord {
     const createdAt = now();
-    const id = this.sql.insert(
+    // The row and the context the researcher saw commit together: no state between them.
+    const id =
+      context === undefined
+        ? this.insertExperiment(exp, createdAt)
+        : this.sql.write(() => {
+            const id = this.insertExperiment(exp, createdAt);
+            this.sql.run("INSERT INTO proposal_contexts (experiment_id, text) VALUES (?, ?)", id, context);
+            return id;
+          });
+    if (this.runs.has(exp.runId)) this.reread([id]);
+    return { ...exp, id, createdAt, trials: [] };
+  }
+
+  proposalContext(runId: number, n: number): string | undefined {
+    return this.sql.get<{ text: string }>(
+      `SELECT c.text FROM proposal_contexts c JOIN experiments e ON e.id = c.experiment_id
+       WHERE e.run_id = ? AND e.n = ?`,
+      runId,
+      n,
+    )?.text;
+  }
+
+  private insertExperiment(exp: NewExperiment, createdAt: string): number {
+    return this.sql.insert(
       `INSERT INTO experiments (run_id, n, agent, parent_commit, commit_sha, ref, hypothesis, mechanism,
           expected, params, diff_files, diff_insertions, diff_deletions, usage, created_at, role, rebase_of)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -152,8 +175,6 @@ export class SqlLedger implements Ledger, NotebookReader {
       exp.role ?? null,
       exp.rebaseOf ?? null,
     );
-    if (this.runs.has(exp.runId)) this.reread([id]);
-    return { ...exp, id, createdAt, trials: [] };
   }
 
   startTrial(t: NewTrial): number {

@@ -194,6 +194,27 @@ export function ledgerContract(name: string, make: () => Ledger, opts: LedgerCon
         expect(l.getExperiment(run.id, 7)?.rebaseOf).toBe(4);
       });
 
+      it("keeps the context a researcher was shown with its row, out of the records (migration 11)", () => {
+        const l = fresh();
+        const run = l.createRun(newRun());
+        const other = l.createRun(newRun({ tag: "other", branch: "autolab/other" }));
+        const context = "# Program\n\nTune it.\n\n## Results so far\n#0 keep 1.5 \u001b[2J\n";
+        const added = l.addExperiment(newExperiment(run.id, 1), context);
+        l.addExperiment(newExperiment(run.id, 2));
+        l.addExperiment(newExperiment(other.id, 1), "other run's");
+        expect(added).not.toHaveProperty("context");
+        expect(l.getExperiment(run.id, 1)).toEqual(added);
+        expect(l.proposalContext?.(run.id, 1)).toBe(context);
+        expect(l.proposalContext?.(run.id, 2)).toBeUndefined();
+        expect(l.proposalContext?.(other.id, 1)).toBe("other run's");
+        expect(l.proposalContext?.(run.id, 9)).toBeUndefined();
+        if (opts.openAnother) {
+          const again = opts.openAnother(l);
+          open.push(again);
+          expect(again.proposalContext?.(run.id, 1)).toBe(context);
+        }
+      });
+
       it("records harness sessions per run, oldest first", () => {
         const l = fresh();
         const run = l.createRun(newRun());

@@ -195,4 +195,12 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX advice_run ON advice(run_id, id);
   ${stamp("advice")}
   `,
+  // 11: the context each researcher was shown when it proposed
+  `
+  CREATE TABLE proposal_contexts (
+    experiment_id BIGINT PRIMARY KEY REFERENCES experiments(id),
+    text TEXT NOT NULL
+  );
+  ${stamp("proposal_contexts")}
+  `,
 ];
