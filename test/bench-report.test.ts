@@ -24,6 +24,7 @@ function summary(cells: CellRecord[]): BenchSummary {
     unit: "experiments",
     budget: { experiments: 2 },
     seeds: [1],
+    remeasure: 0,
     order: "grid",
     complete: true,
     intervals: [],

@@ -20,6 +20,43 @@ const AGENTS = {
 };
 
 describe("autolab bench", () => {
+  it("re-measures each cell's baseline and best on fresh seeds and computes the improvement from them", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const noisy = valueProject({ noise: 1 });
+    const suiteFile = (remeasure: number) => {
+      writeFileSync(
+        join(work, `suite-${remeasure}.yaml`),
+        `programs:
+  - { path: ${noisy}, split: held-out, name: noisy }
+configurations:
+  good: { agent: good, acceptance: greedy }
+budget: { experiments: 2 }
+seeds: [1]
+remeasure: ${remeasure}
+`,
+      );
+      return loadSuite(join(work, `suite-${remeasure}.yaml`));
+    };
+    const run = await runBench(suiteFile(3), { out: join(work, "out3"), agents: AGENTS });
+    const c = run.cells[0];
+    expect(c?.status).toBe("ok");
+    expect(c?.remeasured).toEqual({ trials: 3 });
+    // The project's noise is a function of the seed alone: X + 1·(((seed·7919 + 13) mod 101)/50 − 1).
+    const noise = (seed: number) => ((seed * 7919 + 13) % 101) / 50 - 1;
+    const fresh = [1_001_000, 1_001_001, 1_001_002];
+    const meanNoise = fresh.reduce((a, s) => a + noise(s), 0) / 3;
+    expect(c?.baseline).toBeCloseTo(5 + meanNoise, 9);
+    expect(c?.best).toBeCloseTo(3 + meanNoise, 9);
+    expect(c?.improvement).toBeCloseTo((100 * 2) / (5 + meanNoise), 9);
+    // The run's own figures are kept beside them, measured on the run's seed.
+    expect(c?.runBaseline).toBeCloseTo(5 + noise(1), 9);
+    expect(c?.runBaseline).not.toBeCloseTo(c?.baseline as number, 6);
+    // remeasure: 0 keeps the run's own record.
+    const raw = await runBench(suiteFile(0), { out: join(work, "out0"), agents: AGENTS });
+    expect(raw.cells[0]?.remeasured).toBeUndefined();
+    expect(raw.cells[0]?.baseline).toBeCloseTo(5 + noise(1), 9);
+  });
+
   it("the better researcher ships, an equal one does not, a crashing variant is an outcome", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
     const tuning = valueProject();

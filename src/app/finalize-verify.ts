@@ -141,6 +141,54 @@ export async function verifyBranches(
   }
 }
 
+/**
+ * Each of `commits` measured on each of `seeds` in the run's own session (its lock, program,
+ * sandbox, a worktree of its own), outside the notebook: `autolab bench` re-measures a cell's
+ * baseline and best on seeds the run never used. Returns the objective's values per commit,
+ * failed trials left out.
+ */
+export async function remeasure(o: {
+  program: string;
+  tag: string;
+  commits: string[];
+  seeds: number[];
+  executor?: Executor;
+}): Promise<Map<string, number[]>> {
+  const session = await openRunSession({
+    program: o.program,
+    tag: o.tag,
+    agent: NO_AGENT,
+    ...(o.executor ? { executor: o.executor } : {}),
+  });
+  try {
+    const ws = await session.workspace.openWorker("remeasure");
+    const gpu = session.deps.program.slots?.gpus?.[0];
+    const deps: LoopDeps = {
+      ...session.deps,
+      ...(gpu !== undefined ? { slot: { index: 0, env: { CUDA_VISIBLE_DEVICES: String(gpu) } } } : {}),
+      workspace: ws,
+      logDir: join(session.lab.stateDir, "logs", o.tag, "remeasure"),
+      setupStamp: join(ws.gitDir, "autolab-setup-done"),
+    };
+    await runSetup(deps, () => {});
+    const out = new Map<string, number[]>();
+    for (const commit of o.commits) {
+      if (out.has(commit)) continue;
+      const values: number[] = [];
+      for (const seed of o.seeds) {
+        const r = await trial(deps, ws, commit, seed, `${commit.slice(0, 12)}-s${seed}`);
+        const v = r.metrics[deps.program.objective.metric];
+        if (r.status === "ok" && v !== undefined && Number.isFinite(v)) values.push(v);
+      }
+      out.set(commit, values);
+    }
+    return out;
+  } finally {
+    session.release();
+    session.lab.ledger.close();
+  }
+}
+
 /** One trial of `commit` in the finalize worktree: runTrial's executor call, without a notebook row. */
 async function trial(
   deps: LoopDeps,

@@ -23,6 +23,8 @@ export interface BenchSummary {
   unit: "experiments" | "trials";
   budget: Suite["budget"];
   seeds: number[];
+  /** Fresh-seed trials of each cell's baseline and best (0: the runs' own record). */
+  remeasure: number;
   order: Suite["order"];
   complete: boolean;
   intervals: { config: string; split: "tuning" | "held-out"; interval: Interval }[];
@@ -47,6 +49,7 @@ export function benchSummary(suite: Suite, run: BenchRun): BenchSummary {
     unit: run.unit,
     budget: suite.budget,
     seeds: suite.seeds,
+    remeasure: suite.remeasure,
     order: suite.order,
     complete: run.cells.length === suite.configurations.length * suite.programs.length * suite.seeds.length,
     intervals: improvementIntervals(run.cells, configs, resamples, seed),
@@ -145,6 +148,10 @@ export function renderBenchMarkdown(s: BenchSummary): string {
     .join(", ");
   lines.push(
     `Budget per configuration per program and seed: ${budget}; seeds ${s.seeds.join(", ")}; ${s.cells.length} cells${s.complete ? "" : " (incomplete: run the bench again to finish it)"}.`,
+    "",
+    s.remeasure > 0
+      ? `Each cell's baseline and best kept commit were measured again on ${s.remeasure} seeds the run never used; improvements and verdicts use those values (the runs' own are in report.json as runBaseline/runBest).`
+      : "Improvements are each run's own record (`remeasure: 0`): a rule that keeps lucky trials looks better than it is.",
     "",
     "## Verdicts (held-out programs)",
     "",

@@ -70,6 +70,7 @@ const SuiteSchema = z
     seeds: z.union([z.number().int().positive().max(1000), z.array(z.number().int().nonnegative()).min(1)]),
     layers: z.array(z.string()).default([]),
     order: z.enum(["grid", "curriculum"]).default("grid"),
+    remeasure: z.number().int().min(0).max(64).default(3),
     bootstrap: z
       .object({
         resamples: z.number().int().min(100).max(100_000).optional(),
@@ -122,6 +123,12 @@ export interface Suite {
   seeds: number[];
   layers: Layer[];
   order: "grid" | "curriculum";
+  /**
+   * Trials on fresh seeds (never the run's) of the baseline and of the best kept commit after
+   * each cell's run; the cell's improvement is computed from them, not from the run's own record
+   * (which favours rules that keep lucky trials). 0: the run's record (default 3).
+   */
+  remeasure: number;
   bootstrap: { resamples: number; seed: number };
   /** A hash of everything above that decides the cells' results (a resumed bench must match it). */
   hash: string;
@@ -257,7 +264,7 @@ export function loadSuite(path: string): Suite {
 
   const bootstrap = { resamples: s.bootstrap?.resamples ?? 2000, seed: s.bootstrap?.seed ?? 1 };
   const hash = createHash("sha256")
-    .update(JSON.stringify({ programs, configurations, budget, seeds }))
+    .update(JSON.stringify({ programs, configurations, budget, seeds, remeasure: s.remeasure }))
     .digest("hex")
     .slice(0, 16);
   return {
@@ -269,6 +276,7 @@ export function loadSuite(path: string): Suite {
     seeds,
     layers,
     order: s.order,
+    remeasure: s.remeasure,
     bootstrap,
     hash,
   };
