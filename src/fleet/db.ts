@@ -96,71 +96,79 @@ export function unreachable(url: FleetUrl, err: unknown): AutolabError {
   );
 }
 
-/** The fleet's tables; idempotent, serialized by an advisory lock (workers start together). */
-async function migrate(pool: pg.Pool, schema: string): Promise<void> {
+/** `fn` in one transaction on a client of `pool`: committed when it returns, rolled back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await pool.connect();
   try {
     await c.query("BEGIN");
-    await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`autolab-fleet:${schema}`]);
-    await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await c.query(`
-      CREATE TABLE IF NOT EXISTS ${schema}.fleet_workers (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        host TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        slots INTEGER NOT NULL,
-        gpus TEXT,
-        version TEXT NOT NULL,
-        started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        stopped_at TIMESTAMPTZ,
-        current TEXT NOT NULL DEFAULT '[]'
-      );
-      CREATE TABLE IF NOT EXISTS ${schema}.fleet_bundles (
-        sha256 TEXT PRIMARY KEY,
-        data BYTEA NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-      );
-      CREATE TABLE IF NOT EXISTS ${schema}.fleet_jobs (
-        key TEXT PRIMARY KEY,
-        queue_id TEXT,
-        label TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        enqueued_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        started_at TIMESTAMPTZ,
-        worker_id TEXT,
-        runs INTEGER NOT NULL DEFAULT 0,
-        cancel_kind TEXT CHECK (cancel_kind IN ('prune', 'stop')),
-        cancel_reason TEXT
-      );
-      CREATE TABLE IF NOT EXISTS ${schema}.fleet_metrics (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        key TEXT NOT NULL,
-        run INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        value DOUBLE PRECISION NOT NULL,
-        elapsed_ms DOUBLE PRECISION,
-        at TIMESTAMPTZ NOT NULL DEFAULT now()
-      );
-      ALTER TABLE ${schema}.fleet_metrics ADD COLUMN IF NOT EXISTS elapsed_ms DOUBLE PRECISION;
-      CREATE INDEX IF NOT EXISTS fleet_metrics_key ON ${schema}.fleet_metrics (key, id);
-      CREATE TABLE IF NOT EXISTS ${schema}.fleet_results (
-        key TEXT PRIMARY KEY,
-        worker_id TEXT NOT NULL,
-        run INTEGER NOT NULL,
-        result TEXT NOT NULL,
-        logs TEXT NOT NULL,
-        finished_at TIMESTAMPTZ NOT NULL DEFAULT now()
-      );
-    `);
+    const out = await fn(c);
     await c.query("COMMIT");
+    return out;
   } catch (err) {
     await c.query("ROLLBACK").catch(() => {});
     throw err;
   } finally {
     c.release();
   }
+}
+
+/** The fleet's tables; idempotent, serialized by an advisory lock (workers start together). */
+async function migrate(pool: pg.Pool, schema: string): Promise<void> {
+  await inTransaction(pool, async (c) => {
+    await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`autolab-fleet:${schema}`]);
+    await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await c.query(`
+        CREATE TABLE IF NOT EXISTS ${schema}.fleet_workers (
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL,
+          host TEXT NOT NULL,
+          pid INTEGER NOT NULL,
+          slots INTEGER NOT NULL,
+          gpus TEXT,
+          version TEXT NOT NULL,
+          started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+          heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+          stopped_at TIMESTAMPTZ,
+          current TEXT NOT NULL DEFAULT '[]'
+        );
+        CREATE TABLE IF NOT EXISTS ${schema}.fleet_bundles (
+          sha256 TEXT PRIMARY KEY,
+          data BYTEA NOT NULL,
+          created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE TABLE IF NOT EXISTS ${schema}.fleet_jobs (
+          key TEXT PRIMARY KEY,
+          queue_id TEXT,
+          label TEXT NOT NULL,
+          payload TEXT NOT NULL,
+          enqueued_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+          started_at TIMESTAMPTZ,
+          worker_id TEXT,
+          runs INTEGER NOT NULL DEFAULT 0,
+          cancel_kind TEXT CHECK (cancel_kind IN ('prune', 'stop')),
+          cancel_reason TEXT
+        );
+        CREATE TABLE IF NOT EXISTS ${schema}.fleet_metrics (
+          id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          key TEXT NOT NULL,
+          run INTEGER NOT NULL,
+          name TEXT NOT NULL,
+          value DOUBLE PRECISION NOT NULL,
+          elapsed_ms DOUBLE PRECISION,
+          at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        ALTER TABLE ${schema}.fleet_metrics ADD COLUMN IF NOT EXISTS elapsed_ms DOUBLE PRECISION;
+        CREATE INDEX IF NOT EXISTS fleet_metrics_key ON ${schema}.fleet_metrics (key, id);
+        CREATE TABLE IF NOT EXISTS ${schema}.fleet_results (
+          key TEXT PRIMARY KEY,
+          worker_id TEXT NOT NULL,
+          run INTEGER NOT NULL,
+          result TEXT NOT NULL,
+          logs TEXT NOT NULL,
+          finished_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+      `);
+  });
 }
 
 /** A worker counts as live while its heartbeat is younger than this (the database's clock, never a machine's). */

@@ -5,6 +5,7 @@
  * test's clock. A claim, its commit in the DAG and its event are written in one transaction.
  */
 import type pg from "pg";
+import { inTransaction } from "../fleet/db.ts";
 
 export interface HubIdentity {
   keyId: string;
@@ -121,9 +122,7 @@ export class HubStore {
     hardwareClass: string;
     at: Date;
   }): Promise<void> {
-    const c = await this.pool.connect();
-    try {
-      await c.query("BEGIN");
+    await inTransaction(this.pool, async (c) => {
       await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`autolab-hub-root:${this.schema}`]);
       const meta = this.#t("hub_meta");
       await c.query(
@@ -143,13 +142,7 @@ export class HubStore {
            VALUES ($1, NULL, NULL, NULL, 0, $2)`,
           [o.root, o.at],
         );
-      await c.query("COMMIT");
-    } catch (err) {
-      await c.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      c.release();
-    }
+    });
   }
 
   // --- identities --------------------------------------------------------------------------

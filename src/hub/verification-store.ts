@@ -123,20 +123,7 @@ function chainOf(r: Record<string, unknown>): ChainRow {
 }
 
 /** Runs `fn` in one transaction on a client of its own; rolled back when it throws. */
-export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const c = await pool.connect();
-  try {
-    await c.query("BEGIN");
-    const out = await fn(c);
-    await c.query("COMMIT");
-    return out;
-  } catch (err) {
-    await c.query("ROLLBACK").catch(() => {});
-    throw err;
-  } finally {
-    c.release();
-  }
-}
+export { inTransaction } from "../fleet/db.ts";
 
 /**
  * Claims the driver owns, oldest first: frontier claims in 'verifying', findings in 'checking'.
@@ -374,6 +361,15 @@ export async function insertEvent(
 }
 
 /** An identity's reputation, locked for the update that follows; null when unknown. */
+/** An identity's verified results in a row (0 for one the hub does not know); no lock taken. */
+export async function consecutiveOf(q: Queryable, schema: string, keyId: string): Promise<number> {
+  const r = await q.query<{ consecutive: number }>(
+    `SELECT consecutive FROM ${t(schema, "hub_identities")} WHERE key_id = $1`,
+    [keyId],
+  );
+  return Number(r.rows[0]?.consecutive ?? 0);
+}
+
 export async function identityForUpdate(
   c: pg.PoolClient,
   schema: string,

@@ -58,6 +58,7 @@ import {
   claimById,
   claimsToDrive,
   commitSubject,
+  consecutiveOf,
   decideClaim,
   ensureRoot,
   finishVerification,
@@ -530,12 +531,8 @@ export class VerifierDriver {
         const cur = needNew ? [] : rows.filter((r) => r.round === round);
         const verdicts = cur.map((r) => r.verdict).filter(isVerdict);
         const running = cur.filter((r) => r.state === "running").length;
-        const rep = await c.query<{ consecutive: number }>(
-          `SELECT consecutive FROM ${schema}.hub_identities WHERE key_id = $1`,
-          [claim.contributor],
-        );
         const quorum = quorumFor(
-          { ...NEW_REPUTATION, consecutive: Number(rep.rows[0]?.consecutive ?? 0) },
+          { ...NEW_REPUTATION, consecutive: await consecutiveOf(c, schema, claim.contributor) },
           this.o.quorum,
           this.o.newcomer ?? NEWCOMER,
         );
