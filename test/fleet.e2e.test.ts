@@ -67,13 +67,16 @@ async function startWorker(name: string, extra: string[] = [], cacheDir?: string
 
 /**
  * A command that prints a progress line every 250 ms for SLOW_STEPS steps (default `steps`; its
- * first invocation `firstSteps` when given), then its score.
+ * first invocation `firstSteps` when given), then its score. With `firstSteps` it also outlives the
+ * harness that reads its output: a write to the closed pipe (EPIPE) would otherwise end it, sooner
+ * or later depending on the machine's load, and the orphan a restarted worker must find be gone.
  */
 function slowProject(steps = 8, budget?: string, sandbox?: "off", firstSteps?: number): ToyProject {
   const t = toy({ command: "node slow.mjs", ...(budget ? { budget } : {}), ...(sandbox ? { sandbox } : {}) });
   writeFileSync(
     join(t.dir, "slow.mjs"),
     `import { appendFileSync, readFileSync } from "node:fs";
+${firstSteps === undefined ? "" : 'process.stdout.on("error", () => {});'}
 const scratch = ${JSON.stringify(t.scratch)};
 appendFileSync(scratch + "/started", process.pid + "\\n");
 const first = readFileSync(scratch + "/started", "utf8").trim().split("\\n").length === 1;
