@@ -284,6 +284,16 @@ export const ERROR_CODES = {
   TAG_INVALID: { kind: "user", http: 400, meaning: "a run tag has characters a branch name cannot" },
   TOKEN_REQUIRED: { kind: "user", http: 401, meaning: "`serve` off loopback needs a token" },
   TOKEN_TOO_SHORT: { kind: "user", http: 400, meaning: "the dashboard token is shorter than 16 characters" },
+  TOURNAMENT_VARIANT_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "a tournament variant is missing, empty, a duplicate, or changes more than the instructions",
+  },
+  TOURNAMENT_WRITER_INVALID: {
+    kind: "user",
+    http: 400,
+    meaning: "`tournament --evolve` has no usable LLM to write the next variant",
+  },
   TRIALS_FAILING: {
     kind: "user",
     http: 500,

@@ -1,0 +1,113 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { Agent, ProposalContext } from "../src/core/types.ts";
+import { incumbentOf, readVariant, runTournament, type Variant } from "../src/learn/tournament.ts";
+import { tournamentSummary, writeTournamentReport } from "../src/learn/tournament-report.ts";
+import { valueProject } from "./helpers/value-project.ts";
+
+/**
+ * A researcher that does what the instructions say: each "Try X = n" line of program.md's body
+ * is one proposal, in order; with none, it tries X = 6 (worse: the value project minimizes X,
+ * baseline 5). Its skill is the instructions' quality, so a tournament's ranking can be checked.
+ */
+export function follower(): Agent {
+  let calls = 0;
+  return {
+    name: "follower",
+    async propose(ctx: ProposalContext) {
+      const tries = [...ctx.program.directions.matchAll(/Try X = (\d+)/g)].map((m) => Number(m[1]));
+      const x = tries.length ? (tries[Math.min(calls, tries.length - 1)] as number) : 6;
+      calls++;
+      writeFileSync(join(ctx.worktree, "value.mjs"), `export const X = ${x};\n`);
+      return { hypothesis: `X = ${x}`, mechanism: "a smaller X scores lower" };
+    },
+  };
+}
+
+describe("autolab tournament", () => {
+  it("ranks variants of the instructions under the same seeds and budget; reuses cells it has run", async () => {
+    const project = valueProject();
+    const work = mkdtempSync(join(tmpdir(), "autolab-tournament-"));
+    const program = join(project, "program.md");
+    writeFileSync(join(work, "sharp.md"), "Try X = 3 first, it is the known good value.\nTry X = 3\n");
+    writeFileSync(join(work, "mild.md"), "Try X = 4\n");
+    const inc = incumbentOf(program);
+    expect(inc.body).toBe("Lower X.");
+    const variants: Variant[] = [inc];
+    variants.push(readVariant(program, join(work, "sharp.md"), variants));
+    variants.push(readVariant(program, join(work, "mild.md"), variants));
+    const out = join(work, "out");
+    const lines: string[] = [];
+    const opts = {
+      program,
+      variants,
+      seeds: [1, 2],
+      budget: { experiments: 2 },
+      remeasure: 1,
+      out,
+      agent: "follower",
+      agents: { follower },
+      onLine: (l: string) => lines.push(l),
+    };
+    const r = await runTournament(opts);
+    expect(r.complete).toBe(true);
+    expect(r.cells).toHaveLength(6);
+    expect(r.standings.standings.map((s) => [s.variant, s.mean])).toEqual([
+      ["sharp", 40],
+      ["mild", 20],
+      ["incumbent", 0],
+    ]);
+    expect(r.standings.winner).toBe("sharp");
+    expect(r.standings.standings[0]?.pBest).toBe(1);
+    // Each cell ran the variant's instructions under program.md's own frontmatter.
+    const ran = readFileSync(r.variants[1]?.file as string, "utf8");
+    expect(ran).toContain("Try X = 3");
+    expect(ran).toContain("objective: { metric: score, direction: minimize }");
+    // The program's own files are untouched; the report is written and escapes names.
+    expect(readFileSync(program, "utf8")).toContain("Lower X.");
+    const files = writeTournamentReport(tournamentSummary(r, out), join(out, "report"));
+    const md = readFileSync(files[0] as string, "utf8");
+    expect(md).toMatch(/\| 1 \| sharp \| \+40\.00% \|/);
+    expect(existsSync(join(out, "report", "curves.svg"))).toBe(true);
+    // Again, with the incumbent renamed and a new challenger: only the new one's cells run.
+    writeFileSync(join(work, "vague.md"), "Think hard.\n");
+    const more = [...variants];
+    more.push(readVariant(program, join(work, "vague.md"), more));
+    const r2 = await runTournament({ ...opts, variants: more });
+    expect(r2.ranNow).toBe(2);
+    expect(r2.standings.standings.find((s) => s.variant === "vague")?.vsIncumbent?.beats).toBe(false);
+  }, 300_000);
+
+  it("refuses a variant that changes the frontmatter, an empty one, a duplicate, a missing file", () => {
+    const project = valueProject();
+    const program = join(project, "program.md");
+    const work = mkdtempSync(join(tmpdir(), "autolab-tournament-"));
+    const inc = [incumbentOf(program)];
+    const text = readFileSync(program, "utf8");
+    // The attack: a variant that "wins" by measuring something else.
+    writeFileSync(
+      join(work, "cheat.md"),
+      text.replace("budget: 5s", "budget: 50s").replace("Lower X.", "Try X = 3"),
+    );
+    expect(() => readVariant(program, join(work, "cheat.md"), inc)).toThrow(
+      /changes "run" in the frontmatter/,
+    );
+    writeFileSync(
+      join(work, "cheat2.md"),
+      text
+        .replace("editable: [value.mjs]", "editable: [value.mjs, evaluate.mjs]")
+        .replace("Lower X.", "Try X = 3"),
+    );
+    expect(() => readVariant(program, join(work, "cheat2.md"), inc)).toThrow(/changes "files"/);
+    // The same frontmatter with new instructions is fine.
+    writeFileSync(join(work, "same-front.md"), text.replace("Lower X.", "Try X = 2"));
+    expect(readVariant(program, join(work, "same-front.md"), inc).body).toBe("Try X = 2");
+    writeFileSync(join(work, "empty.md"), "\n\n");
+    expect(() => readVariant(program, join(work, "empty.md"), inc)).toThrow(/no instructions/);
+    writeFileSync(join(work, "dup.md"), "Lower X.\n");
+    expect(() => readVariant(program, join(work, "dup.md"), inc)).toThrow(/same instructions as incumbent/);
+    expect(() => readVariant(program, join(work, "nope.md"), inc)).toThrow(/no variant file/);
+  });
+});
