@@ -2,29 +2,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Agent, ProposalContext } from "../src/core/types.ts";
 import { incumbentOf, readVariant, runTournament, type Variant } from "../src/learn/tournament.ts";
 import { tournamentSummary, writeTournamentReport } from "../src/learn/tournament-report.ts";
+import { follower } from "./helpers/follower.ts";
 import { valueProject } from "./helpers/value-project.ts";
-
-/**
- * A researcher that does what the instructions say: each "Try X = n" line of program.md's body
- * is one proposal, in order; with none, it tries X = 6 (worse: the value project minimizes X,
- * baseline 5). Its skill is the instructions' quality, so a tournament's ranking can be checked.
- */
-export function follower(): Agent {
-  let calls = 0;
-  return {
-    name: "follower",
-    async propose(ctx: ProposalContext) {
-      const tries = [...ctx.program.directions.matchAll(/Try X = (\d+)/g)].map((m) => Number(m[1]));
-      const x = tries.length ? (tries[Math.min(calls, tries.length - 1)] as number) : 6;
-      calls++;
-      writeFileSync(join(ctx.worktree, "value.mjs"), `export const X = ${x};\n`);
-      return { hypothesis: `X = ${x}`, mechanism: "a smaller X scores lower" };
-    },
-  };
-}
 
 describe("autolab tournament", () => {
   it("ranks variants of the instructions under the same seeds and budget; reuses cells it has run", async () => {

@@ -123,10 +123,14 @@ export function renderCurves(
   return `${parts.join("\n")}\n`;
 }
 
-/** Text of a markdown table cell: no pipes, no newlines, no HTML, no control characters. */
-function cell(s: string): string {
+/**
+ * Text of a markdown table cell: no pipes, no newlines, no HTML, no control characters, no
+ * markdown emphasis, code or links (researchers' and writers' text is untrusted).
+ */
+export function cell(s: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
-  return s.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").replace(/[|<>&]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const flat = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
+  return flat.replace(/[|<>&`*_[\]\\]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function num(x: number | undefined): string {

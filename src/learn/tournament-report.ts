@@ -6,7 +6,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { renderCurves } from "./bench-report.ts";
+import { cell, renderCurves } from "./bench-report.ts";
 import { meanCurve } from "./bench-stats.ts";
 import type { TournamentResult } from "./tournament.ts";
 
@@ -23,13 +23,6 @@ export interface Generation {
 export interface TournamentSummary extends Omit<TournamentResult, "variants"> {
   variants: { name: string; source: string; file: string; cells: string }[];
   generations?: Generation[];
-}
-
-function cell(s: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
-  return s
-    .replace(/[\u0000-\u001f\u007f-\u009f]/g, " ")
-    .replace(/[|<>&`*_[\]\\]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function pct(x: number | undefined): string {
