@@ -60,7 +60,7 @@ describe("tournament standings", () => {
     const better = s.standings[0];
     expect(better?.variant).toBe("better");
     expect(better?.lo).toBeLessThan(0); // its own interval is wide…
-    expect(better?.vsIncumbent?.lo).toBeCloseTo(1); // …the paired one is not
+    expect(better?.vsIncumbent?.lo).toBeCloseTo(1); // …the paired one is not (every difference is 1)
     expect(s.winner).toBe("better");
   });
 
@@ -73,6 +73,24 @@ describe("tournament standings", () => {
     expect(s.seeds).toEqual([1, 2]);
     expect(s.standings.map((x) => x.pBest)).toEqual([0.5, 0.5]);
     expect(s.winner).toBeUndefined();
+  });
+
+  it("one seed decides nothing; two seeds that disagree in size widen the interval beyond the bootstrap's", () => {
+    const one = rankVariants(
+      [...cells("incumbent", [0]), ...cells("b", [50])],
+      ["incumbent", "b"],
+      "incumbent",
+    );
+    expect(one.standings[0]?.vsIncumbent?.lo).toBe(Number.NEGATIVE_INFINITY);
+    expect(one.winner).toBeUndefined();
+    // Differences 1 and 9: the bootstrap's lower bound is 1, Student's t (1 df) reaches far below 0.
+    const two = rankVariants(
+      [...cells("incumbent", [0, 0]), ...cells("b", [1, 9])],
+      ["incumbent", "b"],
+      "incumbent",
+    );
+    expect(two.standings[0]?.vsIncumbent?.lo).toBeLessThan(-40);
+    expect(two.winner).toBeUndefined();
   });
 
   it("is deterministic for a seed", () => {

@@ -17,6 +17,7 @@ import { mcpCommand } from "./mcp-command.ts";
 import { reportCommand } from "./report-command.ts";
 import { demoCommand, runCommand } from "./run-commands.ts";
 import { serveCommand } from "./serve-command.ts";
+import { tournamentCommand } from "./tournament-command.ts";
 import {
   contextCommand,
   exportCommand,
@@ -341,6 +342,77 @@ cli
   .option("--fleet <url>", "run every cell's trials on a worker fleet (its PostgreSQL database)")
   .option("--json", "print the summary as JSON")
   .action(benchCommand);
+
+cli
+  .command("tournament")
+  .description(
+    "run variants of program.md's instructions under identical budgets and seeds and rank them with confidence; --evolve: an LLM writes the next variant from the evidence, and it replaces the instructions only if it wins (docs/learning.md)",
+  )
+  .argument(
+    "[variants...]",
+    "files with other instructions (a markdown body, or a program.md with the same frontmatter)",
+  )
+  .option(...programOpt)
+  .option(
+    "--seeds <n>",
+    "seeds per variant (default 3)",
+    intFlag({ flag: "--seeds", min: 1, max: 1000, what: "runs per variant", example: "--seeds 5" }),
+  )
+  .option(
+    "--experiments <n>",
+    "budget per cell: experiments besides the baseline (default 10)",
+    intFlag({ flag: "--experiments", min: 1, what: "experiments per cell", example: "--experiments 10" }),
+  )
+  .option(
+    "--trials <n>",
+    "budget per cell: trials",
+    intFlag({ flag: "--trials", min: 1, what: "trials per cell", example: "--trials 30" }),
+  )
+  .option(
+    "--time <duration>",
+    "budget per cell: wall-clock time",
+    durationFlag({ flag: "--time", example: "--time 10m" }),
+  )
+  .option(
+    "--remeasure <n>",
+    "fresh-seed trials of each cell's baseline and best (default 3; 0: the runs' own record)",
+    intFlag({
+      flag: "--remeasure",
+      min: 0,
+      max: 64,
+      what: "re-measurement trials",
+      example: "--remeasure 3",
+    }),
+  )
+  .option("--agent <backend>", "the researcher for every variant (default: program.md's agent)")
+  .option("-o, --out <dir>", "the tournament's directory (default: .autolab/tournament beside program.md)")
+  .option(
+    "--parallel <n>",
+    "cells at once (default 1)",
+    intFlag({ flag: "--parallel", min: 1, max: 256, what: "cells run at once", example: "--parallel 2" }),
+  )
+  .option("--fleet <url>", "run every cell's trials on a worker fleet (its PostgreSQL database)")
+  .option(
+    "--evolve",
+    "an LLM writes the next variant from the notebooks' evidence; it must win to replace program.md's instructions",
+  )
+  .option(
+    "--generations <n>",
+    "--evolve rounds (default 1)",
+    intFlag({
+      flag: "--generations",
+      min: 1,
+      max: 100,
+      what: "rounds of --evolve",
+      example: "--generations 3",
+    }),
+  )
+  .option("--writer-model <id>", "--evolve: the model that writes variants (default: program.md's llm agent)")
+  .option("--writer-base-url <url>", "--evolve: its OpenAI-compatible endpoint")
+  .option("--writer-provider <name>", "--evolve: openai-compatible (default), anthropic or openai")
+  .option("--writer-api-key-env <var>", "--evolve: the environment variable holding its API key")
+  .option("--json", "print the summary as JSON")
+  .action(tournamentCommand);
 
 cli
   .command("report")

@@ -11,6 +11,7 @@
  * is the best (P(best)).
  */
 import { mulberry32 } from "../core/random.ts";
+import { tQuantile } from "../trust/stats.ts";
 
 /** One variant's result on one seed: its final improvement in percent (0 when the cell failed). */
 export interface TournamentCell {
@@ -58,7 +59,9 @@ function quantile(sorted: readonly number[], p: number): number {
  * variant without a cell on some seed leaves that seed out of the comparison for everyone.
  * A challenger "beats" the incumbent when the lower bound of its paired difference, at the
  * 1 − 0.05/(challengers) level, is above zero — with several challengers one lucky one must not
- * pass as a win.
+ * pass as a win. That interval is the wider of the paired bootstrap's and Student's t on the
+ * per-seed differences (the bootstrap alone is too narrow on few seeds); on one seed it is
+ * unbounded: no verdict.
  */
 export function rankVariants(
   cells: readonly TournamentCell[],
@@ -122,16 +125,18 @@ export function rankVariants(
     if (v !== incumbent && k) {
       const dd = [...(diffs[v] ?? [])].sort((a, b) => a - b);
       const alpha = 1 - level;
-      const lo = quantile(dd, alpha / 2);
-      const hi = quantile(dd, 1 - alpha / 2);
-      s.vsIncumbent = {
-        mean: meanOn(v, identity) - meanOn(incumbent, identity),
-        lo,
-        hi,
-        level,
-        beats: lo > 0,
-        worse: hi < 0,
-      };
+      const paired = seeds.map((sd) => value(v, sd) - value(incumbent, sd));
+      const mean = paired.reduce((a, b) => a + b, 0) / k;
+      // The percentile bootstrap is too narrow on a handful of seeds; Student's t on the paired
+      // differences is honest there. The wider of the two decides; one seed decides nothing.
+      const t =
+        k >= 2
+          ? tQuantile(1 - alpha / 2, k - 1) *
+            Math.sqrt(paired.reduce((a, d) => a + (d - mean) ** 2, 0) / (k - 1) / k)
+          : Number.POSITIVE_INFINITY;
+      const lo = Math.min(quantile(dd, alpha / 2), mean - t);
+      const hi = Math.max(quantile(dd, 1 - alpha / 2), mean + t);
+      s.vsIncumbent = { mean, lo, hi, level, beats: lo > 0, worse: hi < 0 };
     }
     return s;
   });

@@ -13,12 +13,13 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, extname, join, resolve } from "node:path";
+import { basename, dirname, extname, join, relative, resolve, sep } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { AutolabError } from "../core/errors.ts";
 import { splitFrontmatter } from "../program/frontmatter.ts";
 import { loadProgram } from "../program/index.ts";
+import { git } from "../workspace/git.ts";
 import { type BenchOptions, type CellRecord, runBench } from "./bench.ts";
 import type { Suite } from "./suite.ts";
 import { rankVariants, type Standings } from "./tournament-stats.ts";
@@ -182,6 +183,23 @@ function variantProgram(programFile: string, body: string): string {
   return `---\n${yaml}\n---\n${body.trim()}\n`;
 }
 
+/**
+ * The committed project the cells clone, program.md left out (each cell writes its own): cells
+ * of the same instructions on other code are other cells.
+ */
+async function codeKey(programFile: string): Promise<string> {
+  const dir = dirname(programFile);
+  const root = (await git(dir, ["rev-parse", "--show-toplevel"])).trim();
+  const self = relative(root, programFile).split(sep).join("/");
+  const tree = await git(root, ["ls-tree", "-r", "--full-tree", "HEAD"]);
+  return sha(
+    tree
+      .split("\n")
+      .filter((l) => !l.endsWith(`\t${self}`))
+      .join("\n"),
+  );
+}
+
 /** Runs (or resumes) every variant's cells, then ranks them. */
 export async function runTournament(opts: TournamentOptions): Promise<TournamentResult> {
   const programFile = resolve(opts.program);
@@ -196,6 +214,7 @@ export async function runTournament(opts: TournamentOptions): Promise<Tournament
       "warning: the built-in optimizer does not read the instructions; every variant will score alike. Name a researcher that reads them (--agent, or agent: in program.md).",
     );
   mkdirSync(join(opts.out, "variants"), { recursive: true });
+  const code = await codeKey(programFile);
   const variants: TournamentVariant[] = [];
   const cells: CellRecord[] = [];
   let ranNow = 0;
@@ -204,7 +223,7 @@ export async function runTournament(opts: TournamentOptions): Promise<Tournament
     if (opts.signal?.aborted) break;
     const text = variantProgram(programFile, v.body);
     const key = sha(
-      JSON.stringify({ text, budget: opts.budget, seeds: opts.seeds, remeasure, researcher }),
+      JSON.stringify({ text, code, budget: opts.budget, seeds: opts.seeds, remeasure, researcher }),
     ).slice(0, 16);
     const file = join(opts.out, "variants", `${key}.md`);
     if (!existsSync(file)) writeFileSync(file, text);
