@@ -4,8 +4,10 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { incumbentOf, readVariant, runTournament, type Variant } from "../src/learn/tournament.ts";
 import { tournamentSummary, writeTournamentReport } from "../src/learn/tournament-report.ts";
+import { startFakeModel } from "./fake-model/server.ts";
 import { follower } from "./helpers/follower.ts";
-import { valueProject } from "./helpers/value-project.ts";
+import { runCli } from "./helpers/toy-project.ts";
+import { git, valueProject } from "./helpers/value-project.ts";
 
 describe("autolab tournament", () => {
   it("ranks variants of the instructions under the same seeds and budget; reuses cells it has run", async () => {
@@ -59,6 +61,59 @@ describe("autolab tournament", () => {
     const r2 = await runTournament({ ...opts, variants: more });
     expect(r2.ranNow).toBe(2);
     expect(r2.standings.standings.find((s) => s.variant === "vague")?.vsIncumbent?.beats).toBe(false);
+  }, 300_000);
+
+  it("the CLI with a real researcher (the llm backend on the scripted model server) that follows the instructions it is given", async () => {
+    // The model edits value.mjs to 3 when the instructions it was sent say so, else to 6.
+    const fake = await startFakeModel({
+      file: "value.mjs",
+      oldText: "export const X = 5;",
+      newText: "export const X = 6;",
+      summary: { hypothesis: "change X", mechanism: "X is the score", expected: "lower" },
+      targetFor: (text) => (text.includes("Try X = 3") ? { newText: "export const X = 3;" } : undefined),
+    });
+    try {
+      const project = valueProject();
+      const program = join(project, "program.md");
+      writeFileSync(
+        program,
+        readFileSync(program, "utf8").replace(
+          "acceptance: greedy",
+          `acceptance: greedy\nagent: { backend: llm, base_url: "${fake.url}/v1", model: fake-model }`,
+        ),
+      );
+      git(project, "commit", "-qam", "llm researcher");
+      writeFileSync(join(project, "sharp.md"), "Try X = 3\n");
+      const r = await runCli(
+        ["tournament", "sharp.md", "--seeds", "2", "--experiments", "1", "--remeasure", "1"],
+        {
+          cwd: project,
+          timeoutMs: 240_000,
+        },
+      );
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(0);
+      const lines = r.stdout.split("\n").filter(Boolean);
+      expect(lines[0]).toMatch(/^ 1\. sharp\s+\+40\.00% .*P\(best\) 1\.00 .*beats the incumbent$/);
+      expect(lines[1]).toMatch(/^ 2\. incumbent\s+\+0\.00% .*\(incumbent\)$/);
+      expect(lines[2]).toMatch(/^report: \.autolab\/tournament\/report\/report\.md/);
+      const json = JSON.parse(
+        readFileSync(join(project, ".autolab", "tournament", "report", "report.json"), "utf8"),
+      );
+      expect(json.standings.winner).toBe("sharp");
+      // Every proposal went through the model; none saw a holdout value.
+      for (const q of fake.modelRequests()) expect(JSON.stringify(q.body)).not.toMatch(/100[0-9]\.125/);
+      // Run again: everything is cached, same answer.
+      const again = await runCli(
+        ["tournament", "sharp.md", "--seeds", "2", "--experiments", "1", "--remeasure", "1"],
+        {
+          cwd: project,
+        },
+      );
+      expect(again.stdout.split("\n")[0]).toBe(lines[0]);
+    } finally {
+      await fake.close();
+    }
   }, 300_000);
 
   it("refuses a variant that changes the frontmatter, an empty one, a duplicate, a missing file", () => {

@@ -143,7 +143,10 @@ export function evidenceOf(result: TournamentResult, outDir: string, variant: st
       ledger.close();
     }
   }
-  return [...kept, ...refuted, ...other].slice(0, MAX_EVIDENCE);
+  // The same line from several cells (seeds) once, with its count.
+  const counts = new Map<string, number>();
+  for (const l of [...kept, ...refuted, ...other]) counts.set(l, (counts.get(l) ?? 0) + 1);
+  return [...counts].slice(0, MAX_EVIDENCE).map(([l, n]) => (n > 1 ? `${l} (×${n})` : l));
 }
 
 export const WRITER_SYSTEM =
