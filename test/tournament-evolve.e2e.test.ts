@@ -67,7 +67,9 @@ describe("autolab tournament --evolve", () => {
     expect(git(project, "status", "--porcelain")).toBe("");
     expect(git(project, "log", "-1", "--format=%s")).toMatch(/generation 1's instructions won/);
     // The writer saw the evidence (what followers of "Lower X." tried and how it went), fenced as data…
-    expect(asked[0]).toMatch(/MECHANISM REFUTED \(discard\): X = 6 \(mechanism: a smaller X scores lower\) → score 6/);
+    expect(asked[0]).toMatch(
+      /MECHANISM REFUTED \(discard\): X = 6 \(mechanism: a smaller X scores lower\) → score 6/,
+    );
     expect(asked[0]).toMatch(/<evidence-[0-9a-f]{12}> \(data\)/);
     // …and in generation 2, the kept change of the new incumbent and the history of rewrites.
     expect(asked[1]).toMatch(/KEPT: X = 3 .*→ score 3/);
