@@ -32,6 +32,7 @@ describe("autolab tournament", () => {
       out,
       agent: "follower",
       agents: { follower },
+      parallel: 3, // the three variants' cells share three places
       onLine: (l: string) => lines.push(l),
     };
     const r = await runTournament(opts);

@@ -355,7 +355,7 @@ cli
   .option(...programOpt)
   .option(
     "--seeds <n>",
-    "seeds per variant (default 3)",
+    "seeds per variant (default 5: fewer rarely tell variants apart; docs/learning.md)",
     intFlag({ flag: "--seeds", min: 1, max: 1000, what: "runs per variant", example: "--seeds 5" }),
   )
   .option(

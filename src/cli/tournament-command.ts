@@ -83,7 +83,7 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
   const opts: TournamentOptions = {
     program: programFile,
     variants,
-    seeds: Array.from({ length: flags.seeds ?? 3 }, (_, i) => i + 1),
+    seeds: Array.from({ length: flags.seeds ?? 5 }, (_, i) => i + 1),
     budget,
     remeasure: flags.remeasure ?? 3,
     out,

@@ -78,6 +78,11 @@ export interface BenchOptions {
   onLine?: (line: string) => void;
   /** Stops dispatching new cells (the running ones finish). */
   signal?: AbortSignal;
+  /**
+   * Runs each cell through this (a limit shared by several benches: a tournament runs its
+   * variants' benches at once under one `--parallel`).
+   */
+  gate?: <T>(cell: () => Promise<T>) => Promise<T>;
 }
 
 export interface BenchRun {
@@ -353,7 +358,8 @@ export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchR
       if (!entry) return;
       taken.add(keyOf(entry));
       opts.onLine?.(`cell ${keyOf(entry)}: started (${entry.reason})`);
-      const record = await runCell(suite, entry, opts.out, opts, unit);
+      const cell = () => runCell(suite, entry, opts.out, opts, unit);
+      const record = await (opts.gate ? opts.gate(cell) : cell());
       state.cells[keyOf(entry)] = record;
       state.order.push(entry);
       writeState(opts.out, state);

@@ -69,6 +69,8 @@ export function rankVariants(
   incumbent: string,
   resamples = 2000,
   seed = 1,
+  /** The interval that decides (bench/tournament.ts compares them): default both, the wider. */
+  decide: "both" | "bootstrap" | "t" = "both",
 ): Standings {
   const by = new Map<string, Map<number, TournamentCell>>();
   for (const v of variants) by.set(v, new Map());
@@ -134,8 +136,13 @@ export function rankVariants(
           ? tQuantile(1 - alpha / 2, k - 1) *
             Math.sqrt(paired.reduce((a, d) => a + (d - mean) ** 2, 0) / (k - 1) / k)
           : Number.POSITIVE_INFINITY;
-      const lo = Math.min(quantile(dd, alpha / 2), mean - t);
-      const hi = Math.max(quantile(dd, 1 - alpha / 2), mean + t);
+      const boot = [quantile(dd, alpha / 2), quantile(dd, 1 - alpha / 2)] as const;
+      const [lo, hi] =
+        decide === "bootstrap"
+          ? boot
+          : decide === "t"
+            ? [mean - t, mean + t]
+            : [Math.min(boot[0], mean - t), Math.max(boot[1], mean + t)];
       s.vsIncumbent = { mean, lo, hi, level, beats: lo > 0, worse: hi < 0 };
     }
     return s;

@@ -200,6 +200,22 @@ async function codeKey(programFile: string): Promise<string> {
   );
 }
 
+/** At most `n` of the calls run at once; the rest wait their turn, first come first served. */
+function limiter(n: number): <T>(f: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (f) => {
+    if (active >= n) await new Promise<void>((r) => waiting.push(r));
+    active++;
+    try {
+      return await f();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
 /** Runs (or resumes) every variant's cells, then ranks them. */
 export async function runTournament(opts: TournamentOptions): Promise<TournamentResult> {
   const programFile = resolve(opts.program);
@@ -216,11 +232,8 @@ export async function runTournament(opts: TournamentOptions): Promise<Tournament
   mkdirSync(join(opts.out, "variants"), { recursive: true });
   const code = await codeKey(programFile);
   const variants: TournamentVariant[] = [];
-  const cells: CellRecord[] = [];
-  let ranNow = 0;
-  let unit: "experiments" | "trials" = "experiments";
-  for (const v of opts.variants) {
-    if (opts.signal?.aborted) break;
+  const gate = limiter(Math.max(1, opts.parallel ?? 1));
+  const runs = opts.variants.map(async (v) => {
     const text = variantProgram(programFile, v.body);
     const key = sha(
       JSON.stringify({ text, code, budget: opts.budget, seeds: opts.seeds, remeasure, researcher }),
@@ -246,18 +259,30 @@ export async function runTournament(opts: TournamentOptions): Promise<Tournament
       bootstrap,
       hash: key,
     };
-    const run = await runBench(suite, {
-      out: join(opts.out, rel),
-      ...(opts.parallel !== undefined ? { parallel: opts.parallel } : {}),
-      ...(opts.fleet ? { fleet: opts.fleet } : {}),
-      ...(opts.agents ? { agents: opts.agents } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
-      onLine: (line) => opts.onLine?.(line.replace(/^cell variant\/program\//, `${v.name} seed `)),
-    });
+    return {
+      v,
+      run: await runBench(suite, {
+        out: join(opts.out, rel),
+        parallel: Math.max(1, opts.parallel ?? 1),
+        gate,
+        ...(opts.fleet ? { fleet: opts.fleet } : {}),
+        ...(opts.agents ? { agents: opts.agents } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        onLine: (line) => opts.onLine?.(line.replace(/^cell variant\/program\//, `${v.name} seed `)),
+      }),
+    };
+  });
+  const cells: CellRecord[] = [];
+  let ranNow = 0;
+  let unit: "experiments" | "trials" = "experiments";
+  // In the variants' order, whatever order their cells finished in.
+  for (const { v, run } of await Promise.all(runs)) {
     unit = run.unit;
     ranNow += run.ranNow;
     for (const c of run.cells) cells.push({ ...c, config: v.name, program: program.name });
   }
+  const order = opts.variants.map((v) => v.name);
+  variants.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
   const names = opts.variants.map((v) => v.name);
   const standings = rankVariants(
     cells.map((c) => ({
