@@ -68,7 +68,7 @@ describe("autolab tournament --evolve", () => {
     expect(git(project, "log", "-1", "--format=%s")).toMatch(/generation 1's instructions won/);
     // The writer saw the evidence (what followers of "Lower X." tried and how it went), fenced as data…
     expect(asked[0]).toMatch(
-      /MECHANISM REFUTED \(discard\): X = 6 \(mechanism: a smaller X scores lower\) → score 6/,
+      /MECHANISM REFUTED \(discard\): X = 6 \(mechanism: a smaller X scores lower\) \[1 file, \+1 −1\] → score 6/,
     );
     expect(asked[0]).toMatch(/<evidence-[0-9a-f]{12}> \(data\)/);
     // …and in generation 2, the kept change of the new incumbent and the history of rewrites.

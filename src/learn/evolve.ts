@@ -131,7 +131,14 @@ export function evidenceOf(result: TournamentResult, outDir: string, variant: st
         for (const e of ledger.listExperiments(run.id)) {
           if (e.n === 0) continue;
           const value = objectiveOf(e, metric);
-          const what = `${flat(e.hypothesis)}${e.mechanism ? ` (mechanism: ${flat(e.mechanism)})` : ""}`;
+          const size = e.diff
+            ? ` [${e.diff.files} file${e.diff.files === 1 ? "" : "s"}, +${e.diff.insertions} −${e.diff.deletions}]`
+            : "";
+          const knobs =
+            e.params && Object.keys(e.params).length
+              ? ` {${flat(JSON.stringify(e.params)).slice(1, -1)}}`
+              : "";
+          const what = `${flat(e.hypothesis)}${e.mechanism ? ` (mechanism: ${flat(e.mechanism)})` : ""}${knobs}${size}`;
           const got = value === undefined ? "no score" : `${metric} ${Number(value.toPrecision(6))}`;
           const action = e.decision?.action;
           if (action === "keep") kept.push(`KEPT: ${what} → ${got}`);
