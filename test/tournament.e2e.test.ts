@@ -6,7 +6,7 @@ import { incumbentOf, readVariant, runTournament, type Variant } from "../src/le
 import { tournamentSummary, writeTournamentReport } from "../src/learn/tournament-report.ts";
 import { startFakeModel } from "./fake-model/server.ts";
 import { follower } from "./helpers/follower.ts";
-import { runCli } from "./helpers/toy-project.ts";
+import { runCli, spawnCli } from "./helpers/toy-project.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
 describe("autolab tournament", () => {
@@ -85,13 +85,24 @@ describe("autolab tournament", () => {
       );
       git(project, "commit", "-qam", "llm researcher");
       writeFileSync(join(project, "sharp.md"), "Try X = 3\n");
-      const r = await runCli(
-        ["tournament", "sharp.md", "--seeds", "2", "--experiments", "1", "--remeasure", "1"],
-        {
-          cwd: project,
-          timeoutMs: 240_000,
-        },
-      );
+      const args = ["tournament", "sharp.md", "--seeds", "2", "--experiments", "1", "--remeasure", "1"];
+      // Ctrl-C once the first cell is under way: it finishes, the rest wait for the next run.
+      const first = spawnCli(args, { cwd: project, timeoutMs: 240_000 });
+      await first.waitFor(/seed 1: started/, 120_000);
+      first.child.kill("SIGINT");
+      const stopped = await first.done;
+      expect(stopped.code).toBe(0);
+      expect(stopped.stderr).toMatch(/tournament: stopping after the running cells/);
+      expect(stopped.stdout).toMatch(/incomplete: run the tournament again to finish it/);
+      expect(stopped.stderr).not.toMatch(/\n\s+at /);
+      const r = await runCli(args, { cwd: project, timeoutMs: 240_000 });
+      // Only the cells the first run had not finished ran now.
+      const startedNow = r.stderr.match(/: started/g)?.length ?? 0;
+      const finishedBefore = stopped.stderr.match(/seed \d: [+-]\d/g)?.length ?? 0;
+      expect(finishedBefore).toBeGreaterThanOrEqual(1);
+      // Every cell that started finished: none began after the Ctrl-C (one place: --parallel 1).
+      expect(stopped.stderr.match(/: started/g)?.length).toBe(finishedBefore);
+      expect(startedNow).toBe(4 - finishedBefore);
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(r.code).toBe(0);
       const lines = r.stdout.split("\n").filter(Boolean);

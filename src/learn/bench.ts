@@ -357,9 +357,14 @@ export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchR
       const entry = next();
       if (!entry) return;
       taken.add(keyOf(entry));
-      opts.onLine?.(`cell ${keyOf(entry)}: started (${entry.reason})`);
-      const cell = () => runCell(suite, entry, opts.out, opts, unit);
+      const cell = async () => {
+        // Stopped while it waited for its turn at the gate: it never started.
+        if (opts.signal?.aborted) return undefined;
+        opts.onLine?.(`cell ${keyOf(entry)}: started (${entry.reason})`);
+        return runCell(suite, entry, opts.out, opts, unit);
+      };
       const record = await (opts.gate ? opts.gate(cell) : cell());
+      if (!record) return;
       state.cells[keyOf(entry)] = record;
       state.order.push(entry);
       writeState(opts.out, state);
