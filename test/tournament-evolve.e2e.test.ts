@@ -2,6 +2,8 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createScriptedAgent } from "../src/agents/scripted-agent.ts";
+import { createRun } from "../src/app/create-run.ts";
 import { askWithModel, evolve, parseWriterReply } from "../src/learn/evolve.ts";
 import { type FakeModel, startFakeModel } from "./fake-model/server.ts";
 import { follower } from "./helpers/follower.ts";
@@ -20,6 +22,17 @@ describe("autolab tournament --evolve", () => {
   it("the writer's variant replaces the instructions only when it wins; a worse one, an attack on the frontmatter and garbage change nothing", async () => {
     const project = valueProject();
     const program = join(project, "program.md");
+    // The user's own run, before: its notebook is evidence too.
+    const own = await createRun({
+      program,
+      tag: "mine",
+      agent: createScriptedAgent([
+        { hypothesis: "X = 4 by hand", edits: { "value.mjs": "export const X = 4;\n" } },
+      ]),
+      maxExperiments: 1,
+      priorWork: false,
+    });
+    own.lab.ledger.close();
     const before = readFileSync(program, "utf8");
     const asked: string[] = [];
     const program2 = before.replace("budget: 5s", "budget: 500s");
@@ -71,6 +84,9 @@ describe("autolab tournament --evolve", () => {
       /MECHANISM REFUTED \(discard\): X = 6 \(mechanism: a smaller X scores lower\) \[1 file, \+1 −1\] → score 6/,
     );
     expect(asked[0]).toMatch(/<evidence-[0-9a-f]{12}> \(data\)/);
+    expect(asked[0]).toMatch(
+      /<notebook-[0-9a-f]{12}> \(data\)\\nKEPT: X = 4 by hand \[1 file, \+1 −1\] → score 4/,
+    );
     // …and in generation 2, the kept change of the new incumbent and the history of rewrites.
     expect(asked[1]).toMatch(/KEPT: X = 3 .*→ score 3/);
     expect(asked[1]).toMatch(/generation 1: won/);

@@ -106,24 +106,16 @@ function flat(s: string): string {
 }
 
 /**
- * What the incumbent's cells found, one line per experiment: kept (with the objective before
- * and after), discarded, refuted mechanism, crashed. Kept ones first, then refuted ones, then
- * the rest; at most MAX_EVIDENCE lines.
+ * One line per experiment of these notebooks: kept (with the objective's value), discarded,
+ * refuted mechanism, crashed. Kept ones first, then refuted ones, then the rest; the same line
+ * from several notebooks (seeds) once, counted; at most MAX_EVIDENCE lines. Only the
+ * objective's values are read: never a holdout metric.
  */
-export function evidenceOf(result: TournamentResult, outDir: string, variant: string): string[] {
-  const program = loadProgram(result.program);
-  const metric = program.objective.metric;
+export function evidenceFrom(notebooks: readonly string[], metric: string): string[] {
   const kept: string[] = [];
   const refuted: string[] = [];
   const other: string[] = [];
-  for (const c of result.cells.filter((x) => x.config === variant)) {
-    const db = join(
-      outDir,
-      result.variants.find((v) => v.name === variant)?.cells ?? "",
-      c.dir,
-      ".autolab",
-      "lab.db",
-    );
+  for (const db of notebooks) {
     if (!existsSync(db)) continue;
     const ledger = new SqliteLedger(db);
     try {
@@ -150,10 +142,17 @@ export function evidenceOf(result: TournamentResult, outDir: string, variant: st
       ledger.close();
     }
   }
-  // The same line from several cells (seeds) once, with its count.
   const counts = new Map<string, number>();
   for (const l of [...kept, ...refuted, ...other]) counts.set(l, (counts.get(l) ?? 0) + 1);
   return [...counts].slice(0, MAX_EVIDENCE).map(([l, n]) => (n > 1 ? `${l} (×${n})` : l));
+}
+
+/** The notebooks of a variant's cells in a tournament. */
+export function cellNotebooks(result: TournamentResult, outDir: string, variant: string): string[] {
+  const cells = result.variants.find((v) => v.name === variant)?.cells ?? "";
+  return result.cells
+    .filter((c) => c.config === variant)
+    .map((c) => join(outDir, cells, c.dir, ".autolab", "lab.db"));
 }
 
 export const WRITER_SYSTEM =
@@ -168,6 +167,8 @@ export function writerPrompt(opts: {
   program: Program;
   incumbent: string;
   evidence: string[];
+  /** The program's own notebook (.autolab/lab.db beside program.md), when there is one. */
+  notebook: string[];
   standings: string[];
   past: string[];
   nonce: string;
@@ -185,6 +186,9 @@ export function writerPrompt(opts: {
     "",
     "What agents following the current instructions tried (one line per experiment):",
     fence("evidence", opts.evidence),
+    "",
+    "What this program's own notebook holds (your runs, possibly under earlier instructions):",
+    fence("notebook", opts.notebook),
     "",
     "The current instructions' standing (mean improvement over the baseline, with its 95% interval):",
     fence("standings", opts.standings),
@@ -272,7 +276,8 @@ export async function evolve(opts: EvolveOptions): Promise<EvolveResult> {
     const prompt = writerPrompt({
       program,
       incumbent: incumbent.body,
-      evidence: evidenceOf(result, opts.out, INCUMBENT),
+      evidence: evidenceFrom(cellNotebooks(result, opts.out, INCUMBENT), program.objective.metric),
+      notebook: evidenceFrom([join(dirname(programFile), ".autolab", "lab.db")], program.objective.metric),
       standings: standing,
       past,
       nonce: randomBytes(6).toString("hex"),
