@@ -108,7 +108,10 @@ describe("autolab tournament", () => {
       const lines = r.stdout.split("\n").filter(Boolean);
       expect(lines[0]).toMatch(/^ 1\. sharp\s+\+40\.00% .*P\(best\) 1\.00 .*beats the incumbent$/);
       expect(lines[1]).toMatch(/^ 2\. incumbent\s+\+0\.00% .*\(incumbent\)$/);
-      expect(lines[2]).toMatch(/^report: \.autolab\/tournament\/report\/report\.md/);
+      expect(lines[2]).toBe(
+        "sharp beats program.md's instructions: put its instructions in program.md to adopt them",
+      );
+      expect(lines[3]).toMatch(/^report: \.autolab\/tournament\/report\/report\.md/);
       const json = JSON.parse(
         readFileSync(join(project, ".autolab", "tournament", "report", "report.json"), "utf8"),
       );

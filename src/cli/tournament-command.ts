@@ -120,6 +120,13 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
       ...(generations ?? []).map((g) => g.line),
       ...standingLines(result.standings),
       ...(result.complete ? [] : ["incomplete: run the tournament again to finish it"]),
+      ...(result.complete && !generations
+        ? [
+            result.standings.winner
+              ? `${result.standings.winner} beats program.md's instructions: put its instructions in program.md to adopt them`
+              : "no variant beats program.md's instructions with confidence (more seeds narrow the intervals: --seeds 10)",
+          ]
+        : []),
       `report: ${report.map(show).join(", ")}`,
     ];
     process.stdout.write(`${safeText(lines.join("\n"))}\n`);
