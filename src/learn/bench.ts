@@ -202,6 +202,7 @@ async function remeasureCell(
   baseCommit: string,
   key: CellKey,
   n: number,
+  fleet: string | undefined,
 ): Promise<void> {
   const kept = [...experiments]
     .filter((e) => e.n > 0 && e.decision?.action === "keep")
@@ -214,6 +215,8 @@ async function remeasureCell(
     tag: "bench",
     commits: [baseCommit, bestCommit],
     seeds,
+    // On the fleet the run's trials ran on the workers: its re-measurement runs there too.
+    ...(fleet ? { fleet } : {}),
   });
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const b = values.get(baseCommit) ?? [];
@@ -255,13 +258,23 @@ async function runCell(
       ...(suite.budget.experiments !== undefined ? { maxExperiments: suite.budget.experiments } : {}),
       ...(suite.budget.trials !== undefined ? { maxTrials: suite.budget.trials } : {}),
       ...(suite.budget.timeMs !== undefined ? { maxTimeMs: suite.budget.timeMs } : {}),
-      ...(opts.fleet ? { fleet: opts.fleet } : {}),
+      // On a fleet a run takes as many slots as there are live workers' (`run --fleet`): a cell
+      // keeps its configuration's, or its result would depend on how many workers were up.
+      ...(opts.fleet ? { fleet: opts.fleet, slots: loadProgram(programFile).slots?.count ?? 1 } : {}),
     });
     const experiments = outcome.lab.ledger.listExperiments(outcome.run.id);
     outcome.lab.ledger.close();
     const result = cellResult(key, program, experiments, programFile, unit);
     if (suite.remeasure > 0 && result.status === "ok")
-      await remeasureCell(result, experiments, programFile, outcome.run.baseCommit, key, suite.remeasure);
+      await remeasureCell(
+        result,
+        experiments,
+        programFile,
+        outcome.run.baseCommit,
+        key,
+        suite.remeasure,
+        opts.fleet,
+      );
     return { ...result, stoppedBecause: outcome.stoppedBecause, dir: rel };
   } catch (err) {
     // The run failed as a whole (baseline failed, trials or researcher failing, a broken
