@@ -5,7 +5,7 @@
  * and the bench's report is written with the cell's result. A rubric-graded program is refused
  * before any cell: the fleet does not grade.
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -144,3 +144,57 @@ remeasure: 0
     expect(slotTrees("two")).toEqual(["bench.s1"]);
   }, 300_000);
 });
+
+describe.skipIf(NO_PG)(
+  `a rubric-graded program on the fleet (${NO_PG ? NO_PG_REASON : "PostgreSQL"})`,
+  () => {
+    // The fleet runs a trial's command and evaluate on a worker and sends back its result and log
+    // tails; the judges are called by the harness of `autolab run`, on files that stay on the worker.
+    async function rubricProject(): Promise<string> {
+      const work = removeLater(mkdtempSync(join(tmpdir(), "autolab-rubric-fleet-")));
+      const init = await runCli(["init", join(work, "p"), "--example", "rubric-writeup"], { cwd: work });
+      expect(init.code, init.stderr).toBe(0);
+      return join(work, "p");
+    }
+
+    it("autolab run --fleet refuses it at load, before any trial, naming the problem and the fix", async () => {
+      const dir = await rubricProject();
+      // A worker is up: without the refusal the baseline's trial would run there, ungraded.
+      await startWorker("rubricw");
+      const r = await runCli(["run", "--fleet", url, "-n", "1"], { cwd: dir, timeoutMs: 120_000 });
+      expect(stackLines(r.stderr)).toEqual([]);
+      expect(r.code, r.stdout + r.stderr).toBe(2); // FLEET_OPTIONS_INVALID: a usage error
+      expect(r.stderr).toMatch(/rubric/);
+      expect(r.stderr).toMatch(/worker fleet/);
+      expect(r.stderr).toMatch(/fix: .*without --fleet/);
+      expect(existsSync(join(dir, ".autolab", "lab.db"))).toBe(false);
+      const client = await testClient();
+      try {
+        const jobs = await client.query(
+          `SELECT count(*)::int AS n FROM ${schema}.fleet_jobs WHERE label LIKE '%rubric%' OR payload::text LIKE '%writeup%'`,
+        );
+        expect(jobs.rows[0]?.n).toBe(0);
+      } finally {
+        await client.end();
+      }
+    }, 180_000);
+
+    it("autolab bench --fleet refuses a suite with one, before any cell", async () => {
+      const dir = await rubricProject();
+      const work = removeLater(mkdtempSync(join(tmpdir(), "autolab-bench-fleet-")));
+      writeFileSync(
+        join(work, "suite.yaml"),
+        `programs:\n  - { path: ${dir}, split: held-out, name: note }\nconfigurations:\n  a: {}\nbudget: { experiments: 1 }\nseeds: 1\n`,
+      );
+      const r = await runCli(["bench", "suite.yaml", "--fleet", url, "--out", join(work, "out")], {
+        cwd: work,
+        timeoutMs: 120_000,
+      });
+      expect(stackLines(r.stderr)).toEqual([]);
+      expect(r.code, r.stdout + r.stderr).toBe(2); // FLEET_OPTIONS_INVALID: a usage error
+      expect(r.stderr).toMatch(/note.*rubric|rubric.*note/);
+      expect(r.stderr).toMatch(/fix: /);
+      expect(existsSync(join(work, "out", "cells"))).toBe(false);
+    }, 180_000);
+  },
+);

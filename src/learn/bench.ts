@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { parseDocument } from "yaml";
-import { createRun } from "../app/create-run.ts";
+import { createRun, refuseRubricOnFleet } from "../app/create-run.ts";
 import { remeasure } from "../app/finalize-verify.ts";
 import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
@@ -295,10 +295,35 @@ async function runCell(
   }
 }
 
+/** Whether a program.md variant's run.evaluate names a rubric (read as text: a variant is loaded in its cell). */
+function rubricOf(file: string): boolean {
+  const split = splitFrontmatter(readFileSync(file, "utf8"));
+  if (!split.ok) return false;
+  const run = parseDocument(split.yaml).toJS() as { run?: { evaluate?: unknown } } | null;
+  const ev = run?.run?.evaluate;
+  return typeof ev === "object" && ev !== null && "rubric" in ev;
+}
+
 /** Runs (or resumes) every cell of the suite under `opts.out`. */
 export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchRun> {
   // A program.md that does not parse is the suite's problem, not an outcome: say so before any cell.
-  for (const p of suite.programs) loadProgram(p.programFile);
+  const programs = suite.programs.map((p) => loadProgram(p.programFile));
+  // So is one the fleet cannot run (a rubric-graded program, a configuration's variant of one).
+  if (opts.fleet) {
+    for (const [i, p] of programs.entries())
+      refuseRubricOnFleet(
+        p,
+        "--fleet",
+        `${suite.file}: program ${JSON.stringify(suite.programs[i]?.name)} (${p.path})`,
+      );
+    for (const c of suite.configurations)
+      if (c.program_md !== undefined && rubricOf(c.program_md))
+        throw new AutolabError(
+          "FLEET_OPTIONS_INVALID",
+          `${suite.file}: configurations.${c.name}.program_md: the variant grades each trial with a rubric (run.evaluate.rubric), which the worker fleet (--fleet) does not do: the judges are called by autolab on this machine, and the graded files stay on the worker.`,
+          "Bench it without --fleet, or leave this configuration out of the suite.",
+        );
+  }
   // A misspelled researcher would fail every cell of its configuration: refuse it before any.
   for (const c of suite.configurations)
     if (
