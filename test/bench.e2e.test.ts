@@ -57,6 +57,53 @@ remeasure: ${remeasure}
     expect(raw.cells[0]?.baseline).toBeCloseTo(5 + noise(1), 9);
   });
 
+  it("a time budget: each cell stops at the time, its curve counts trials, the report says so", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: knob }
+configurations:
+  greedy: { acceptance: greedy, agent: builtin }
+budget: { time: 3s }
+seeds: [1]
+remeasure: 0
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    expect(suite.budget).toEqual({ timeMs: 3000 });
+    const run = await runBench(suite, { out: join(work, "out") });
+    expect(run.unit).toBe("trials");
+    const [c] = run.cells;
+    expect(c?.status).toBe("ok");
+    // The run stopped because its time was spent (nothing else bounds it: no experiment or trial cap).
+    expect(c?.stoppedBecause).toMatch(/^reached --max-time 3s/);
+    expect(c?.experiments).toBeGreaterThan(0);
+    // x is trials spent: each experiment's point moves by its trials, the last at the cell's total
+    // less the baseline's.
+    const xs = (c?.curve ?? []).map(([x]) => x);
+    expect(xs[0]).toBe(0);
+    for (let i = 1; i < xs.length; i++) expect(xs[i]).toBeGreaterThan(xs[i - 1] as number);
+    const ledger = new SqliteLedger(join(work, "out", c?.dir ?? "", ".autolab", "lab.db"));
+    try {
+      const [r] = ledger.listRuns();
+      const exps = ledger.listExperiments(r?.id ?? 0);
+      const baselineTrials = exps.find((e) => e.n === 0)?.trials.length ?? 0;
+      expect(xs.at(-1)).toBe((c?.trials ?? 0) - baselineTrials);
+    } finally {
+      ledger.close();
+    }
+    const s = benchSummary(suite, run);
+    expect(s.unit).toBe("trials");
+    writeBenchReport(s, join(work, "out", "report"));
+    const md = readFileSync(join(work, "out", "report", "report.md"), "utf8");
+    expect(md).toContain("Budget per configuration per program and seed: 3 s;");
+    expect(md).toMatch(/x axis: trials spent/);
+    const svg = readFileSync(join(work, "out", "report", "curves-held-out.svg"), "utf8");
+    expect(svg).toContain(">trials</text>");
+  }, 120_000);
+
   it("the better researcher ships, an equal one does not, a crashing variant is an outcome", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
     const tuning = valueProject();
