@@ -11,7 +11,7 @@
  * is an outcome — recorded with its error and no improvement — never a crash of the bench.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { createRun, refuseRubricOnFleet } from "../app/create-run.ts";
 import { remeasure } from "../app/finalize-verify.ts";
@@ -305,7 +305,9 @@ function rubricOf(file: string): boolean {
 }
 
 /** Runs (or resumes) every cell of the suite under `opts.out`. */
-export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchRun> {
+export async function runBench(suite: Suite, given: BenchOptions): Promise<BenchRun> {
+  // Cells are cloned from their parent directory: a relative --out would be taken twice.
+  const opts = { ...given, out: resolve(given.out) };
   // A program.md that does not parse is the suite's problem, not an outcome: say so before any cell.
   const programs = suite.programs.map((p) => loadProgram(p.programFile));
   // So is one the fleet cannot run (a rubric-graded program, a configuration's variant of one).
@@ -392,6 +394,12 @@ export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchR
       taken.add(keyOf(entry));
       opts.onLine?.(`cell ${keyOf(entry)}: started (${entry.reason})`);
       const record = await runCell(suite, entry, opts.out, opts, unit);
+      if (record.status === "failed" && opts.signal?.aborted) {
+        // A terminal's Ctrl-C reaches the bench's own git processes too: a cell that failed while
+        // the bench was stopping may have failed because of it. Not its record: it runs again.
+        opts.onLine?.(`cell ${keyOf(entry)}: stopped before it finished (it runs again on resume)`);
+        return;
+      }
       state.cells[keyOf(entry)] = record;
       state.order.push(entry);
       writeState(opts.out, state);
