@@ -397,7 +397,9 @@ export async function runBench(suite: Suite, given: BenchOptions): Promise<Bench
       if (record.status === "failed" && opts.signal?.aborted) {
         // A terminal's Ctrl-C reaches the bench's own git processes too: a cell that failed while
         // the bench was stopping may have failed because of it. Not its record: it runs again.
-        opts.onLine?.(`cell ${keyOf(entry)}: stopped before it finished (it runs again on resume)`);
+        opts.onLine?.(
+          `cell ${keyOf(entry)}: stopped before it finished (it runs again on resume): ${record.error?.split("\n")[0]}`,
+        );
         return;
       }
       state.cells[keyOf(entry)] = record;
