@@ -14,6 +14,10 @@
  *   `paretoFront`, and `frontOf` (the front status shows).
  * - The advisor (docs/advisor.md): `RunOptions.advisor` takes your own `Agent`; `parseAdvice`
  *   reads an answer, `adviceDue` says when a run would ask, `revisitOf` finds a revisit.
+ * - Measuring research itself (docs/learning.md): the bench (`loadSuite`, `runBench`,
+ *   `benchSummary`, `writeBenchReport`: what `autolab bench` calls), the curriculum
+ *   (`nextProgram`), the trajectory export (`exportTrajectories`: what `autolab export --format
+ *   trajectories…` writes), and rubric grading (`parseRubric`, `gradeAnswer`).
  */
 
 export { createRun, type RunOptions, type RunOutcome } from "./app/create-run.ts";
@@ -27,6 +31,14 @@ export {
   type VerifyResult,
 } from "./app/finalize.ts";
 export { type FrontPointJson, frontOf, type StatusFront } from "./app/front.ts";
+export {
+  type ChatMessage,
+  type DpoRecord,
+  exportTrajectories,
+  TRAJECTORY_FORMATS,
+  type TrajectoryFormat,
+  type TrajectoryRecord,
+} from "./app/trajectories.ts";
 export { type TreeJson, type TreeNodeJson, treeOf } from "./app/tree.ts";
 export { adviceDue, type ParsedAdvice, parseAdvice, revisitOf } from "./core/advisor.ts";
 export { AutolabError, isAutolabError } from "./core/errors.ts";
@@ -79,9 +91,49 @@ export type {
   TrialSpec,
   TrialStatus,
 } from "./core/types.ts";
+export {
+  type BenchOptions,
+  type BenchRun,
+  type CellKey,
+  type CellRecord,
+  type OrderEntry,
+  runBench,
+  STATE_FILE as BENCH_STATE_FILE,
+} from "./learn/bench.ts";
+export {
+  type BenchSummary,
+  benchSummary,
+  renderBenchMarkdown,
+  writeBenchReport,
+} from "./learn/bench-report.ts";
+export type { CellOutcome, Interval, LayerVerdict } from "./learn/bench-stats.ts";
+export {
+  type CurriculumChoice,
+  type CurriculumOptions,
+  nextProgram,
+  type ProgramRecord,
+} from "./learn/curriculum.ts";
+export {
+  type Layer,
+  loadSuite,
+  type Split,
+  type Suite,
+  type SuiteConfiguration,
+  type SuiteProgram,
+} from "./learn/suite.ts";
 export { knowledgePath, openKnowledgeStore } from "./ledger/knowledge-store.ts";
 export { SqliteLedger } from "./ledger/sqlite-ledger.ts";
 export { loadProgram, parseProgram } from "./program/index.ts";
+export {
+  type AskJudge,
+  type GradeReport,
+  gradeAnswer,
+  type JudgeAnswer,
+  type JudgeReply,
+  type JudgeSpec,
+  type RubricEvaluation,
+} from "./rubric/grade.ts";
+export { parseRubric, type Rubric, type RubricCriterion, type RubricLevel } from "./rubric/rubric.ts";
 export { LocalExecutor } from "./runner/local-executor.ts";
 export { type AcceptanceRule, createJudge, judgeFor } from "./trust/acceptance.ts";
 export { createObjectivesJudge, type FrontPoint, paretoFront } from "./trust/objectives-judge.ts";

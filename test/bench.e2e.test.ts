@@ -9,7 +9,7 @@ import { benchSummary, writeBenchReport } from "../src/learn/bench-report.ts";
 import { loadSuite } from "../src/learn/suite.ts";
 import { loadProgram } from "../src/program/index.ts";
 import { knobProject } from "./helpers/knob-project.ts";
-import { spawnCli } from "./helpers/toy-project.ts";
+import { spawnCli, stackLines } from "./helpers/toy-project.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
 
 const setX = (x: number) => ({ hypothesis: `X = ${x}`, edits: { "value.mjs": `export const X = ${x};\n` } });
@@ -56,6 +56,53 @@ remeasure: ${remeasure}
     expect(raw.cells[0]?.remeasured).toBeUndefined();
     expect(raw.cells[0]?.baseline).toBeCloseTo(5 + noise(1), 9);
   });
+
+  it("a time budget: each cell stops at the time, its curve counts trials, the report says so", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: knob }
+configurations:
+  greedy: { acceptance: greedy, agent: builtin }
+budget: { time: 3s }
+seeds: [1]
+remeasure: 0
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    expect(suite.budget).toEqual({ timeMs: 3000 });
+    const run = await runBench(suite, { out: join(work, "out") });
+    expect(run.unit).toBe("trials");
+    const [c] = run.cells;
+    expect(c?.status).toBe("ok");
+    // The run stopped because its time was spent (nothing else bounds it: no experiment or trial cap).
+    expect(c?.stoppedBecause).toMatch(/^reached --max-time 3s/);
+    expect(c?.experiments).toBeGreaterThan(0);
+    // x is trials spent: each experiment's point moves by its trials, the last at the cell's total
+    // less the baseline's.
+    const xs = (c?.curve ?? []).map(([x]) => x);
+    expect(xs[0]).toBe(0);
+    for (let i = 1; i < xs.length; i++) expect(xs[i]).toBeGreaterThan(xs[i - 1] as number);
+    const ledger = new SqliteLedger(join(work, "out", c?.dir ?? "", ".autolab", "lab.db"));
+    try {
+      const [r] = ledger.listRuns();
+      const exps = ledger.listExperiments(r?.id ?? 0);
+      const baselineTrials = exps.find((e) => e.n === 0)?.trials.length ?? 0;
+      expect(xs.at(-1)).toBe((c?.trials ?? 0) - baselineTrials);
+    } finally {
+      ledger.close();
+    }
+    const s = benchSummary(suite, run);
+    expect(s.unit).toBe("trials");
+    writeBenchReport(s, join(work, "out", "report"));
+    const md = readFileSync(join(work, "out", "report", "report.md"), "utf8");
+    expect(md).toContain("Budget per configuration per program and seed: 3 s;");
+    expect(md).toMatch(/x axis: trials spent/);
+    const svg = readFileSync(join(work, "out", "report", "curves-held-out.svg"), "utf8");
+    expect(svg).toContain(">trials</text>");
+  }, 120_000);
 
   it("the better researcher ships, an equal one does not, a crashing variant is an outcome", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
@@ -236,6 +283,119 @@ layers: ["org vs single"]
     expect(r.stderr).toMatch(/fix: Point path at a program's directory/);
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
+
+  it("a cell that fails once the bench is stopping is not recorded: it runs again on resume", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = valueProject();
+    writeFileSync(
+      join(work, "crashing.md"),
+      readFileSync(join(p, "program.md"), "utf8").replace(
+        "command: node run.mjs",
+        "command: node missing.mjs",
+      ),
+    );
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: p }
+configurations:
+  good: { agent: good, acceptance: greedy }
+  crashing: { agent: good, program_md: crashing.md }
+budget: { experiments: 1 }
+seeds: [1]
+remeasure: 0
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    const out = join(work, "out");
+    // A terminal's Ctrl-C reaches the bench's git processes too: a cell running then can fail
+    // because of the stop, not because of its configuration. Here the stop comes as the crashing
+    // cell starts: its failure cannot be told from one the stop caused, so it is not the cell's record.
+    const stop = new AbortController();
+    const lines: string[] = [];
+    const first = await runBench(suite, {
+      out,
+      agents: AGENTS,
+      signal: stop.signal,
+      onLine: (l) => {
+        lines.push(l);
+        if (l.startsWith("cell crashing/p/1: started")) stop.abort();
+      },
+    });
+    expect(first.cells.map((c) => c.config)).toEqual(["good"]);
+    expect(lines.at(-1)).toMatch(
+      /^cell crashing\/p\/1: stopped before it finished \(it runs again on resume\): .*baseline/,
+    );
+    const state = JSON.parse(readFileSync(join(out, STATE_FILE), "utf8")) as {
+      cells: Record<string, unknown>;
+    };
+    expect(Object.keys(state.cells)).toEqual(["good/p/1"]);
+    // Resumed without a stop, the cell runs again and its own failure is recorded.
+    const second = await runBench(suite, { out, agents: AGENTS });
+    expect(second.ranNow).toBe(1);
+    expect(second.cells.map((c) => [c.config, c.status])).toEqual([
+      ["good", "ok"],
+      ["crashing", "failed"],
+    ]);
+  }, 120_000);
+
+  it("Ctrl-C during the CLI: the running cell finishes and is kept, exit 130 without a stack; run again, the rest", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    // Trials that take a moment, so the first cell is still running when the signal comes.
+    writeFileSync(
+      join(p, "run.mjs"),
+      `import { X } from "./value.mjs";\nawait new Promise((r) => setTimeout(r, 400));\nconsole.log("score: " + (X - 2) ** 2);\n`,
+    );
+    git(p, "commit", "-qam", "slower");
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: p }
+configurations:
+  a: { acceptance: greedy, agent: builtin }
+  b: { acceptance: greedy, agent: builtin }
+budget: { experiments: 2 }
+seeds: [1]
+remeasure: 1
+layers: ["b vs a"]
+`,
+    );
+    const out = join(work, "out");
+    // --out relative to the working directory (every cell failed with one before: cloned twice as deep).
+    const first = spawnCli(["bench", "suite.yaml", "--out", "out"], { cwd: work, timeoutMs: 120_000 });
+    await first.waitFor(/cell a\/p\/1: started/, 60_000);
+    first.child.kill("SIGINT");
+    const r = await first.done;
+    expect(r.stderr).toContain("bench: stopping after the running cells");
+    expect(stackLines(r.stderr)).toEqual([]);
+    expect(r.stderr).not.toMatch(/internal error/);
+    // The cell that was running finished, whole, and was recorded; none started after the signal.
+    expect(r.stderr).toMatch(/cell a\/p\/1: [+-]\d/);
+    expect(r.stderr).not.toContain("cell b/p/1: started");
+    expect(r.code).toBe(130);
+    expect(r.stdout).toContain("incomplete: run the bench again to finish it");
+    const state = JSON.parse(readFileSync(join(out, STATE_FILE), "utf8")) as {
+      cells: Record<string, { status: string; experiments: number; remeasured?: unknown }>;
+    };
+    expect(Object.keys(state.cells)).toEqual(["a/p/1"]);
+    expect(state.cells["a/p/1"]).toMatchObject({ status: "ok", experiments: 2, remeasured: { trials: 1 } });
+
+    const second = await spawnCli(["bench", "suite.yaml", "--out", "out", "--json"], {
+      cwd: work,
+      timeoutMs: 120_000,
+    }).done;
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr.split("\n").filter((l) => / started /.test(l))).toEqual([
+      "cell b/p/1: started (grid)",
+    ]);
+    const summary = JSON.parse(second.stdout) as { complete: boolean; cells: { status: string }[] };
+    expect(summary.complete).toBe(true);
+    expect(summary.cells.map((c) => c.status)).toEqual(["ok", "ok"]);
+    const md = readFileSync(join(out, "report", "report.md"), "utf8");
+    expect(md).toContain("b vs a on held-out programs:");
+    expect(md).not.toContain("incomplete");
+  }, 240_000);
 
   it("a bench killed mid-way resumes where it stopped", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));

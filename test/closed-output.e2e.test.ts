@@ -4,13 +4,14 @@
  * in flight recorded as interrupted, the lock released — and the next `run` resumes.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 import { type FixtureExperiment, writeRun } from "./helpers/notebook-fixture.ts";
 import {
   CLI_MAIN,
+  commitAll,
   createToyProject,
   GIT_ENV,
   readLedger,
@@ -88,15 +89,71 @@ describe("a closed stdout", () => {
     return t;
   }
 
-  it.each([["log"], ["log", "--json"], ["export", "-f", "jsonl"], ["export"]].map((a) => [a.join(" "), a]))(
-    "autolab %s | head -3: exit 0, nothing on stderr",
-    async (_name, args) => {
-      const t = bigLab();
-      const r = await pipeThroughHead(t.dir, args, 3);
-      expect(r.head.split("\n")).toHaveLength(4);
+  it.each(
+    [["log"], ["log", "--json"], ["export", "-f", "jsonl"], ["export"], ["export", "-f", "trajectories"]].map(
+      (a) => [a.join(" "), a],
+    ),
+  )("autolab %s | head -3: exit 0, nothing on stderr", async (_name, args) => {
+    const t = bigLab();
+    const r = await pipeThroughHead(t.dir, args, 3);
+    expect(r.head.split("\n")).toHaveLength(4);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+  });
+
+  /**
+   * SFT and DPO records need a diff that git can show: every proposal is the same real commit on
+   * the base, half of them kept (a chat each), half lost (a pair each). Far more than a pipe buffers.
+   */
+  function diffLab(): ToyProject {
+    const t = toy();
+    const base = t.git(["rev-parse", "HEAD"]).trim();
+    writeFileSync(join(t.dir, "train.mjs"), `${readFileSync(join(t.dir, "train.mjs"), "utf8")}// a change\n`);
+    commitAll(t.dir, "a change");
+    const change = t.git(["rev-parse", "HEAD"]).trim();
+    t.git(["reset", "-q", "--hard", base]);
+    const ledger = new SqliteLedger(join(t.dir, ".autolab", "lab.db"));
+    try {
+      writeRun(
+        ledger,
+        {
+          tag: "big",
+          programPath: join(t.dir, "program.md"),
+          baseCommit: base,
+          experiments: Array.from(
+            { length: 300 },
+            (_, n): FixtureExperiment => ({
+              action: n === 0 || n % 2 === 1 ? "keep" : "discard",
+              metric: 3 - n / 10_000,
+              commit: n === 0 ? base : change,
+              parent: base,
+              hypothesis: `LEARNING_RATE step ${n}: a longer hypothesis so every record is wide enough`,
+            }),
+          ),
+        },
+        { bulk: true },
+      );
+    } finally {
+      ledger.close();
+    }
+    return t;
+  }
+
+  it.each([["trajectories-sft"], ["trajectories-dpo"]])(
+    "autolab export -f %s | head -1: exit 0, nothing on stderr",
+    async (format) => {
+      const t = diffLab();
+      // Whole, the export is far more than a pipe holds: head leaves while autolab still writes.
+      const whole = await runCli(["export", "-f", format], { cwd: t.dir, timeoutMs: 120_000 });
+      expect(whole.code, whole.stderr).toBe(0);
+      expect(whole.stdout.length).toBeGreaterThan(256 * 1024);
+      const r = await pipeThroughHead(t.dir, ["export", "-f", format], 1);
+      expect(r.head.split("\n")).toHaveLength(2);
+      expect(JSON.parse(r.head.split("\n")[0] as string)).toBeTruthy();
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
     },
+    240_000,
   );
 
   it("with stderr in the same pipe (2>&1 | head -1): still exit 0", async () => {

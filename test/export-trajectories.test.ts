@@ -7,14 +7,15 @@
  * parent; and the holdout's value is nowhere in the bytes of any format, even where a researcher's
  * text and transcript try to carry it.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createScriptedAgent, type ScriptedStep } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
 import type { TrajectoryRecord } from "../src/app/trajectories.ts";
 import type { Agent } from "../src/core/types.ts";
+import { dropSchemas, freshSchemaUrl, PG_SKIP, PG_SKIP_REASON } from "./helpers/pg.ts";
 import { REPO_ROOT, runCli, TOY_HOLDOUT, toysOfFile } from "./helpers/toy-project.ts";
 
 const { toy } = toysOfFile();
@@ -88,11 +89,12 @@ function expectNoHoldoutValue(bytes: string): void {
   expect(bytes).not.toMatch(/secret_holdout\W{0,4}[-+]?\d/);
 }
 
-describe("autolab export --format trajectories", () => {
-  const contexts = new Map<number, string>();
-  let dir = "";
-  const out: Record<string, string> = {};
+/** The SQLite run's researcher contexts, project and exports (the PostgreSQL tests compare with them). */
+const contexts = new Map<number, string>();
+let dir = "";
+const out: Record<string, string> = {};
 
+describe("autolab export --format trajectories", () => {
   beforeAll(async () => {
     const t = toy({ evaluate: true, plan: ["ok", "ok", "ok", "crash"] });
     dir = t.dir;
@@ -283,3 +285,91 @@ describe("autolab export --format trajectories", () => {
     expect(r.stderr).not.toMatch(/^\s{4}at /m);
   });
 });
+
+describe.skipIf(PG_SKIP)(
+  `autolab export --format trajectories from a PostgreSQL notebook (${PG_SKIP ? PG_SKIP_REASON : "PostgreSQL"})`,
+  () => {
+    // The same researcher on the same project, its notebook on PostgreSQL (AUTOLAB_DB, as
+    // `autolab run --db` sets it): the export reads the same records through the same ledger seam.
+    const pgContexts = new Map<number, string>();
+    const pgOut: Record<string, string> = {};
+    let pgDir = "";
+
+    beforeAll(async () => {
+      const url = freshSchemaUrl("traj");
+      const t = toy({ evaluate: true, plan: ["ok", "ok", "ok", "crash"] });
+      pgDir = t.dir;
+      const before = process.env.AUTOLAB_DB;
+      process.env.AUTOLAB_DB = url;
+      try {
+        const outcome = await createRun({
+          program: pgDir,
+          tag: "t",
+          maxExperiments: 4,
+          agent: recordingAgent(pgContexts),
+          priorWork: false,
+        });
+        outcome.lab.ledger.close();
+      } finally {
+        if (before === undefined) delete process.env.AUTOLAB_DB;
+        else process.env.AUTOLAB_DB = before;
+      }
+      expect(existsSync(join(pgDir, ".autolab", "lab.db"))).toBe(false);
+      for (const f of ["trajectories", "trajectories-sft", "trajectories-dpo"]) {
+        const r = await runCli(["export", "--format", f], { cwd: pgDir, env: { AUTOLAB_DB: url } });
+        expect(r.stderr).toBe("");
+        expect(r.code).toBe(0);
+        pgOut[f] = r.stdout;
+      }
+    }, 120_000);
+    afterAll(dropSchemas);
+
+    /** What may differ between two runs of the same steps: commit ids, paths, clocks, timings. */
+    const stable = (text: string, dir: string) =>
+      text
+        .replaceAll(dir, "<project>")
+        .replace(/\b[0-9a-f]{40}\b/g, "<sha>")
+        .replace(/\b[0-9a-f]{7,12}\b/g, "<short>");
+
+    it("gives the records SQLite gives: same shape, same proposals, outcomes, rewards and contexts", () => {
+      const pg = lines<TrajectoryRecord>(pgOut.trajectories as string);
+      const lite = lines<TrajectoryRecord>(out.trajectories as string);
+      expect(pg.map((r) => r.n)).toEqual([1, 2, 3, 4]);
+      expect(pg.map(shapeOf)).toEqual(lite.map(shapeOf));
+      const gist = (r: TrajectoryRecord, d: string) => ({
+        n: r.n,
+        parent: r.parent,
+        agent: r.agent,
+        context: { source: r.context.source, text: stable(r.context.text ?? "", d) },
+        proposal: r.proposal,
+        output: r.output?.text,
+        diff: { ...r.diff, text: stable(r.diff.text ?? "", d) },
+        decision: r.outcome.decision,
+        metric: r.outcome.metric,
+        parentMetric: r.outcome.parentMetric,
+        statuses: r.outcome.trials.map((t) => t.status),
+        reward: r.reward,
+        ranClean: r.labels.ranClean,
+        mechanismConfirmed: r.labels.mechanismConfirmed,
+      });
+      expect(pg.map((r) => gist(r, pgDir))).toEqual(lite.map((r) => gist(r, dir)));
+      // The recorded context is the text that run's researcher was given.
+      for (const r of pg) expect(r.context.text).toBe(pgContexts.get(r.n));
+    });
+
+    it("SFT and DPO: the same chats and pairs", () => {
+      for (const f of ["trajectories-sft", "trajectories-dpo"]) {
+        const pg = stable(pgOut[f] as string, pgDir);
+        expect(pg.split("\n").filter(Boolean).length, f).toBe(2);
+        expect(pg, f).toBe(stable(out[f] as string, dir));
+      }
+    });
+
+    it("never carries the holdout's value, in any format", () => {
+      for (const f of ["trajectories", "trajectories-sft", "trajectories-dpo"]) {
+        expect((pgOut[f] as string).length, f).toBeGreaterThan(100);
+        expectNoHoldoutValue(pgOut[f] as string);
+      }
+    });
+  },
+);

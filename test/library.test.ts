@@ -44,6 +44,16 @@ describe("autolab as a library", () => {
       "createObjectivesJudge",
       "paretoFront",
       "frontOf",
+      // Measuring research itself (docs/learning.md).
+      "loadSuite",
+      "runBench",
+      "benchSummary",
+      "writeBenchReport",
+      "renderBenchMarkdown",
+      "nextProgram",
+      "exportTrajectories",
+      "parseRubric",
+      "gradeAnswer",
     ])
       expect(typeof (autolab as Record<string, unknown>)[name], name).toBe("function");
   });
@@ -72,7 +82,40 @@ describe("autolab as a library", () => {
     }
   });
 
-  it("the embedding example runs the loop with its own researcher and executor", () => {
+  it("grades with a rubric and picks the curriculum's next program through the public surface", async () => {
+    const rubric = autolab.parseRubric(
+      "Grade the note.\n\n## question\nThe note states its question.\n- 0: none\n- 1: vague\n- 2: precise\n",
+      "rubric.md",
+    );
+    expect(rubric.criteria.map((c) => c.id)).toEqual(["question"]);
+    expect(() => autolab.parseRubric("## question\nwieght: 2\n", "rubric.md")).toThrow(
+      /did you mean "weight"/,
+    );
+    const ev: autolab.RubricEvaluation = {
+      rubricFile: "rubric.md",
+      rubric,
+      grade: ["note.md"],
+      judges: [{ name: "j", provider: "openai-compatible", baseUrl: "http://127.0.0.1:9/v1", model: "m" }],
+      panel: "all",
+      canaryMax: 30,
+      canaryEvery: 1,
+      judgeTimeoutMs: 1000,
+      disagreement: 0.5,
+    };
+    const report = await autolab.gradeAnswer(ev, "What does X do to Y?", {
+      seedIndex: 0,
+      ask: async () => '{"level": 2, "reason": "a precise question"}',
+    });
+    expect(report.status).toBe("ok");
+    expect(report.metrics.rubric_score).toBe(100);
+    const choice = autolab.nextProgram([
+      { name: "easy", runs: 10, successes: 10 },
+      { name: "frontier", runs: 10, successes: 5 },
+    ]);
+    expect(choice?.name).toBe("frontier");
+  });
+
+  it("the embedding example runs the loop with its own researcher and executor", async () => {
     const dir = tempDir("autolab-library-");
     writeFileSync(join(dir, "program.md"), PROGRAM);
     writeFileSync(
@@ -109,5 +152,23 @@ describe("autolab as a library", () => {
     } finally {
       ledger.close();
     }
+
+    // The run's trajectories, as `autolab export --format trajectories` writes them.
+    const records: { schema: string; n: number; proposal: { hypothesis: string } }[] = [];
+    for await (const line of autolab.exportTrajectories({ program: dir })) records.push(JSON.parse(line));
+    expect(records.map((r) => [r.schema, r.n, r.proposal.hypothesis])).toEqual([
+      ["autolab.trajectory/1", 1, "STEP 1.6 → 0.8"],
+      ["autolab.trajectory/1", 2, "STEP 0.8 → 0.4"],
+      ["autolab.trajectory/1", 3, "STEP 0.4 → 0.2"],
+    ]);
+    // Left early, it closes the notebook (a second export still reads it).
+    for await (const _ of autolab.exportTrajectories({ program: dir, format: "trajectories-sft" })) break;
+    const chats: string[] = [];
+    for await (const line of autolab.exportTrajectories({ program: dir, format: "trajectories-sft" }))
+      chats.push(line);
+    expect(chats).toHaveLength(3);
+    await expect(autolab.exportTrajectories({ program: dir, tag: "nope" }).next()).rejects.toMatchObject({
+      code: "RUN_NOT_FOUND",
+    });
   });
 });

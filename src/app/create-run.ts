@@ -167,6 +167,7 @@ export async function openRunSession(
   // nothing for `git add -A`).
   const file = programPath(opts.program);
   const loaded = loadProgram(file);
+  if (opts.fleet !== undefined) refuseRubricOnFleet(loaded, "--fleet");
   const repo = await findRepo(dirname(loaded.path));
   await ensureExcluded(repo.root);
   if (opts.tag !== undefined && !TAG.test(opts.tag)) {
@@ -360,6 +361,21 @@ export async function openRunSession(
     await fleet?.close();
     throw err;
   }
+}
+
+/**
+ * A rubric-graded program (program.md `run.evaluate: { rubric: … }`) cannot run its trials on
+ * the worker fleet: the judges are called by the harness of `autolab run` on the trial's files,
+ * and a worker sends back the trial's result and its log tails, not its files. Refused at load,
+ * before any trial (program.md's own `executor.fleet` is refused by its validation).
+ */
+export function refuseRubricOnFleet(program: Program, where: string, label = program.path): void {
+  if (!program.run.rubric) return;
+  throw new AutolabError(
+    "FLEET_OPTIONS_INVALID",
+    `${label}: run.evaluate grades each trial with a rubric (${program.run.rubric.rubricFile}), which the worker fleet (${where}) does not do: the judges are called by autolab on this machine, and the graded files (${program.run.rubric.grade.join(", ")}) stay on the worker.`,
+    `Run it without ${where} (its trials run here, or as Slurm jobs with program.md's executor.slurm), or evaluate it with a command that prints the metric instead of a rubric to run it on the fleet.`,
+  );
 }
 
 /**

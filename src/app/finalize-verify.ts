@@ -17,6 +17,7 @@ import { runSetup, setupFilesOf } from "../core/setup.ts";
 import { mean } from "../core/stats.ts";
 import { graderFor, pristineForTrial } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
+import { FleetExecutor } from "../fleet/fleet-executor.ts";
 import { fitNoise } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
 import type { GitWorkspace } from "../workspace/git-workspace.ts";
@@ -153,12 +154,15 @@ export async function remeasure(o: {
   commits: string[];
   seeds: number[];
   executor?: Executor;
+  /** The run's trials ran on this worker fleet: so do these (the same machines, not this one). */
+  fleet?: string;
 }): Promise<Map<string, number[]>> {
   const session = await openRunSession({
     program: o.program,
     tag: o.tag,
     agent: NO_AGENT,
     ...(o.executor ? { executor: o.executor } : {}),
+    ...(o.fleet ? { fleet: o.fleet } : {}),
   });
   try {
     const ws = await session.workspace.openWorker("remeasure");
@@ -186,6 +190,8 @@ export async function remeasure(o: {
   } finally {
     session.release();
     session.lab.ledger.close();
+    // Its connections and pg-boss's timers would keep the process alive.
+    if (session.deps.executor instanceof FleetExecutor) await session.deps.executor.close();
   }
 }
 

@@ -8,14 +8,17 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, HookRunRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import { isFullBudget, valuesAt } from "../core/trial-values.ts";
 import type { Program, TrialResult, TrialStatus } from "../core/types.ts";
 import { buildContext, holdoutNames, redactHoldoutsDeep } from "../core/views.ts";
+import { loadProgram } from "../program/index.ts";
 import { fitNoise, sigmaOf } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
+import { openLedger, selectRun } from "./lab.ts";
 
 export const TRAJECTORY_SCHEMA = "autolab.trajectory/1";
 /** Formats of `autolab export` this module writes. */
@@ -492,4 +495,36 @@ export async function trajectoryJsonl(format: TrajectoryFormat, input: Trajector
   let text = "";
   for await (const line of trajectoryLines(format, input)) text += `${line}\n`;
   return text;
+}
+
+/**
+ * The lines `autolab export --format <format>` writes (default `trajectories`), one JSON object
+ * each, from the notebook of `program` (program.md or its directory; default: the working
+ * directory's) — SQLite or PostgreSQL, found as the CLI finds it — for the run `tag` (default the
+ * newest). The notebook stays open while the lines are read and is closed when the generator
+ * ends (or is left early: `break`, `return()`). NO_NOTEBOOK / RUN_NOT_FOUND as the CLI says them.
+ */
+export async function* exportTrajectories(
+  opts: { program?: string; tag?: string; format?: TrajectoryFormat } = {},
+): AsyncGenerator<string> {
+  const format = opts.format ?? "trajectories";
+  if (!(TRAJECTORY_FORMATS as readonly string[]).includes(format))
+    throw new AutolabError(
+      "BAD_FORMAT",
+      `unknown trajectory format "${format}".`,
+      `Use ${TRAJECTORY_FORMATS.join(", ")}.`,
+    );
+  const { ledger, stateDir } = openLedger(opts.program);
+  try {
+    const run = selectRun(ledger, opts.tag);
+    let program: Program | undefined;
+    try {
+      program = loadProgram(run.programPath);
+    } catch {
+      program = undefined; // program.md no longer parses: contexts are not rebuilt (docs/learning.md)
+    }
+    yield* trajectoryLines(format, { run, exps: ledger.listExperiments(run.id), program, stateDir, ledger });
+  } finally {
+    ledger.close();
+  }
 }

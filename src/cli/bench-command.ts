@@ -16,12 +16,19 @@ export async function benchCommand(suitePath: string, flags: BenchFlags): Promis
   const suite = loadSuite(suitePath);
   const out =
     flags.out ?? join(dirname(suite.file), ".autolab", "bench", basename(suite.file, extname(suite.file)));
+  // Ctrl-C (or SIGTERM) once: no new cell starts, the running ones finish and are recorded (a cell
+  // cut short would not have had its budget). Twice: leave at once — the running cells start again
+  // from fresh clones on the next invocation. Exit 130 either way when cells are left.
   const controller = new AbortController();
   const stop = () => {
-    process.stderr.write("bench: stopping after the running cells (run it again to resume)\n");
+    if (controller.signal.aborted) process.exit(130);
+    process.stderr.write(
+      "bench: stopping after the running cells (run it again to resume; Ctrl-C again to quit now)\n",
+    );
     controller.abort();
   };
-  process.once("SIGINT", stop);
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
   try {
     const run = await runBench(suite, {
       out,
@@ -32,6 +39,7 @@ export async function benchCommand(suitePath: string, flags: BenchFlags): Promis
     });
     const summary = benchSummary(suite, run);
     const files = writeBenchReport(summary, join(out, "report"));
+    if (controller.signal.aborted && !summary.complete) process.exitCode = 130;
     if (flags.json) {
       process.stdout.write(`${JSON.stringify(summary)}\n`);
       return;
@@ -48,5 +56,6 @@ export async function benchCommand(suitePath: string, flags: BenchFlags): Promis
     process.stdout.write(`${safeText(lines.join("\n"))}\n`);
   } finally {
     process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
   }
 }

@@ -8,12 +8,7 @@ import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
-import {
-  TRAJECTORY_FORMATS,
-  type TrajectoryFormat,
-  type TrajectoryInput,
-  trajectoryLines,
-} from "../app/trajectories.ts";
+import { exportTrajectories, TRAJECTORY_FORMATS, type TrajectoryFormat } from "../app/trajectories.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
@@ -488,21 +483,15 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
     );
   }
   if ((TRAJECTORY_FORMATS as readonly string[]).includes(format)) {
-    // Open while the lines stream: each proposal's context is read when its record is made.
-    const { ledger, stateDir } = openLedger(flags.program);
-    try {
-      const run = selectRun(ledger, flags.tag);
-      const input: TrajectoryInput = {
-        run,
-        exps: ledger.listExperiments(run.id),
-        program: programOf(run),
-        stateDir,
-        ledger,
-      };
-      return await writeLines(trajectoryLines(format as TrajectoryFormat, input), flags.out);
-    } finally {
-      ledger.close();
-    }
+    // The notebook stays open while the lines stream: each proposal's context is read when its record is made.
+    return await writeLines(
+      exportTrajectories({
+        format: format as TrajectoryFormat,
+        ...(flags.program !== undefined ? { program: flags.program } : {}),
+        ...(flags.tag !== undefined ? { tag: flags.tag } : {}),
+      }),
+      flags.out,
+    );
   }
   const text = withRun(flags, (run, exps, holdout) =>
     format === "results-tsv"
@@ -521,7 +510,16 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
  * a large export is never one string.
  */
 async function writeLines(lines: AsyncIterable<string>, out: string | undefined): Promise<void> {
-  const fd = out ? openSync(out, "w") : undefined;
+  const it = lines[Symbol.asyncIterator]();
+  // The first line (or the source's error: no notebook, no such run) before the file is made.
+  let next = await it.next();
+  let fd: number | undefined;
+  try {
+    fd = out ? openSync(out, "w") : undefined;
+  } catch (err) {
+    await it.return?.();
+    throw err;
+  }
   // A reader that stops early (`| head`) is a normal end: stop making lines.
   let stopGone: () => void = () => {};
   const gone = new Promise<void>((resolve) => {
@@ -534,13 +532,15 @@ async function writeLines(lines: AsyncIterable<string>, out: string | undefined)
     closed = true;
   });
   try {
-    for await (const line of lines) {
+    for (; !next.done; next = await it.next()) {
       if (closed) break;
-      const text = `${safeJson(line)}\n`;
+      const text = `${safeJson(next.value)}\n`;
       if (fd !== undefined) writeSync(fd, text);
       else if (!process.stdout.write(text)) await Promise.race([once(process.stdout, "drain"), gone]);
     }
   } finally {
+    // Left early (a closed reader, an error): the source closes what it holds (the notebook).
+    if (!next.done) await it.return?.();
     stopGone();
     if (fd !== undefined) closeSync(fd);
   }

@@ -132,7 +132,8 @@ export const ERROR_CODES = {
   FLEET_OPTIONS_INVALID: {
     kind: "usage",
     http: 400,
-    meaning: "`autolab worker` or `run --fleet` got slots, GPUs or a name that cannot work",
+    meaning:
+      "`autolab worker`, `run --fleet` or `bench --fleet` got slots, GPUs or a name that cannot work, or a rubric-graded program (the fleet does not grade)",
   },
   FLEET_UNREACHABLE: {
     kind: "user",

@@ -175,7 +175,17 @@ export function renderBenchMarkdown(s: BenchSummary): string {
     lines.push(
       `| ${cell(r.config)} | ${r.split} | ${pct(r.interval.mean)} | [${pct(r.interval.lo)}, ${pct(r.interval.hi)}] | ${r.interval.programs} | ${r.interval.cells} |`,
     );
-  lines.push("", "## Best so far vs compute", "");
+  lines.push(
+    "",
+    "## Best so far vs compute",
+    "",
+    s.unit === "experiments"
+      ? "x axis: experiments (the budget counts experiments); y: the mean best-so-far improvement (%)."
+      : s.budget.trials === undefined
+        ? `x axis: trials spent (the budget is time, ${s.budget.timeMs === undefined ? "" : `${s.budget.timeMs / 1000} s, `}counted on the curves in the trials each cell ran within it); y: the mean best-so-far improvement (%).`
+        : "x axis: trials spent (the budget counts trials); y: the mean best-so-far improvement (%).",
+    "",
+  );
   for (const split of ["tuning", "held-out"] as const)
     if (Object.keys(s.curves[split]).length) lines.push(`![${split}](curves-${split}.svg)`, "");
   if (s.curriculum.length) {

@@ -11,9 +11,9 @@
  * is an outcome — recorded with its error and no improvement — never a crash of the bench.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { parseDocument } from "yaml";
-import { createRun } from "../app/create-run.ts";
+import { createRun, refuseRubricOnFleet } from "../app/create-run.ts";
 import { remeasure } from "../app/finalize-verify.ts";
 import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
@@ -207,6 +207,7 @@ async function remeasureCell(
   baseCommit: string,
   key: CellKey,
   n: number,
+  fleet: string | undefined,
 ): Promise<void> {
   const kept = [...experiments]
     .filter((e) => e.n > 0 && e.decision?.action === "keep")
@@ -219,6 +220,8 @@ async function remeasureCell(
     tag: "bench",
     commits: [baseCommit, bestCommit],
     seeds,
+    // On the fleet the run's trials ran on the workers: its re-measurement runs there too.
+    ...(fleet ? { fleet } : {}),
   });
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const b = values.get(baseCommit) ?? [];
@@ -260,13 +263,23 @@ async function runCell(
       ...(suite.budget.experiments !== undefined ? { maxExperiments: suite.budget.experiments } : {}),
       ...(suite.budget.trials !== undefined ? { maxTrials: suite.budget.trials } : {}),
       ...(suite.budget.timeMs !== undefined ? { maxTimeMs: suite.budget.timeMs } : {}),
-      ...(opts.fleet ? { fleet: opts.fleet } : {}),
+      // On a fleet a run takes as many slots as there are live workers' (`run --fleet`): a cell
+      // keeps its configuration's, or its result would depend on how many workers were up.
+      ...(opts.fleet ? { fleet: opts.fleet, slots: loadProgram(programFile).slots?.count ?? 1 } : {}),
     });
     const experiments = outcome.lab.ledger.listExperiments(outcome.run.id);
     outcome.lab.ledger.close();
     const result = cellResult(key, program, experiments, programFile, unit);
     if (suite.remeasure > 0 && result.status === "ok")
-      await remeasureCell(result, experiments, programFile, outcome.run.baseCommit, key, suite.remeasure);
+      await remeasureCell(
+        result,
+        experiments,
+        programFile,
+        outcome.run.baseCommit,
+        key,
+        suite.remeasure,
+        opts.fleet,
+      );
     return { ...result, stoppedBecause: outcome.stoppedBecause, dir: rel };
   } catch (err) {
     // The run failed as a whole (baseline failed, trials or researcher failing, a broken
@@ -287,10 +300,37 @@ async function runCell(
   }
 }
 
+/** Whether a program.md variant's run.evaluate names a rubric (read as text: a variant is loaded in its cell). */
+function rubricOf(file: string): boolean {
+  const split = splitFrontmatter(readFileSync(file, "utf8"));
+  if (!split.ok) return false;
+  const run = parseDocument(split.yaml).toJS() as { run?: { evaluate?: unknown } } | null;
+  const ev = run?.run?.evaluate;
+  return typeof ev === "object" && ev !== null && "rubric" in ev;
+}
+
 /** Runs (or resumes) every cell of the suite under `opts.out`. */
-export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchRun> {
+export async function runBench(suite: Suite, given: BenchOptions): Promise<BenchRun> {
+  // Cells are cloned from their parent directory: a relative --out would be taken twice.
+  const opts = { ...given, out: resolve(given.out) };
   // A program.md that does not parse is the suite's problem, not an outcome: say so before any cell.
-  for (const p of suite.programs) loadProgram(p.programFile);
+  const programs = suite.programs.map((p) => loadProgram(p.programFile));
+  // So is one the fleet cannot run (a rubric-graded program, a configuration's variant of one).
+  if (opts.fleet) {
+    for (const [i, p] of programs.entries())
+      refuseRubricOnFleet(
+        p,
+        "--fleet",
+        `${suite.file}: program ${JSON.stringify(suite.programs[i]?.name)} (${p.path})`,
+      );
+    for (const c of suite.configurations)
+      if (c.program_md !== undefined && rubricOf(c.program_md))
+        throw new AutolabError(
+          "FLEET_OPTIONS_INVALID",
+          `${suite.file}: configurations.${c.name}.program_md: the variant grades each trial with a rubric (run.evaluate.rubric), which the worker fleet (--fleet) does not do: the judges are called by autolab on this machine, and the graded files stay on the worker.`,
+          "Bench it without --fleet, or leave this configuration out of the suite.",
+        );
+  }
   // A misspelled researcher would fail every cell of its configuration: refuse it before any.
   for (const c of suite.configurations)
     if (
@@ -365,6 +405,14 @@ export async function runBench(suite: Suite, opts: BenchOptions): Promise<BenchR
       };
       const record = await (opts.gate ? opts.gate(cell) : cell());
       if (!record) return;
+      if (record.status === "failed" && opts.signal?.aborted) {
+        // A terminal's Ctrl-C reaches the bench's own git processes too: a cell that failed while
+        // the bench was stopping may have failed because of it. Not its record: it runs again.
+        opts.onLine?.(
+          `cell ${keyOf(entry)}: stopped before it finished (it runs again on resume): ${record.error?.split("\n")[0]}`,
+        );
+        return;
+      }
       state.cells[keyOf(entry)] = record;
       state.order.push(entry);
       writeState(opts.out, state);
