@@ -91,7 +91,7 @@ describe("autolab tournament", () => {
       await first.waitFor(/seed 1: started/, 120_000);
       first.child.kill("SIGINT");
       const stopped = await first.done;
-      expect(stopped.code).toBe(0);
+      expect(stopped.code).toBe(130);
       expect(stopped.stderr).toMatch(/tournament: stopping after the running cells/);
       expect(stopped.stdout).toMatch(/incomplete: run the tournament again to finish it/);
       expect(stopped.stderr).not.toMatch(/\n\s+at /);

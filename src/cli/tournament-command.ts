@@ -13,6 +13,7 @@ import {
 import { type Generation, tournamentSummary, writeTournamentReport } from "../learn/tournament-report.ts";
 import { standingLines } from "../learn/tournament-stats.ts";
 import { loadProgram } from "../program/index.ts";
+import { gracefulStop } from "./graceful-stop.ts";
 import { safeText } from "./safe-text.ts";
 
 export interface TournamentFlags {
@@ -66,12 +67,7 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
     : undefined;
   if (flags.evolve) await checkProgramClean(programFile);
   const out = flags.out ?? defaultTournamentDir(programFile);
-  const controller = new AbortController();
-  const stop = () => {
-    process.stderr.write("tournament: stopping after the running cells (run it again to resume)\n");
-    controller.abort();
-  };
-  process.once("SIGINT", stop);
+  const stop = gracefulStop("tournament");
   const budget =
     flags.experiments === undefined && flags.trials === undefined && flags.time === undefined
       ? { experiments: 10 }
@@ -90,7 +86,7 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
     ...(flags.agent ? { agent: flags.agent } : {}),
     ...(flags.parallel !== undefined ? { parallel: flags.parallel } : {}),
     ...(flags.fleet ? { fleet: flags.fleet } : {}),
-    signal: controller.signal,
+    signal: stop.signal,
     onLine: (line) => process.stderr.write(`${safeText(line, { oneLine: true })}\n`),
   };
   try {
@@ -108,6 +104,7 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
     } else result = await runTournament(opts);
     const summary = tournamentSummary(result, out, generations);
     const report = writeTournamentReport(summary, join(out, "report"));
+    if (stop.signal.aborted && !result.complete) process.exitCode = 130;
     if (flags.json) {
       process.stdout.write(`${JSON.stringify(summary)}\n`);
       return;
@@ -131,6 +128,6 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
     ];
     process.stdout.write(`${safeText(lines.join("\n"))}\n`);
   } finally {
-    process.off("SIGINT", stop);
+    stop.dispose();
   }
 }
