@@ -15,7 +15,10 @@
  * - The advisor (docs/advisor.md): `RunOptions.advisor` takes your own `Agent`; `parseAdvice`
  *   reads an answer, `adviceDue` says when a run would ask, `revisitOf` finds a revisit.
  * - Measuring research itself (docs/learning.md): the bench (`loadSuite`, `runBench`,
- *   `benchSummary`, `writeBenchReport`: what `autolab bench` calls), the curriculum
+ *   `benchSummary`, `writeBenchReport`: what `autolab bench` calls), tournaments between
+ *   versions of program.md's instructions (`incumbentOf`, `readVariant`, `runTournament`,
+ *   `rankVariants`, `writeTournamentReport`, and `evolve` with your own `AskWriter`: what `autolab
+ *   tournament [--evolve]` calls), the curriculum
  *   (`nextProgram`), the trajectory export (`exportTrajectories`: what `autolab export --format
  *   trajectories…` writes), and rubric grading (`parseRubric`, `gradeAnswer`).
  */
@@ -113,6 +116,7 @@ export {
   nextProgram,
   type ProgramRecord,
 } from "./learn/curriculum.ts";
+export { type AskWriter, type EvolveOptions, type EvolveResult, evolve } from "./learn/evolve.ts";
 export {
   type Layer,
   loadSuite,
@@ -121,6 +125,21 @@ export {
   type SuiteConfiguration,
   type SuiteProgram,
 } from "./learn/suite.ts";
+export {
+  incumbentOf,
+  readVariant,
+  runTournament,
+  type TournamentOptions,
+  type TournamentResult,
+  type Variant,
+} from "./learn/tournament.ts";
+export { tournamentSummary, writeTournamentReport } from "./learn/tournament-report.ts";
+export {
+  rankVariants,
+  type Standing,
+  type Standings,
+  type TournamentCell,
+} from "./learn/tournament-stats.ts";
 export { knowledgePath, openKnowledgeStore } from "./ledger/knowledge-store.ts";
 export { SqliteLedger } from "./ledger/sqlite-ledger.ts";
 export { loadProgram, parseProgram } from "./program/index.ts";
