@@ -109,6 +109,12 @@ describe("autolab tournament --evolve", () => {
     expect(noWriter.code).toBe(1);
     expect(noWriter.stderr).toMatch(/TOURNAMENT_WRITER_INVALID|needs an LLM to write the next variant/);
     expect(noWriter.stderr).not.toMatch(/\n\s+at /);
+    const { writeFileSync: write } = await import("node:fs");
+    write(join(project, "v.md"), "Try X = 3\n");
+    const unknown = await runCli(["tournament", "v.md", "--agent", "no-such"], { cwd });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no researcher named "no-such".*\n.*--agent one of/s);
+    expect(unknown.stderr).not.toMatch(/\n\s+at /);
     const none = await runCli(["tournament"], { cwd });
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/needs at least one variant/);

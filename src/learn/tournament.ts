@@ -19,6 +19,7 @@ import { parse as parseYaml } from "yaml";
 import { AutolabError } from "../core/errors.ts";
 import { splitFrontmatter } from "../program/frontmatter.ts";
 import { loadProgram } from "../program/index.ts";
+import { AGENT_BACKENDS } from "../program/schema.ts";
 import { git } from "../workspace/git.ts";
 import { type BenchOptions, type CellRecord, runBench } from "./bench.ts";
 import type { Suite } from "./suite.ts";
@@ -224,6 +225,16 @@ export async function runTournament(opts: TournamentOptions): Promise<Tournament
     throw new Error("runTournament: the first variant must be the incumbent");
   const remeasure = opts.remeasure ?? 3;
   const bootstrap = opts.bootstrap ?? { resamples: 2000, seed: 1 };
+  if (
+    opts.agent !== undefined &&
+    !opts.agents?.[opts.agent] &&
+    !(AGENT_BACKENDS as readonly string[]).includes(opts.agent)
+  )
+    throw new AutolabError(
+      "AGENT_UNKNOWN",
+      `no researcher named ${JSON.stringify(opts.agent)}`,
+      `Pass --agent one of ${AGENT_BACKENDS.join(", ")}, or leave it out to use program.md's agent:.`,
+    );
   const researcher = opts.agent ?? program.agent.backend;
   if (researcher === "builtin")
     opts.onLine?.(
