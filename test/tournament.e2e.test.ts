@@ -35,7 +35,10 @@ describe("autolab tournament", () => {
       parallel: 3, // the three variants' cells share three places
       onLine: (l: string) => lines.push(l),
     };
+    // An uncommitted edit is not in the cells (they clone the last commit): said, not silently used.
+    writeFileSync(join(project, "value.mjs"), "export const X = 1; // not committed\n");
     const r = await runTournament(opts);
+    expect(lines.join("\n")).toMatch(/warning: 1 uncommitted change \(value\.mjs\) is not in the cells/);
     expect(r.complete).toBe(true);
     expect(r.cells).toHaveLength(6);
     expect(r.standings.standings.map((s) => [s.variant, s.mean])).toEqual([
@@ -131,7 +134,7 @@ describe("autolab tournament", () => {
     }
   }, 300_000);
 
-  it("refuses a variant that changes the frontmatter, an empty one, a duplicate, a missing file", () => {
+  it("refuses a variant that changes the frontmatter, an empty one, a duplicate, a missing file; a project without git", async () => {
     const project = valueProject();
     const program = join(project, "program.md");
     const work = mkdtempSync(join(tmpdir(), "autolab-tournament-"));
@@ -160,5 +163,17 @@ describe("autolab tournament", () => {
     writeFileSync(join(work, "dup.md"), "Lower X.\n");
     expect(() => readVariant(program, join(work, "dup.md"), inc)).toThrow(/same instructions as incumbent/);
     expect(() => readVariant(program, join(work, "nope.md"), inc)).toThrow(/no variant file/);
+    // Not in a repository: the cells could not clone it.
+    const loose = mkdtempSync(join(tmpdir(), "autolab-tournament-loose-"));
+    writeFileSync(join(loose, "program.md"), text);
+    await expect(
+      runTournament({
+        program: join(loose, "program.md"),
+        variants: [incumbentOf(join(loose, "program.md"))],
+        seeds: [1],
+        budget: { experiments: 1 },
+        out: join(loose, "out"),
+      }),
+    ).rejects.toThrow(/not in a git repository with a commit/);
   });
 });

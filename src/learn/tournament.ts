@@ -20,7 +20,7 @@ import { AutolabError } from "../core/errors.ts";
 import { splitFrontmatter } from "../program/frontmatter.ts";
 import { loadProgram } from "../program/index.ts";
 import { AGENT_BACKENDS } from "../program/schema.ts";
-import { git } from "../workspace/git.ts";
+import { git, gitRaw } from "../workspace/git.ts";
 import { type BenchOptions, type CellRecord, runBench } from "./bench.ts";
 import type { Suite } from "./suite.ts";
 import { rankVariants, type Standings } from "./tournament-stats.ts";
@@ -172,7 +172,8 @@ export function readVariant(programFile: string, path: string, others: readonly 
     .replace(/^[^A-Za-z0-9]+/, "");
   if (!NAME.test(name) || name === INCUMBENT) name = `variant-${others.length}`;
   const taken = new Set(others.map((o) => o.name));
-  for (let i = 2; taken.has(name); i++) name = `${basename(file, extname(file)).slice(0, 56)}-${i}`;
+  const stem = name.slice(0, 56);
+  for (let i = 2; taken.has(name); i++) name = `${stem}-${i}`;
   return { name, source: path, body };
 }
 
@@ -188,9 +189,24 @@ function variantProgram(programFile: string, body: string): string {
  * The committed project the cells clone, program.md left out (each cell writes its own): cells
  * of the same instructions on other code are other cells.
  */
-async function codeKey(programFile: string): Promise<string> {
+async function codeKey(programFile: string, onLine?: (line: string) => void): Promise<string> {
   const dir = dirname(programFile);
-  const root = (await git(dir, ["rev-parse", "--show-toplevel"])).trim();
+  const top = await gitRaw(dir, ["rev-parse", "--show-toplevel"]);
+  const head = await gitRaw(dir, ["rev-parse", "--verify", "-q", "HEAD"]);
+  if (top.code !== 0 || head.code !== 0)
+    throw new AutolabError(
+      "TOURNAMENT_VARIANT_INVALID",
+      `${programFile} is not in a git repository with a commit: a tournament's cells clone the committed project`,
+      "Commit the project first (autolab init makes a repository).",
+    );
+  const root = top.stdout.trim();
+  const dirty = (await git(root, ["status", "--porcelain", "--untracked-files=no"]))
+    .split("\n")
+    .filter((l) => l.trim() && !l.endsWith(relative(root, programFile).split(sep).join("/")));
+  if (dirty.length)
+    onLine?.(
+      `warning: ${dirty.length} uncommitted change${dirty.length === 1 ? "" : "s"} (${dirty[0]?.slice(3)}${dirty.length > 1 ? ", …" : ""}) ${dirty.length === 1 ? "is" : "are"} not in the cells: they clone the last commit`,
+    );
   const self = relative(root, programFile).split(sep).join("/");
   const tree = await git(root, ["ls-tree", "-r", "--full-tree", "HEAD"]);
   return sha(
@@ -206,13 +222,15 @@ function limiter(n: number): <T>(f: () => Promise<T>) => Promise<T> {
   let active = 0;
   const waiting: (() => void)[] = [];
   return async (f) => {
-    if (active >= n) await new Promise<void>((r) => waiting.push(r));
-    active++;
+    // A place is taken here, or handed over by the call that frees it (never two at once).
+    if (active < n) active++;
+    else await new Promise<void>((r) => waiting.push(r));
     try {
       return await f();
     } finally {
-      active--;
-      waiting.shift()?.();
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
     }
   };
 }
@@ -241,7 +259,7 @@ export async function runTournament(opts: TournamentOptions): Promise<Tournament
       "warning: the built-in optimizer does not read the instructions; every variant will score alike. Name a researcher that reads them (--agent, or agent: in program.md).",
     );
   mkdirSync(join(opts.out, "variants"), { recursive: true });
-  const code = await codeKey(programFile);
+  const code = await codeKey(programFile, opts.onLine);
   const variants: TournamentVariant[] = [];
   const gate = limiter(Math.max(1, opts.parallel ?? 1));
   const runs = opts.variants.map(async (v) => {
