@@ -1,9 +1,10 @@
-import { basename, dirname, extname, join, relative } from "node:path";
+import { basename, dirname, extname, join } from "node:path";
 import { runBench } from "../learn/bench.ts";
 import { benchSummary, writeBenchReport } from "../learn/bench-report.ts";
 import { loadSuite } from "../learn/suite.ts";
 import { gracefulStop } from "./graceful-stop.ts";
 import { safeText } from "./safe-text.ts";
+import { shownPath } from "./shown-path.ts";
 
 export interface BenchFlags {
   out?: string;
@@ -33,10 +34,7 @@ export async function benchCommand(suitePath: string, flags: BenchFlags): Promis
       process.stdout.write(`${JSON.stringify(summary)}\n`);
       return;
     }
-    const show = (p: string) => {
-      const r = relative(process.cwd(), p);
-      return r.startsWith("..") ? p : r;
-    };
+    const show = shownPath;
     const lines = [
       ...summary.verdicts.map((v) => v.line),
       ...(summary.complete ? [] : ["incomplete: run the bench again to finish it"]),

@@ -1,9 +1,10 @@
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { writeReport } from "../app/report.ts";
 import type { Program } from "../core/types.ts";
 import { loadProgram } from "../program/index.ts";
 import { safeText } from "./safe-text.ts";
+import { shownPath } from "./shown-path.ts";
 
 export interface ReportFlags {
   program?: string;
@@ -32,10 +33,7 @@ export function reportCommand(flags: ReportFlags): void {
       ...(program ? { program } : {}),
       advice: ledger.listAdvice(run.id),
     });
-    const show = (p: string) => {
-      const r = relative(process.cwd(), p);
-      return r.startsWith("..") ? p : r;
-    };
+    const show = shownPath;
     process.stdout.write(
       safeText(
         `Report of run ${run.tag}:\n  ${show(files.markdown)}\n  ${show(files.svg)}\n  ${show(files.png)}\n${files.frontSvg && files.frontPng ? `  ${show(files.frontSvg)}\n  ${show(files.frontPng)}\n` : ""}`,

@@ -1,4 +1,4 @@
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { programPath } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
 import { askWithModel, checkProgramClean, evolve, writerConfig } from "../learn/evolve.ts";
@@ -15,6 +15,7 @@ import { standingLines } from "../learn/tournament-stats.ts";
 import { loadProgram } from "../program/index.ts";
 import { gracefulStop } from "./graceful-stop.ts";
 import { safeText } from "./safe-text.ts";
+import { shownPath } from "./shown-path.ts";
 
 export interface TournamentFlags {
   program?: string;
@@ -109,10 +110,7 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
       process.stdout.write(`${JSON.stringify(summary)}\n`);
       return;
     }
-    const show = (p: string) => {
-      const r = relative(process.cwd(), p);
-      return r.startsWith("..") ? p : r;
-    };
+    const show = shownPath;
     const lines = [
       ...(generations ?? []).map((g) => g.line),
       ...standingLines(result.standings),

@@ -137,19 +137,25 @@ function num(x: number | undefined): string {
   return x === undefined ? "–" : String(Number(x.toPrecision(6)));
 }
 
-function pct(x: number): string {
+/** "10 experiments, 30 trials, 60 s": a cell's budget in words. */
+export function budgetText(b: Suite["budget"]): string {
+  return [
+    b.experiments !== undefined ? `${b.experiments} experiments` : "",
+    b.trials !== undefined ? `${b.trials} trials` : "",
+    b.timeMs !== undefined ? `${b.timeMs / 1000} s` : "",
+  ]
+    .filter(Boolean)
+    .join(", ");
+}
+
+export function pct(x: number | undefined): string {
+  if (x === undefined) return "–";
   return Number.isFinite(x) ? `${x >= 0 ? "+" : ""}${x.toFixed(2)}%` : "–";
 }
 
 export function renderBenchMarkdown(s: BenchSummary): string {
   const lines: string[] = [`# Bench: ${cell(s.suite)}`, ""];
-  const budget = [
-    s.budget.experiments !== undefined ? `${s.budget.experiments} experiments` : "",
-    s.budget.trials !== undefined ? `${s.budget.trials} trials` : "",
-    s.budget.timeMs !== undefined ? `${s.budget.timeMs / 1000} s` : "",
-  ]
-    .filter(Boolean)
-    .join(", ");
+  const budget = budgetText(s.budget);
   lines.push(
     `Budget per configuration per program and seed: ${budget}; seeds ${s.seeds.join(", ")}; ${s.cells.length} cells${s.complete ? "" : " (incomplete: run the bench again to finish it)"}.`,
     "",

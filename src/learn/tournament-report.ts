@@ -6,7 +6,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { cell, renderCurves } from "./bench-report.ts";
+import { budgetText, cell, pct, renderCurves } from "./bench-report.ts";
 import { meanCurve } from "./bench-stats.ts";
 import type { TournamentResult } from "./tournament.ts";
 
@@ -23,10 +23,6 @@ export interface Generation {
 export interface TournamentSummary extends Omit<TournamentResult, "variants"> {
   variants: { name: string; source: string; file: string; cells: string }[];
   generations?: Generation[];
-}
-
-function pct(x: number | undefined): string {
-  return x !== undefined && Number.isFinite(x) ? `${x >= 0 ? "+" : ""}${x.toFixed(2)}%` : "–";
 }
 
 function pp(x: number): string {
@@ -51,13 +47,7 @@ export function tournamentSummary(
 }
 
 export function renderTournamentMarkdown(s: TournamentSummary): string {
-  const budget = [
-    s.budget.experiments !== undefined ? `${s.budget.experiments} experiments` : "",
-    s.budget.trials !== undefined ? `${s.budget.trials} trials` : "",
-    s.budget.timeMs !== undefined ? `${s.budget.timeMs / 1000} s` : "",
-  ]
-    .filter(Boolean)
-    .join(", ");
+  const budget = budgetText(s.budget);
   const lines = [
     `# Tournament: ${cell(s.program)}`,
     "",
