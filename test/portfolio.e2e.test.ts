@@ -20,9 +20,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { loadSuite } from "../src/learn/suite.ts";
+import { loadRoles, validateRoles } from "../src/org/roles.ts";
 import { splitFrontmatter } from "../src/program/frontmatter.ts";
 import { loadProgram } from "../src/program/index.ts";
 import { REPO_ROOT, runCli } from "./helpers/toy-project.ts";
@@ -105,6 +107,34 @@ it("portfolio.md lists every program of the directory, six kinds, three tuning a
     expect(program.files.protected.length, e.path).toBeGreaterThan(0);
     // a guard beyond the objective: a constraint checked by the evaluator, or holdout metrics
     expect(program.constraints.length + program.metrics.holdout.length, e.path).toBeGreaterThan(0);
+  }
+});
+
+it("the example suites load, keep portfolio.md's split, and the org's shared roles fit every program", () => {
+  const split = new Map(entries().map((e) => [e.path, e.split]));
+  const suites = readdirSync(PORTFOLIO).filter((f) => f.endsWith("suite.md"));
+  expect(suites.sort()).toEqual(["noisy-suite.md", "org-suite.md", "suite.md"]);
+  for (const f of suites) {
+    const suite = loadSuite(join(PORTFOLIO, f));
+    expect(suite.layers.length, f).toBeGreaterThan(0);
+    for (const p of suite.programs) expect(p.split, `${f}: ${p.name}`).toBe(split.get(p.name));
+    expect(
+      suite.programs.some((p) => p.split === "held-out"),
+      f,
+    ).toBe(true);
+    for (const c of suite.configurations) {
+      if (typeof c.org !== "object" || c.org === null) continue;
+      // A cell reads org.roles relative to each program's program.md inside its clone.
+      for (const p of suite.programs) {
+        const program = loadProgram(p.programFile);
+        const roles = loadRoles(resolve(dirname(p.programFile), c.org.roles));
+        expect(
+          roles.map((r) => r.name),
+          `${f}: ${p.name}`,
+        ).toEqual(["gp", "tpe"]);
+        validateRoles(roles, program);
+      }
+    }
   }
 });
 
