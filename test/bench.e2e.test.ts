@@ -397,6 +397,57 @@ layers: ["b vs a"]
     expect(md).not.toContain("incomplete");
   }, 240_000);
 
+  it("the CLI: a relative --out is taken from the current directory (cells clone into it, none fails)", async () => {
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:\n  - { path: ${p}, split: held-out, name: p }\nconfigurations:\n  a: { agent: builtin }\nbudget: { experiments: 1 }\nseeds: 1\nremeasure: 0\n`,
+    );
+    const r = await spawnCli(["bench", "suite.yaml", "--out", "rel/out", "--json"], {
+      cwd: work,
+      timeoutMs: 120_000,
+    }).done;
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as { cells: { status: string; error?: string }[] };
+    expect(summary.cells.map((c) => [c.status, c.error])).toEqual([["ok", undefined]]);
+    expect(existsSync(join(work, "rel", "out", STATE_FILE))).toBe(true);
+    expect(existsSync(join(work, "rel", "out", "cells", "a", "p", "seed-1", "program.md"))).toBe(true);
+  }, 150_000);
+
+  it("a cell outside the program's tree still finds the program's untracked node_modules", async () => {
+    // A project whose run imports a package installed (not committed) in its own node_modules,
+    // as `autolab init --example` links one; the bench's directory is elsewhere, so Node's
+    // lookup from the cell's clone never passes the source's node_modules.
+    const p = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
+    writeFileSync(join(p, ".gitignore"), "node_modules/\n");
+    mkdirSync(join(p, "node_modules", "dep"), { recursive: true });
+    writeFileSync(join(p, "node_modules", "dep", "package.json"), '{ "name": "dep", "main": "index.js" }\n');
+    writeFileSync(join(p, "node_modules", "dep", "index.js"), "module.exports = { shift: 0 };\n");
+    writeFileSync(
+      join(p, "run.mjs"),
+      'import dep from "dep";\nimport { X } from "./value.mjs";\nconsole.log("score: " + ((X - 2) ** 2 + dep.shift));\n',
+    );
+    // The sandbox hides /tmp, where this test's project lives (a real one's node_modules is elsewhere).
+    const md = join(p, "program.md");
+    writeFileSync(md, readFileSync(md, "utf8").replace("agent: builtin\n", "agent: builtin\nsandbox: off\n"));
+    git(p, "add", "-A");
+    git(p, "commit", "-qm", "needs dep");
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:\n  - { path: ${p}, split: held-out, name: p }\nconfigurations:\n  a: { agent: builtin }\nbudget: { experiments: 1 }\nseeds: 1\nremeasure: 0\n`,
+    );
+    const out = mkdtempSync(join(tmpdir(), "autolab-bench-out-"));
+    const run = await runBench(loadSuite(join(work, "suite.yaml")), { out });
+    expect(run.cells.map((c) => [c.status, c.error])).toEqual([["ok", undefined]]);
+    expect(run.cells[0]?.baseline).toBe(9);
+    // The link is the clone's own (excluded from git there), never committed into the cell.
+    const cell = join(out, "cells", "a", "p", "seed-1");
+    expect(git(cell, "status", "--porcelain")).not.toContain("node_modules");
+    expect(git(cell, "ls-files")).not.toContain("node_modules");
+  }, 150_000);
+
   it("a bench killed mid-way resumes where it stopped", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
     const p1 = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });

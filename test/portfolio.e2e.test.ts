@@ -1,10 +1,11 @@
 /**
- * examples/portfolio (issue #15 item 1): the five programs `autolab bench` runs. portfolio.md
+ * examples/portfolio (issue #15 item 1): the six programs `autolab bench` runs. portfolio.md
  * lists them with a tuning / held-out split; each one is started as a user would
  * (`autolab init --example portfolio/<name>`, then `autolab run -n 1` with the built-in
  * optimizer: the baseline and one experiment) and must end with a finite objective and no
  * crash of the harness. Each protected evaluator is also run on a planted bad candidate: a
  * wrong product, an inaccurate solve, predictions of the wrong shape or outside the labels.
+ * sgd-noisy's noise is checked to be the seed's: two seeds differ, one seed repeats exactly.
  */
 
 import { spawnSync } from "node:child_process";
@@ -19,9 +20,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { loadSuite } from "../src/learn/suite.ts";
+import { loadRoles, validateRoles } from "../src/org/roles.ts";
 import { splitFrontmatter } from "../src/program/frontmatter.ts";
 import { loadProgram } from "../src/program/index.ts";
 import { REPO_ROOT, runCli } from "./helpers/toy-project.ts";
@@ -86,16 +89,16 @@ function setLine(file: string, name: string, literal: string): void {
   writeFileSync(file, text.replace(re, `$1${literal};`));
 }
 
-it("portfolio.md lists every program of the directory, five kinds, three tuning and two held-out", () => {
+it("portfolio.md lists every program of the directory, six kinds, three tuning and three held-out", () => {
   const list = entries();
   const dirs = readdirSync(PORTFOLIO, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(join(PORTFOLIO, d.name, "program.md")))
     .map((d) => d.name)
     .sort();
   expect(list.map((e) => e.path).sort()).toEqual(dirs);
-  expect(new Set(list.map((e) => e.kind)).size).toBe(5);
+  expect(new Set(list.map((e) => e.kind)).size).toBe(6);
   expect(list.filter((e) => e.split === "tuning")).toHaveLength(3);
-  expect(list.filter((e) => e.split === "held-out")).toHaveLength(2);
+  expect(list.filter((e) => e.split === "held-out")).toHaveLength(3);
   for (const e of list) {
     const program = loadProgram(join(PORTFOLIO, e.path));
     expect(program.name, e.path).toBe(e.path);
@@ -104,6 +107,34 @@ it("portfolio.md lists every program of the directory, five kinds, three tuning 
     expect(program.files.protected.length, e.path).toBeGreaterThan(0);
     // a guard beyond the objective: a constraint checked by the evaluator, or holdout metrics
     expect(program.constraints.length + program.metrics.holdout.length, e.path).toBeGreaterThan(0);
+  }
+});
+
+it("the example suites load, keep portfolio.md's split, and the org's shared roles fit every program", () => {
+  const split = new Map(entries().map((e) => [e.path, e.split]));
+  const suites = readdirSync(PORTFOLIO).filter((f) => f.endsWith("suite.md"));
+  expect(suites.sort()).toEqual(["noisy-suite.md", "org-suite.md", "suite.md"]);
+  for (const f of suites) {
+    const suite = loadSuite(join(PORTFOLIO, f));
+    expect(suite.layers.length, f).toBeGreaterThan(0);
+    for (const p of suite.programs) expect(p.split, `${f}: ${p.name}`).toBe(split.get(p.name));
+    expect(
+      suite.programs.some((p) => p.split === "held-out"),
+      f,
+    ).toBe(true);
+    for (const c of suite.configurations) {
+      if (typeof c.org !== "object" || c.org === null) continue;
+      // A cell reads org.roles relative to each program's program.md inside its clone.
+      for (const p of suite.programs) {
+        const program = loadProgram(p.programFile);
+        const roles = loadRoles(resolve(dirname(p.programFile), c.org.roles));
+        expect(
+          roles.map((r) => r.name),
+          `${f}: ${p.name}`,
+        ).toEqual(["gp", "tpe"]);
+        validateRoles(roles, program);
+      }
+    }
   }
 });
 
@@ -172,6 +203,30 @@ describe("the evaluators on planted candidates", () => {
     const bad = node(intent, "evaluate.ts");
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('"val"[3] is "refund", not one of billing');
+  });
+
+  it("sgd-noisy: the seed moves val_accuracy, the same seed repeats it; probabilities outside [0, 1] fail", () => {
+    const dir = copyOf("sgd-noisy");
+    expect(node(dir, "prepare.ts").status).toBe(0);
+    const accuracy = (seed: string) => {
+      const t = node(dir, "train.ts", { AUTOLAB_SEED: seed });
+      expect(t.status, t.stderr).toBe(0);
+      const r = node(dir, "evaluate.ts");
+      expect(r.status, r.stderr).toBe(0);
+      return metricOf(r.stdout, "val_accuracy");
+    };
+    const a = accuracy("1");
+    expect(accuracy("1")).toBe(a);
+    const others = ["2", "3", "4"].map(accuracy);
+    expect(others.some((v) => v !== a)).toBe(true);
+    for (const v of [a, ...others]) expect(v).toBeGreaterThan(0.55); // above the majority class
+    const preds = JSON.parse(readFileSync(join(dir, "out", "preds.json"), "utf8")) as { val: number[] };
+    preds.val[7] = 1.5;
+    writeFileSync(join(dir, "out", "preds.json"), JSON.stringify(preds));
+    const bad = node(dir, "evaluate.ts");
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('"val"[7] is 1.5, not a probability');
+    expect(bad.stdout).not.toMatch(/val_accuracy/);
   });
 
   it("char-lm: what the model prints goes to stderr, never into the metrics", () => {

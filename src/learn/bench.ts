@@ -10,7 +10,17 @@
  * A cell whose run fails (a crashing variant: its baseline fails, ten candidates in a row crash)
  * is an outcome — recorded with its error and no improvement — never a crash of the bench.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { createRun, refuseRubricOnFleet } from "../app/create-run.ts";
@@ -150,7 +160,25 @@ async function prepareCell(program: SuiteProgram, config: SuiteConfiguration, di
   await git(dir, [...ID, "add", "-A"]);
   const status = await git(dir, ["status", "--porcelain"]);
   if (status.trim()) await git(dir, [...ID, "commit", "-qm", `bench configuration ${config.name}`]);
+  linkNodeModules(root, dir, relative(root, srcDir));
   return programFile;
+}
+
+/**
+ * A clone has no untracked files, so a program that imports packages installed next to it (its
+ * repository's or its own node_modules, as `autolab init --example` links one) would fail in a
+ * cell outside the source's tree, where Node's lookup never passes them. Each such directory is
+ * linked into the clone at the same place and excluded from the clone's git (never committed).
+ */
+function linkNodeModules(root: string, dir: string, programRel: string): void {
+  for (const rel of new Set([".", programRel || "."])) {
+    const src = join(root, rel, "node_modules");
+    const dst = join(dir, rel, "node_modules");
+    if (!existsSync(src) || existsSync(dst)) continue;
+    symlinkSync(realpathSync(src), dst);
+    mkdirSync(join(dir, ".git", "info"), { recursive: true });
+    appendFileSync(join(dir, ".git", "info", "exclude"), `\n/${rel === "." ? "" : `${rel}/`}node_modules\n`);
+  }
 }
 
 function cellResult(
