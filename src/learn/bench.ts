@@ -210,6 +210,8 @@ function cellResult(
   const curve: [number, number][] = [[0, 0]];
   for (const e of sorted) {
     if (e.n === 0) continue;
+    // An experiment the budget stopped before its first trial spent no compute: no point of its own.
+    if (unit === "trials" && e.trials.length === 0) continue;
     x += unit === "experiments" ? 1 : e.trials.length;
     if (e.decision?.action === "keep" && e.decision.metric !== undefined) {
       best = e.decision.metric;
