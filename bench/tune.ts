@@ -37,7 +37,9 @@ export const TUNING: { fn: TestFunction; sigma: number }[] = [
   { fn: logQuadratic, sigma: 0.3 },
 ];
 
-type Variant = NoiseJudgeOptions & { greedy?: boolean; acquisition?: GpOptions["acquisition"];
+type Variant = NoiseJudgeOptions & {
+  greedy?: boolean;
+  acquisition?: GpOptions["acquisition"];
   escape?: GpOptions["escape"];
 };
 
@@ -52,7 +54,9 @@ export async function main(args: string[]): Promise<unknown> {
   console.log(`tuning the rule: ${evals} trials per run, seeds ${first}–${first + seeds - 1}`);
   for (const { fn, sigma } of TUNING.filter((t) => !only || only.includes(t.fn.name))) {
     const regrets: Record<string, number[]> = {};
-    for (const [label, { greedy, acquisition, escape, ...options }] of Object.entries(variants)) {
+    for (const [label, { greedy, acquisition, escape: basinEscape, ...options }] of Object.entries(
+      variants,
+    )) {
       let keeps = 0;
       let worse = 0;
       let configs = 0;
@@ -68,7 +72,7 @@ export async function main(args: string[]): Promise<unknown> {
           proposer: "gp",
           budgetAware: !greedy,
           ...(acquisition ? { acquisition } : {}),
-          ...(escape ? { escape } : {}),
+          ...(basinEscape ? { escape: basinEscape } : {}),
           posterior: !greedy,
         });
         keeps += r.keeps.length;

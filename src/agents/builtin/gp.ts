@@ -277,7 +277,7 @@ function gpSuggestion(
   rng: Rng,
   direction: Direction,
   acquisition: Acquisition,
-  escape: GpOptions["escape"],
+  basinEscape: GpOptions["escape"],
   isNew: (p: Params) => boolean,
   remember: (p: Params) => void,
 ): GpSuggestion | undefined {
@@ -368,11 +368,11 @@ function gpSuggestion(
     ranked = [...scored.values()].sort((a, b) => b.a - a.a);
     pick = ranked.find((e) => isNew(e.p));
     // A basin measured out: the best EI is below the bar, so a draw from the posterior decides.
-    if (pick && escape && acquisition === "ei" && pick.ei < escape.below * Math.sqrt(model.noise)) {
+    if (pick && basinEscape && acquisition === "ei" && pick.ei < basinEscape.below * Math.sqrt(model.noise)) {
       const drawn = thompsonPick();
       if (drawn) {
         pick = drawn;
-        used = escape.to;
+        used = basinEscape.to;
       }
     }
   }
