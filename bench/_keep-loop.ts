@@ -202,7 +202,7 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
               current,
               startup: defaultStartup(dims),
               ...(o.acquisition ? { acquisition: o.acquisition } : {}),
-              ...(o.escape ? { escape: o.escape } : {}),
+              ...(o.escape !== undefined ? { escape: o.escape } : {}),
             })
           : suggestTpe(fn.space, history, rng, { direction: "minimize", current });
       u = Object.entries(fn.space).map(([name, k]) => {

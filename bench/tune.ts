@@ -72,7 +72,7 @@ export async function main(args: string[]): Promise<unknown> {
           proposer: "gp",
           budgetAware: !greedy,
           ...(acquisition ? { acquisition } : {}),
-          ...(basinEscape ? { escape: basinEscape } : {}),
+          ...(basinEscape !== undefined ? { escape: basinEscape } : {}),
           posterior: !greedy,
         });
         keeps += r.keeps.length;

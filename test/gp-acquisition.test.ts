@@ -10,6 +10,7 @@ import {
   acquisitionAt,
   type GpObservation,
   type GpOptions,
+  posteriorBest,
   suggestGp,
 } from "../src/agents/builtin/gp.ts";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
@@ -60,7 +61,7 @@ describe("GP acquisitions", () => {
     const cycle = ["ei", "thompson", "ucb"] as const;
     expect([0, 1, 2, 3, 4, 5].map((k) => acquisitionAt(cycle, k))).toEqual([...cycle, ...cycle]);
     // In a search: startup 5 (random, no model), then EI, Thompson, UCB, EI, ...
-    const { used } = run(3, { acquisition: cycle }, 11);
+    const { used } = run(3, { acquisition: cycle, escape: false }, 11);
     expect(used).toEqual([undefined, undefined, undefined, undefined, undefined, ...cycle, ...cycle]);
   });
 
@@ -77,7 +78,7 @@ describe("GP acquisitions", () => {
 
   it("Thompson sampling picks between the measured basin and the open region at random; EI always the same", () => {
     const obs = twoRegions();
-    const ei = Array.from({ length: 20 }, (_, s) => propose(obs, s).params.X as number);
+    const ei = Array.from({ length: 20 }, (_, s) => propose(obs, s, { escape: false }).params.X as number);
     const ts = Array.from(
       { length: 20 },
       (_, s) => propose(obs, s, { acquisition: "thompson" }).params.X as number,
@@ -96,17 +97,16 @@ describe("GP acquisitions", () => {
     const obs = twoRegions();
     const gap = (x: number) => Math.min(...obs.map((o) => Math.abs((o.params.X as number) - x)));
     const mean = (a: Acquisition) =>
-      Array.from({ length: 5 }, (_, s) => gap(propose(obs, s, { acquisition: a }).params.X as number)).reduce(
-        (p, q) => p + q,
-        0,
-      ) / 5;
+      Array.from({ length: 5 }, (_, s) =>
+        gap(propose(obs, s, { acquisition: a, escape: false }).params.X as number),
+      ).reduce((p, q) => p + q, 0) / 5;
     expect(mean("ucb")).toBeGreaterThanOrEqual(mean("ei"));
   });
 
   it("escapes to a Thompson draw only when the best EI is below the bar, and says so", () => {
     const obs = twoRegions();
     const never = propose(obs, 1, { escape: { below: 0, to: "thompson" } });
-    expect(never).toEqual(propose(obs, 1));
+    expect(never).toEqual(propose(obs, 1, { escape: false }));
     expect(never.model?.acquisition).toBe("ei");
     const always = Array.from({ length: 20 }, (_, s) =>
       propose(obs, s, { escape: { below: 1e6, to: "thompson" } }),
@@ -114,6 +114,46 @@ describe("GP acquisitions", () => {
     for (const s of always) expect(s.model?.acquisition).toBe("thompson");
     // Now a draw: proposals differ with the seed, as Thompson's do.
     expect(new Set(always.map((s) => s.params.X)).size).toBeGreaterThan(1);
+  });
+
+  it("leaves a measured-out basin that plain EI stays in (a two-basin function, 16 seeds)", () => {
+    // A broad basin at (0.3, 0.3), floor −1; a narrower, deeper one at (0.8, 0.8), floor −1.5.
+    const space: Record<string, Knob> = {
+      X: { low: 0, high: 1, log: false, int: false },
+      Y: { low: 0, high: 1, log: false, int: false },
+    };
+    const f = (x: number, y: number) =>
+      -Math.exp(-((x - 0.3) ** 2 + (y - 0.3) ** 2) / (2 * 0.18 ** 2)) -
+      1.5 * Math.exp(-((x - 0.8) ** 2 + (y - 0.8) ** 2) / (2 * 0.1 ** 2));
+    /** Whether the configuration named best (posterior) lies in the deeper basin; Thompson turns taken. */
+    const deeper = (seed: number, o: Partial<GpOptions>) => {
+      const noise = createRng(mixSeed(seed, 99));
+      const obs: GpObservation[] = [];
+      let drawn = 0;
+      for (let i = 0; i < 30; i++) {
+        const s = suggestGp(space, obs, createRng(mixSeed(seed, i)), {
+          direction: "minimize",
+          startup: 5,
+          ...o,
+        });
+        if (s.model?.acquisition === "thompson") drawn++;
+        const [x, y] = [s.params.X as number, s.params.Y as number];
+        obs.push({ params: s.params, values: [f(x, y) + 0.1 * noise.normal()] });
+      }
+      const best = (obs[posteriorBest(space, obs, "minimize")?.index ?? 0] as GpObservation).params;
+      return { found: Math.hypot((best.X as number) - 0.8, (best.Y as number) - 0.8) < 0.15, drawn };
+    };
+    const seeds = Array.from({ length: 16 }, (_, s) => s);
+    const plain = seeds.map((s) => deeper(s, { escape: false }));
+    const escaping = seeds.map((s) => deeper(s, {})); // the default
+    expect(plain.every((r) => r.drawn === 0)).toBe(true);
+    expect(escaping.every((r) => r.drawn > 0)).toBe(true);
+    const found = (rs: { found: boolean }[]) => rs.filter((r) => r.found).length;
+    expect(found(escaping)).toBeGreaterThan(found(plain));
+    // At least one run where EI stayed in the broad basin and the escape left it.
+    expect(
+      seeds.some((s) => !(plain[s] as { found: boolean }).found && (escaping[s] as { found: boolean }).found),
+    ).toBe(true);
   });
 
   it("never proposes a configuration twice with Thompson or UCB", () => {
@@ -125,7 +165,7 @@ describe("GP acquisitions", () => {
   });
 });
 
-describe("builtin agent --acquisition", () => {
+describe("builtin agent --acquisition and --escape", () => {
   it("takes one acquisition or a comma-separated portfolio, for the GP only, and names the fix otherwise", () => {
     expect(builtinOptionsFromArgs(["--acquisition=thompson"])).toEqual({ acquisition: ["thompson"] });
     expect(builtinOptionsFromArgs(["--acquisition", "ei,thompson,ucb", "--sampler=gp"])).toEqual({
@@ -137,6 +177,15 @@ describe("builtin agent --acquisition", () => {
     expect(() => builtinOptionsFromArgs(["--acquisition"])).toThrowError(/needs a value/);
     expect(() => builtinOptionsFromArgs(["--sampler=tpe", "--acquisition=ucb"])).toThrowError(
       /applies to the GP sampler/,
+    );
+    expect(builtinOptionsFromArgs(["--escape=off"])).toEqual({ escape: false });
+    expect(builtinOptionsFromArgs(["--escape", "0.5"])).toEqual({ escape: { below: 0.5, to: "thompson" } });
+    for (const bad of ["--escape=-1", "--escape=lots", "--escape="]) {
+      expect(() => builtinOptionsFromArgs([bad])).toThrowError(/neither off nor a number/);
+    }
+    expect(() => builtinOptionsFromArgs(["--escape"])).toThrowError(/needs a value/);
+    expect(() => builtinOptionsFromArgs(["--escape=off", "--sampler=tpe"])).toThrowError(
+      /--escape applies to the GP/,
     );
   });
 });

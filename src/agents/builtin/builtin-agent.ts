@@ -21,7 +21,14 @@ import type {
   Proposal,
   ProposalContext,
 } from "../../core/types.ts";
-import { ACQUISITIONS, type Acquisition, type GpObservation, type GpSuggestion, suggestGp } from "./gp.ts";
+import {
+  ACQUISITIONS,
+  type Acquisition,
+  type BasinEscape,
+  type GpObservation,
+  type GpSuggestion,
+  suggestGp,
+} from "./gp.ts";
 import {
   formatKnobValue,
   isCategorical,
@@ -48,31 +55,38 @@ export interface BuiltinAgentOptions {
   sampler?: Sampler;
   /** The GP's acquisition, or a portfolio taken in turn (gp.ts GpOptions.acquisition). */
   acquisition?: readonly Acquisition[];
+  /** EI's escape to a Thompson draw from a measured-out basin (gp.ts GpOptions.escape); false: off. */
+  escape?: BasinEscape | false;
 }
 
-type ArgOptions = Pick<BuiltinAgentOptions, "sampler" | "acquisition">;
+type ArgOptions = Pick<BuiltinAgentOptions, "sampler" | "acquisition" | "escape">;
 
 /**
  * The builtin agent's options from program.md's `agent.args`: `--sampler=gp|tpe` (or
  * `--sampler gp`) and `--acquisition=ei|ucb|thompson` or a comma-separated portfolio taken in
- * turn (`--acquisition=ei,thompson,ucb`; the GP only). Anything else is a clear error naming
- * what is accepted.
+ * turn (`--acquisition=ei,thompson,ucb`; the GP only), `--escape=off` or `--escape=0.2` (EI gives
+ * way to a Thompson draw when its best is under that many trial-noise σ; the GP only). Anything
+ * else is a clear error naming what is accepted.
  */
 export function builtinOptionsFromArgs(args: readonly string[]): ArgOptions {
   const out: ArgOptions = {};
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    const m = /^--(sampler|acquisition)(?:=(.*))?$/.exec(arg);
+    const m = /^--(sampler|acquisition|escape)(?:=(.*))?$/.exec(arg);
     const value = m ? (m[2] ?? args[++i]) : undefined;
     if (!m) {
       throw new AutolabError(
         "AGENT_CONFIG_INVALID",
         `agent builtin: unknown argument ${JSON.stringify(arg)}`,
-        `the builtin agent takes --sampler=${SAMPLERS.join("|")} and --acquisition=${ACQUISITIONS.join("|")} (or a comma-separated portfolio), e.g. agent: { backend: builtin, args: [--sampler=tpe] }`,
+        `the builtin agent takes --sampler=${SAMPLERS.join("|")}, --acquisition=${ACQUISITIONS.join("|")} (or a comma-separated portfolio) and --escape=off|<σ>, e.g. agent: { backend: builtin, args: [--sampler=tpe] }`,
       );
     }
     if (m[1] === "acquisition") {
       out.acquisition = acquisitionsOf(value);
+      continue;
+    }
+    if (m[1] === "escape") {
+      out.escape = escapeOf(value);
       continue;
     }
     if (!(SAMPLERS as readonly string[]).includes(value ?? "")) {
@@ -84,14 +98,30 @@ export function builtinOptionsFromArgs(args: readonly string[]): ArgOptions {
     }
     out.sampler = value as Sampler;
   }
-  if (out.acquisition && out.sampler === "tpe") {
-    throw new AutolabError(
-      "AGENT_CONFIG_INVALID",
-      "agent builtin: --acquisition applies to the GP sampler, not to --sampler=tpe",
-      "drop --acquisition, or drop --sampler=tpe (the GP is the default)",
-    );
+  for (const flag of ["acquisition", "escape"] as const) {
+    if (out[flag] !== undefined && out.sampler === "tpe") {
+      throw new AutolabError(
+        "AGENT_CONFIG_INVALID",
+        `agent builtin: --${flag} applies to the GP sampler, not to --sampler=tpe`,
+        `drop --${flag}, or drop --sampler=tpe (the GP is the default)`,
+      );
+    }
   }
   return out;
+}
+
+/** `--escape`'s value: off, or EI's bar in trial-noise σ (a number ≥ 0). */
+function escapeOf(value: string | undefined): BasinEscape | false {
+  if (value === "off") return false;
+  const below = value === undefined || value.trim() === "" ? Number.NaN : Number(value);
+  if (!(Number.isFinite(below) && below >= 0)) {
+    throw new AutolabError(
+      "AGENT_CONFIG_INVALID",
+      `agent builtin: --escape ${value === undefined ? "needs a value" : `${JSON.stringify(value)} is neither off nor a number ≥ 0`}`,
+      "use --escape=off for plain expected improvement, or --escape=0.2 (the default: EI's bar in trial-noise σ below which a Thompson draw decides; docs/optimizer.md)",
+    );
+  }
+  return { below, to: "thompson" };
 }
 
 /** `--acquisition`'s value: one acquisition or a comma-separated portfolio of them. */
@@ -157,6 +187,7 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
       ? suggestGp(space, observations, rng, {
           ...options,
           ...(opts.acquisition ? { acquisition: opts.acquisition } : {}),
+          ...(opts.escape !== undefined ? { escape: opts.escape } : {}),
         })
       : suggestTpe(space, observations, rng, options);
   let mechanism: string;

@@ -79,6 +79,17 @@ export interface GpObservation {
 export const ACQUISITIONS = ["ei", "ucb", "thompson"] as const;
 export type Acquisition = (typeof ACQUISITIONS)[number];
 
+export interface BasinEscape {
+  below: number;
+  to: "thompson";
+}
+
+/**
+ * EI gives way to a Thompson draw once its best is under 0.2 trial-noise σ: measured on the
+ * tuning functions (docs/optimizer.md "Where issue #17's target stands").
+ */
+export const DEFAULT_ESCAPE: BasinEscape = { below: 0.2, to: "thompson" };
+
 export interface GpOptions {
   direction: Direction;
   /**
@@ -89,9 +100,10 @@ export interface GpOptions {
   acquisition?: Acquisition | readonly Acquisition[];
   /**
    * Leaving a measured-out basin: when the best expected improvement is below `below` times the
-   * trial noise σ the model estimated, the EI proposal is replaced by a Thompson draw.
+   * trial noise σ the model estimated, the EI proposal is replaced by a Thompson draw. Default
+   * DEFAULT_ESCAPE; false: plain EI (the sampler before session 13).
    */
-  escape?: { below: number; to: "thompson" };
+  escape?: BasinEscape | false;
   /** Configurations evaluated before the GP takes over from uniform random sampling. */
   startup: number;
   /** The configuration in the worktree: never proposed, since a proposal must change something. */
@@ -177,7 +189,7 @@ export function suggestGp(
       rng,
       options.direction,
       acquisitionAt(options.acquisition, n - options.startup),
-      options.escape,
+      options.escape === undefined ? DEFAULT_ESCAPE : options.escape || undefined,
       pool.isNew,
       pool.remember,
     );
@@ -277,7 +289,7 @@ function gpSuggestion(
   rng: Rng,
   direction: Direction,
   acquisition: Acquisition,
-  basinEscape: GpOptions["escape"],
+  basinEscape: BasinEscape | undefined,
   isNew: (p: Params) => boolean,
   remember: (p: Params) => void,
 ): GpSuggestion | undefined {
