@@ -1,7 +1,7 @@
 /**
  * The built-in researcher: a model-based optimizer over the knobs declared in program.md's
  * `search:` (numeric, categorical, conditional) — a Gaussian process with expected improvement
- * (gp.ts, the default) or a Tree-structured Parzen Estimator (tpe.ts,
+ * that gives way to a Thompson draw once a basin is measured out (gp.ts, the default) or a Tree-structured Parzen Estimator (tpe.ts,
  * `agent: { backend: builtin, args: [--sampler=tpe] }`).
  * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
  * else, so it needs no LLM, no network and no API key.

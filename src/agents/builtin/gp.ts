@@ -21,6 +21,15 @@
  * would actually be written and evaluated. A configuration already evaluated, or the current
  * one, is never proposed when another is available (identity: the active knobs, space.ts keyOf).
  *
+ * Leaving a basin (session 13, issue #17). EI around a well-measured local basin keeps proposing
+ * there: far points have a mean near the prior's and EI's normal tail makes them lose to small
+ * steps next to the incumbent. When the best EI is under 0.2 of the trial noise σ the model
+ * estimated (DEFAULT_ESCAPE: the basin is measured out), the proposal is instead the best point
+ * of one joint draw from the posterior over 250 random and 150 local candidates (Thompson
+ * sampling): another region is proposed with the probability the model gives it of holding
+ * something better. `escape: false` is plain EI. UCB, Thompson sampling and portfolios of them
+ * taken in turn are options (`acquisition`); measured and not adopted (docs/optimizer.md).
+ *
  * Pending configurations (parallel slots: proposed, not yet measured) are "constant liar"
  * fantasies (Ginsbourger et al. 2010): after the hyperparameters are fitted to the real data,
  * the posterior is conditioned on one trial at each pending configuration whose value is the
