@@ -4,6 +4,7 @@
  * measured-out basin. docs/optimizer.md has the measurements.
  */
 import { describe, expect, it } from "vitest";
+import { fromUnit, wells6 } from "../bench/_functions.ts";
 import { builtinOptionsFromArgs } from "../src/agents/builtin/builtin-agent.ts";
 import {
   type Acquisition,
@@ -186,6 +187,22 @@ describe("builtin agent --acquisition and --escape", () => {
     expect(() => builtinOptionsFromArgs(["--escape"])).toThrowError(/needs a value/);
     expect(() => builtinOptionsFromArgs(["--escape=off", "--sampler=tpe"])).toThrowError(
       /--escape applies to the GP/,
+    );
+  });
+});
+
+describe("wells-6, the 6-D multi-basin tuning function", () => {
+  it("has its stated minimum at the stated point, and no random point below it", () => {
+    const at = [0.7581, 0.2419, 0.657, 0.376, 0.8386, 0.1727];
+    expect(wells6.f(fromUnit(wells6.space, at))).toBeCloseTo(wells6.optimum, 3);
+    const rng = createRng(1);
+    for (let i = 0; i < 20_000; i++) {
+      const u = Array.from({ length: 6 }, () => rng.next());
+      expect(wells6.f(fromUnit(wells6.space, u))).toBeGreaterThan(wells6.optimum);
+    }
+    // The broad decoy's floor, 0.38 above the optimum (2.5σ at the σ 0.15 bench/tune.ts uses).
+    expect(wells6.f(fromUnit(wells6.space, [0.3, 0.7, 0.3, 0.6, 0.25, 0.7]))).toBeGreaterThan(
+      wells6.optimum + 0.3,
     );
   });
 });
