@@ -125,6 +125,43 @@ export const styblinskiTang6: TestFunction = {
   },
 };
 
+const WELLS6 = [
+  {
+    depth: 3.0,
+    width: [0.308, 0.364, 0.28, 0.392, 0.336, 0.364],
+    centre: [0.78, 0.22, 0.66, 0.35, 0.86, 0.15],
+  },
+  { depth: 2.2, width: [0.49, 0.42, 0.56, 0.42, 0.49, 0.56], centre: [0.3, 0.7, 0.3, 0.6, 0.25, 0.7] },
+  { depth: 2.0, width: [0.308, 0.35, 0.28, 0.308, 0.35, 0.28], centre: [0.2, 0.2, 0.8, 0.85, 0.6, 0.4] },
+  { depth: 1.6, width: [0.35, 0.28, 0.42, 0.35, 0.35, 0.35], centre: [0.65, 0.8, 0.15, 0.2, 0.5, 0.85] },
+];
+
+/**
+ * Four Gaussian wells in [0, 1]⁶ (f = −Σ depth·exp(−½ Σⱼ ((xⱼ − centreⱼ)/widthⱼ)²)), built to
+ * trap a sampler in a basin: the deepest well (3.0) is narrower than a broad decoy (2.2), which
+ * catches 60% of local searches started at random points, the global basin 13% (Nelder–Mead
+ * from 200 random starts). Minimum −3.209068 near (0.758, 0.242, 0.657, 0.376, 0.839, 0.173);
+ * the decoy's floor is −2.83, 2.5σ above it at the σ 0.15 it is run at (bench/tune.ts). A
+ * tuning function (issue #17's sampler step, session 13); nothing held out resembles it beyond
+ * being multi-basin.
+ */
+export const wells6: TestFunction = {
+  name: "wells-6",
+  space: Object.fromEntries([1, 2, 3, 4, 5, 6].map((i) => [`X${i}`, knob(0, 1)])),
+  optimum: -3.209068,
+  f: (p) => {
+    let s = 0;
+    for (const { depth, width, centre } of WELLS6) {
+      let q = 0;
+      for (let j = 0; j < 6; j++) {
+        q += (((p[`X${j + 1}`] as number) - (centre[j] as number)) / (width[j] as number)) ** 2;
+      }
+      s -= depth * Math.exp(-0.5 * q);
+    }
+    return s;
+  },
+};
+
 /** Maps a point of the unit cube into the function's knob space (log knobs in log space). */
 export function fromUnit(space: Record<string, NumericKnob>, u: readonly number[]): Point {
   const p: Point = {};

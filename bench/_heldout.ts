@@ -2,7 +2,7 @@
  * Held-out noisy objectives for `npm run bench -- search` (issue #17). No default of the
  * acceptance rule or of the optimizer was chosen on these functions or on their seeds
  * (SEARCH_SEEDS): the defaults were tuned on bench/_functions.ts (Branin, Hartmann-3,
- * log-Rosenbrock, log-quadratic) with seeds below 50 000. Do not tune on these; when a default
+ * log-Rosenbrock, log-quadratic, Styblinski–Tang 6, wells-6) with seeds below 50 000. Do not tune on these; when a default
  * changes because of them, add new held-out ones and say so in docs/benchmarks.md.
  *
  * Each function is minimized, has a known noise-free optimum, and carries the σ of one

@@ -7,7 +7,7 @@
  * total trials (baseline included), so judges are compared at equal compute.
  */
 
-import { type GpObservation, posteriorBest, suggestGp } from "../src/agents/builtin/gp.ts";
+import { type GpObservation, type GpOptions, posteriorBest, suggestGp } from "../src/agents/builtin/gp.ts";
 import { createRng, mixSeed, type Rng } from "../src/agents/builtin/rng.ts";
 import { defaultStartup, suggestTpe, type TpeObservation } from "../src/agents/builtin/tpe.ts";
 import type { Judge } from "../src/core/judge.ts";
@@ -88,6 +88,10 @@ export interface KeepLoopOptions {
   budgetAware?: boolean;
   /** Hand the judge every configuration of the run (JudgeInput.run). Default true. */
   runGroups?: boolean;
+  /** The GP's acquisition (GpOptions.acquisition; default the sampler's own). */
+  acquisition?: GpOptions["acquisition"];
+  /** GpOptions.escape. */
+  escape?: GpOptions["escape"];
 }
 
 export interface KeepRecord {
@@ -197,6 +201,8 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
               direction: "minimize",
               current,
               startup: defaultStartup(dims),
+              ...(o.acquisition ? { acquisition: o.acquisition } : {}),
+              ...(o.escape !== undefined ? { escape: o.escape } : {}),
             })
           : suggestTpe(fn.space, history, rng, { direction: "minimize", current });
       u = Object.entries(fn.space).map(([name, k]) => {

@@ -7,6 +7,8 @@
  *     proposing, the default acceptance rule (src/trust/noise-judge.ts) deciding with the budget
  *     left in view, and the final best the configuration predicted best (src/trust/posterior.ts),
  *     as `autolab status` names it.
+ *   - autolab, EI only: the same with the GP's acquisition as it was before session 13 (plain
+ *     expected improvement, no escape to a Thompson draw from a measured-out basin).
  *   - autolab before #17: the TPE sampler, the rule without the budget, the last kept as the best.
  *   - greedy: TPE proposals, kept whenever one draw looks better (autoresearch's rule).
  *   - random: uniform random configurations, each evaluated once; the best observed.
@@ -60,13 +62,13 @@ function randomSearch(fn: NoisyFunction, seed: number, evals: number): number[] 
   return out;
 }
 
-type Arm = "autolab" | "autolab before #17" | "greedy";
+type Arm = "autolab" | "autolab, EI only" | "autolab before #17" | "greedy";
 
 /** Kept changes and truly worse ones among them, per arm over the whole run of the bench. */
 const keepCounts = new Map<Arm, { keeps: number; worse: number }>();
 
 function keepLoop(fn: NoisyFunction, seed: number, evals: number, arm: Arm): number {
-  const now = arm === "autolab";
+  const now = arm === "autolab" || arm === "autolab, EI only";
   const r = runKeepLoop({
     fn,
     sigma: fn.sigma,
@@ -76,6 +78,7 @@ function keepLoop(fn: NoisyFunction, seed: number, evals: number, arm: Arm): num
     proposer: now ? "gp" : "tpe",
     budgetAware: now,
     posterior: now,
+    ...(arm === "autolab, EI only" ? { escape: false as const } : {}),
   });
   const c = keepCounts.get(arm) ?? { keeps: 0, worse: 0 };
   keepCounts.set(arm, { keeps: c.keeps + r.keeps.length, worse: c.worse + r.falseKeeps });
@@ -339,6 +342,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     budgets.forEach((evals, bi) => {
       const methods: Record<string, number[]> = {
         autolab: seeds.map((s) => keepLoop(fn, s, evals, "autolab")),
+        "autolab, EI only": seeds.map((s) => keepLoop(fn, s, evals, "autolab, EI only")),
         "autolab before #17": seeds.map((s) => keepLoop(fn, s, evals, "autolab before #17")),
         greedy: seeds.map((s) => keepLoop(fn, s, evals, "greedy")),
         random: random.map((r) => r[evals - 1] as number),

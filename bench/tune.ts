@@ -6,11 +6,13 @@
  *
  *   npm run bench -- tune [--evals=50] [--seeds=20] [--first-seed=900] [--functions=a,b]
  *                         [--variants='{"default":{},"other":{"promoteZ":2.5}}']
+ *                         [--variants='{"ei":{},"portfolio":{"acquisition":["ei","thompson","ucb"]}}']
  *
  * The first variant is the reference: every other is also shown as a paired difference to it
  * (true regret in units of the function's σ; negative = better). `{"greedy":true}` as a variant
  * is autoresearch's rule (one draw, kept when it looks better) with the same sampler.
  */
+import type { GpOptions } from "../src/agents/builtin/gp.ts";
 import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge, type NoiseJudgeOptions } from "../src/trust/noise-judge.ts";
 import {
@@ -20,6 +22,7 @@ import {
   logRosenbrock,
   styblinskiTang6,
   type TestFunction,
+  wells6,
 } from "./_functions.ts";
 import { runKeepLoop } from "./_keep-loop.ts";
 import { estimate, flags, numberFlag, round, show } from "./_stats.ts";
@@ -27,13 +30,18 @@ import { estimate, flags, numberFlag, round, show } from "./_stats.ts";
 /** The tuning functions with the trial noise they are run at. */
 export const TUNING: { fn: TestFunction; sigma: number }[] = [
   { fn: styblinskiTang6, sigma: 2 },
+  { fn: wells6, sigma: 0.15 },
   { fn: hartmann3, sigma: 0.3 },
   { fn: branin, sigma: 1 },
   { fn: logRosenbrock, sigma: 0.3 },
   { fn: logQuadratic, sigma: 0.3 },
 ];
 
-type Variant = NoiseJudgeOptions & { greedy?: boolean };
+type Variant = NoiseJudgeOptions & {
+  greedy?: boolean;
+  acquisition?: GpOptions["acquisition"];
+  escape?: GpOptions["escape"];
+};
 
 export async function main(args: string[]): Promise<unknown> {
   const f = flags(args);
@@ -46,7 +54,9 @@ export async function main(args: string[]): Promise<unknown> {
   console.log(`tuning the rule: ${evals} trials per run, seeds ${first}–${first + seeds - 1}`);
   for (const { fn, sigma } of TUNING.filter((t) => !only || only.includes(t.fn.name))) {
     const regrets: Record<string, number[]> = {};
-    for (const [label, { greedy, ...options }] of Object.entries(variants)) {
+    for (const [label, { greedy, acquisition, escape: basinEscape, ...options }] of Object.entries(
+      variants,
+    )) {
       let keeps = 0;
       let worse = 0;
       let configs = 0;
@@ -61,6 +71,8 @@ export async function main(args: string[]): Promise<unknown> {
           seed: first + i,
           proposer: "gp",
           budgetAware: !greedy,
+          ...(acquisition ? { acquisition } : {}),
+          ...(basinEscape !== undefined ? { escape: basinEscape } : {}),
           posterior: !greedy,
         });
         keeps += r.keeps.length;
@@ -79,10 +91,12 @@ export async function main(args: string[]): Promise<unknown> {
         truly_worse_pct: round((100 * worse) / Math.max(1, keeps), 3),
         configurations: round(configs / seeds, 3),
         incumbent_trials: round(incumbent / seeds, 3),
+        // Runs that end more than 2σ from the optimum: left in a basin, or never near one.
+        off_2sigma_pct: round((100 * regret.filter((x) => x > 2).length) / seeds, 3),
       };
       out.push(row);
       console.log(
-        `${fn.name.padEnd(18)} ${label.padEnd(10)} regret ${show(e)}σ  truly worse ${row.truly_worse_pct}% of keeps  configurations ${row.configurations}  incumbent trials ${row.incumbent_trials}`,
+        `${fn.name.padEnd(18)} ${label.padEnd(10)} regret ${show(e)}σ  truly worse ${row.truly_worse_pct}% of keeps  configurations ${row.configurations}  incumbent trials ${row.incumbent_trials}  over 2σ off ${row.off_2sigma_pct}%`,
       );
     }
     const [ref, ...others] = Object.keys(regrets);

@@ -285,6 +285,28 @@ describe("builtin agent", () => {
     expect([8, 9].map((n) => later[n]?.params)).not.toContainEqual(g2.params);
   });
 
+  it("says when a Thompson draw chose the proposal (the GP's escape from a measured-out basin)", async () => {
+    const dir = await fixture();
+    const history: ExperimentView[] = [
+      { n: 0, hypothesis: "baseline", action: "keep", metric: 1.5 },
+      ...[1, 2, 3, 4, 5, 6].map((n) => ({
+        n,
+        hypothesis: `h${n}`,
+        params: { LEARNING_RATE: 0.001 * n, HIDDEN: 32 * n, WEIGHT_DECAY: 1e-4, BATCH_SIZE: 1024 },
+        action: "discard" as const,
+        metric: 2 + n,
+      })),
+    ];
+    const drawn = await createBuiltinAgent({ escape: { below: 1e9, to: "thompson" } }).propose(
+      context(dir, { history }),
+    );
+    expect(drawn.mechanism).toMatch(
+      /^GP: the best of one draw from the posterior \(Thompson sampling\); expected improvement \S+ over the best predicted value/,
+    );
+    const plain = await createBuiltinAgent({ escape: false }).propose(context(dir, { history }));
+    expect(plain.mechanism).toMatch(/^GP: expected improvement \S+ over the best predicted value/);
+  });
+
   it("asks for search: knobs when there are none", async () => {
     const dir = await fixture();
     const ctx = context(dir, { program: program(dir, {}) });

@@ -1,7 +1,7 @@
 /**
  * The built-in researcher: a model-based optimizer over the knobs declared in program.md's
  * `search:` (numeric, categorical, conditional) — a Gaussian process with expected improvement
- * (gp.ts, the default) or a Tree-structured Parzen Estimator (tpe.ts,
+ * that gives way to a Thompson draw once a basin is measured out (gp.ts, the default) or a Tree-structured Parzen Estimator (tpe.ts,
  * `agent: { backend: builtin, args: [--sampler=tpe] }`).
  * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
  * else, so it needs no LLM, no network and no API key.
@@ -21,7 +21,14 @@ import type {
   Proposal,
   ProposalContext,
 } from "../../core/types.ts";
-import { type GpObservation, type GpSuggestion, suggestGp } from "./gp.ts";
+import {
+  ACQUISITIONS,
+  type Acquisition,
+  type BasinEscape,
+  type GpObservation,
+  type GpSuggestion,
+  suggestGp,
+} from "./gp.ts";
 import {
   formatKnobValue,
   isCategorical,
@@ -46,24 +53,41 @@ export interface BuiltinAgentOptions {
   startup?: number;
   /** Default "gp". */
   sampler?: Sampler;
+  /** The GP's acquisition, or a portfolio taken in turn (gp.ts GpOptions.acquisition). */
+  acquisition?: readonly Acquisition[];
+  /** EI's escape to a Thompson draw from a measured-out basin (gp.ts GpOptions.escape); false: off. */
+  escape?: BasinEscape | false;
 }
+
+type ArgOptions = Pick<BuiltinAgentOptions, "sampler" | "acquisition" | "escape">;
 
 /**
  * The builtin agent's options from program.md's `agent.args`: `--sampler=gp|tpe` (or
- * `--sampler gp`). Anything else is a clear error naming what is accepted.
+ * `--sampler gp`) and `--acquisition=ei|ucb|thompson` or a comma-separated portfolio taken in
+ * turn (`--acquisition=ei,thompson,ucb`; the GP only), `--escape=off` or `--escape=0.2` (EI gives
+ * way to a Thompson draw when its best is under that many trial-noise σ; the GP only). Anything
+ * else is a clear error naming what is accepted.
  */
-export function builtinOptionsFromArgs(args: readonly string[]): Pick<BuiltinAgentOptions, "sampler"> {
-  const out: Pick<BuiltinAgentOptions, "sampler"> = {};
+export function builtinOptionsFromArgs(args: readonly string[]): ArgOptions {
+  const out: ArgOptions = {};
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    const m = /^--sampler(?:=(.*))?$/.exec(arg);
-    const value = m ? (m[1] ?? args[++i]) : undefined;
+    const m = /^--(sampler|acquisition|escape)(?:=(.*))?$/.exec(arg);
+    const value = m ? (m[2] ?? args[++i]) : undefined;
     if (!m) {
       throw new AutolabError(
         "AGENT_CONFIG_INVALID",
         `agent builtin: unknown argument ${JSON.stringify(arg)}`,
-        `the builtin agent takes --sampler=${SAMPLERS.join("|")}, e.g. agent: { backend: builtin, args: [--sampler=tpe] }`,
+        `the builtin agent takes --sampler=${SAMPLERS.join("|")}, --acquisition=${ACQUISITIONS.join("|")} (or a comma-separated portfolio) and --escape=off|<σ>, e.g. agent: { backend: builtin, args: [--sampler=tpe] }`,
       );
+    }
+    if (m[1] === "acquisition") {
+      out.acquisition = acquisitionsOf(value);
+      continue;
+    }
+    if (m[1] === "escape") {
+      out.escape = escapeOf(value);
+      continue;
     }
     if (!(SAMPLERS as readonly string[]).includes(value ?? "")) {
       throw new AutolabError(
@@ -74,7 +98,44 @@ export function builtinOptionsFromArgs(args: readonly string[]): Pick<BuiltinAge
     }
     out.sampler = value as Sampler;
   }
+  for (const flag of ["acquisition", "escape"] as const) {
+    if (out[flag] !== undefined && out.sampler === "tpe") {
+      throw new AutolabError(
+        "AGENT_CONFIG_INVALID",
+        `agent builtin: --${flag} applies to the GP sampler, not to --sampler=tpe`,
+        `drop --${flag}, or drop --sampler=tpe (the GP is the default)`,
+      );
+    }
+  }
   return out;
+}
+
+/** `--escape`'s value: off, or EI's bar in trial-noise σ (a number ≥ 0). */
+function escapeOf(value: string | undefined): BasinEscape | false {
+  if (value === "off") return false;
+  const below = value === undefined || value.trim() === "" ? Number.NaN : Number(value);
+  if (!(Number.isFinite(below) && below >= 0)) {
+    throw new AutolabError(
+      "AGENT_CONFIG_INVALID",
+      `agent builtin: --escape ${value === undefined ? "needs a value" : `${JSON.stringify(value)} is neither off nor a number ≥ 0`}`,
+      "use --escape=off for plain expected improvement, or --escape=0.2 (the default: EI's bar in trial-noise σ below which a Thompson draw decides; docs/optimizer.md)",
+    );
+  }
+  return { below, to: "thompson" };
+}
+
+/** `--acquisition`'s value: one acquisition or a comma-separated portfolio of them. */
+function acquisitionsOf(value: string | undefined): Acquisition[] {
+  const parts = (value ?? "").split(",").map((x) => x.trim());
+  const bad = parts.find((x) => !(ACQUISITIONS as readonly string[]).includes(x));
+  if (value === undefined || bad !== undefined) {
+    throw new AutolabError(
+      "AGENT_CONFIG_INVALID",
+      `agent builtin: --acquisition ${value === undefined ? "needs a value" : `${JSON.stringify(bad)} is not an acquisition`}`,
+      `choose ${ACQUISITIONS.join(", ")}, or several separated by commas to take them in turn, e.g. --acquisition=ei,thompson,ucb (docs/optimizer.md)`,
+    );
+  }
+  return parts as Acquisition[];
 }
 
 export function createBuiltinAgent(opts: BuiltinAgentOptions = {}): Agent {
@@ -123,7 +184,11 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
   const options = { direction, startup, current };
   const s =
     (opts.sampler ?? "gp") === "gp"
-      ? suggestGp(space, observations, rng, options)
+      ? suggestGp(space, observations, rng, {
+          ...options,
+          ...(opts.acquisition ? { acquisition: opts.acquisition } : {}),
+          ...(opts.escape !== undefined ? { escape: opts.escape } : {}),
+        })
       : suggestTpe(space, observations, rng, options);
   let mechanism: string;
   if (s.mode === "startup")
@@ -198,7 +263,13 @@ function gpMechanism(g: GpSuggestion): string {
   if (!g.model)
     return `GP: every configuration it preferred was tried; a random one of ${g.observed} observed`;
   const m = g.model;
-  return `GP: expected improvement ${formatMetricTo(m.expectedImprovement, 3)} over the best predicted value ${formatMetricTo(m.bestPredicted, 6)}; this one is predicted ${formatMetricTo(m.predicted, 6)} (model of ${g.observed} configurations, trial noise σ ≈ ${formatMetricTo(m.noiseSigma, 2)})`;
+  const how =
+    m.acquisition === "thompson"
+      ? "the best of one draw from the posterior (Thompson sampling); "
+      : m.acquisition === "ucb"
+        ? "the best optimistic bound (UCB); "
+        : "";
+  return `GP: ${how}expected improvement ${formatMetricTo(m.expectedImprovement, 3)} over the best predicted value ${formatMetricTo(m.bestPredicted, 6)}; this one is predicted ${formatMetricTo(m.predicted, 6)} (model of ${g.observed} configurations, trial noise σ ≈ ${formatMetricTo(m.noiseSigma, 2)})`;
 }
 
 /**

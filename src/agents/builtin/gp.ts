@@ -21,6 +21,15 @@
  * would actually be written and evaluated. A configuration already evaluated, or the current
  * one, is never proposed when another is available (identity: the active knobs, space.ts keyOf).
  *
+ * Leaving a basin (session 13, issue #17). EI around a well-measured local basin keeps proposing
+ * there: far points have a mean near the prior's and EI's normal tail makes them lose to small
+ * steps next to the incumbent. When the best EI is under 0.2 of the trial noise σ the model
+ * estimated (DEFAULT_ESCAPE: the basin is measured out), the proposal is instead the best point
+ * of one joint draw from the posterior over 250 random and 150 local candidates (Thompson
+ * sampling): another region is proposed with the probability the model gives it of holding
+ * something better. `escape: false` is plain EI. UCB, Thompson sampling and portfolios of them
+ * taken in turn are options (`acquisition`); measured and not adopted (docs/optimizer.md).
+ *
  * Pending configurations (parallel slots: proposed, not yet measured) are "constant liar"
  * fantasies (Ginsbourger et al. 2010): after the hyperparameters are fitted to the real data,
  * the posterior is conditioned on one trial at each pending configuration whose value is the
@@ -69,8 +78,41 @@ export interface GpObservation {
   pending?: boolean;
 }
 
+/**
+ * What a model-guided proposal maximises. "ei": expected improvement over the incumbent.
+ * "ucb": the lower confidence bound μ − κσ of the noise-free value (for a minimisation; κ =
+ * UCB_KAPPA), which favours uncertain regions. "thompson": the best point of one joint draw
+ * from the posterior over the candidates, so a basin is proposed with the probability the model
+ * gives it of holding the optimum.
+ */
+export const ACQUISITIONS = ["ei", "ucb", "thompson"] as const;
+export type Acquisition = (typeof ACQUISITIONS)[number];
+
+export interface BasinEscape {
+  below: number;
+  to: "thompson";
+}
+
+/**
+ * EI gives way to a Thompson draw once its best is under 0.2 trial-noise σ: measured on the
+ * tuning functions (docs/optimizer.md "Where issue #17's target stands").
+ */
+export const DEFAULT_ESCAPE: BasinEscape = { below: 0.2, to: "thompson" };
+
 export interface GpOptions {
   direction: Direction;
+  /**
+   * The acquisition, or a portfolio of them taken in turn: the k-th model-guided proposal
+   * (k = configurations proposed since the startup) uses entry k mod length. Default "ei".
+   * A turn is derived from the history alone, so the proposal stays a pure function of it.
+   */
+  acquisition?: Acquisition | readonly Acquisition[];
+  /**
+   * Leaving a measured-out basin: when the best expected improvement is below `below` times the
+   * trial noise σ the model estimated, the EI proposal is replaced by a Thompson draw. Default
+   * DEFAULT_ESCAPE; false: plain EI (the sampler before session 13).
+   */
+  escape?: BasinEscape | false;
   /** Configurations evaluated before the GP takes over from uniform random sampling. */
   startup: number;
   /** The configuration in the worktree: never proposed, since a proposal must change something. */
@@ -86,6 +128,8 @@ export interface GpSuggestion {
   repeat: boolean;
   /** In the GP mode: the model's view, in the metric's units. */
   model?: {
+    /** The acquisition that chose the proposal. */
+    acquisition: Acquisition;
     /** Expected improvement of the proposal over the best predicted value. */
     expectedImprovement: number;
     /** Predicted value of the proposal and of the best evaluated configuration. */
@@ -111,6 +155,11 @@ const REFINE_STEPS = 20;
  * model. A noise-free fantasy (many trials) measured within noise of it (docs/optimizer.md).
  */
 const LIE_TRIALS = 1;
+/** κ of the "ucb" acquisition, in posterior standard deviations. */
+export const UCB_KAPPA = 2.5;
+/** Candidates of a Thompson draw: random points, and points near each of the best predicted configurations. */
+const THOMPSON_RANDOM = 250;
+const THOMPSON_LOCAL = 30;
 
 interface Row {
   u: number[];
@@ -142,7 +191,17 @@ export function suggestGp(
     layout.width > 0 &&
     observations.filter((o) => !o.pending && valuesOf(o).length > 0).length >= 2;
   if (modelled) {
-    const s = gpSuggestion(dims, layout, observations, rng, options.direction, pool.isNew, pool.remember);
+    const s = gpSuggestion(
+      dims,
+      layout,
+      observations,
+      rng,
+      options.direction,
+      acquisitionAt(options.acquisition, n - options.startup),
+      options.escape === undefined ? DEFAULT_ESCAPE : options.escape || undefined,
+      pool.isNew,
+      pool.remember,
+    );
     if (s) return s;
   }
   // Startup, or every configuration the model liked was tried (a small space): a new random one.
@@ -150,6 +209,14 @@ export function suggestGp(
   const p = pool.randomNew(rng);
   if (p) return { params: p, mode, observed: n, repeat: false, pending };
   return { params: pool.repeat(), mode, observed: n, repeat: true, pending };
+}
+
+/** The acquisition of the k-th model-guided proposal (k ≥ 0): a portfolio's entries in turn. */
+export function acquisitionAt(a: GpOptions["acquisition"], k: number): Acquisition {
+  if (a === undefined) return "ei";
+  if (typeof a === "string") return a;
+  if (a.length === 0) return "ei";
+  return a[((Math.max(0, Math.floor(k)) % a.length) + a.length) % a.length] as Acquisition;
 }
 
 function valuesOf(o: GpObservation): number[] {
@@ -230,6 +297,8 @@ function gpSuggestion(
   observations: GpObservation[],
   rng: Rng,
   direction: Direction,
+  acquisition: Acquisition,
+  basinEscape: BasinEscape | undefined,
   isNew: (p: Params) => boolean,
   remember: (p: Params) => void,
 ): GpSuggestion | undefined {
@@ -253,7 +322,8 @@ function gpSuggestion(
 
   // Candidates in the unit cube, scored after rounding (and decoding choices) to the real
   // configurations they stand for: inactive knobs then sit at their constant coordinates.
-  const scored = new Map<string, { p: Params; u: number[]; ei: number; mu: number }>();
+  // `a` is what the search maximises: EI, or −(μ − κσ) for "ucb".
+  const scored = new Map<string, { p: Params; u: number[]; ei: number; mu: number; a: number }>();
   const score = (u: number[]) => {
     const p = layout.fromUnit(u);
     const key = keyOf(dims, p);
@@ -261,38 +331,74 @@ function gpSuggestion(
     if (hit) return hit;
     const ur = toUnit(p);
     const { mu, sd } = model.predict(ur);
-    const entry = { p, u: ur, ei: expectedImprovement(incumbent, mu, sd), mu };
+    const ei = expectedImprovement(incumbent, mu, sd);
+    const entry = { p, u: ur, ei, mu, a: acquisition === "ucb" ? -(mu - UCB_KAPPA * sd) : ei };
     scored.set(key, entry);
     return entry;
   };
   const d = layout.width;
   const categorical = dims.some((x) => x.kind === "categorical");
-  for (let i = 0; i < RANDOM_CANDIDATES; i++) score(Array.from({ length: d }, () => rng.next()));
-  for (const c of centres) {
-    for (let i = 0; i < LOCAL_CANDIDATES; i++) {
-      // Small steps keep a one-hot choice; every fourth neighbour switches one choice instead.
-      const step = i % 2 === 0 ? 0.05 : 0.15;
-      const from = categorical && i % 4 === 3 ? layout.switchChoice(c.u, rng) : c.u;
-      score(from.map((x) => clamp01(x + step * rng.normal())));
+  type Entry = { p: Params; u: number[]; ei: number; mu: number; a: number };
+  /** Random points, then points around the best predicted configurations, scored; the entries they gave. */
+  const candidates = (randomCount: number, localCount: number): Entry[] => {
+    const out: Entry[] = [];
+    for (let i = 0; i < randomCount; i++) out.push(score(Array.from({ length: d }, () => rng.next())));
+    for (const c of centres) {
+      for (let i = 0; i < localCount; i++) {
+        // Small steps keep a one-hot choice; every fourth neighbour switches one choice instead.
+        const step = i % 2 === 0 ? 0.05 : 0.15;
+        const from = categorical && i % 4 === 3 ? layout.switchChoice(c.u, rng) : c.u;
+        out.push(score(from.map((x) => clamp01(x + step * rng.normal()))));
+      }
+    }
+    return out;
+  };
+  /** Thompson sampling: one joint draw of the noise-free values at new candidates; its best. */
+  const thompsonPick = (): Entry | undefined => {
+    const fresh = [...new Set(candidates(THOMPSON_RANDOM, THOMPSON_LOCAL))].filter((e) => isNew(e.p));
+    if (!fresh.length) return undefined;
+    const draw = model.draw(
+      fresh.map((e) => e.u),
+      rng,
+    );
+    let at = 0;
+    draw.forEach((v, i) => {
+      if (v < (draw[at] as number)) at = i;
+    });
+    return fresh[at];
+  };
+  let pick: Entry | undefined;
+  let used = acquisition;
+  let ranked: Entry[] = [];
+  if (acquisition === "thompson") pick = thompsonPick();
+  else {
+    candidates(RANDOM_CANDIDATES, LOCAL_CANDIDATES);
+    const starts = [...scored.values()]
+      .filter((e) => isNew(e.p))
+      .sort((a, b) => b.a - a.a)
+      .slice(0, REFINE);
+    for (const start of starts) {
+      let at = start;
+      let step = 0.05;
+      for (let k = 0; k < REFINE_STEPS; k++) {
+        const next = score(at.u.map((x) => clamp01(x + step * rng.normal())));
+        if (next.a > at.a && isNew(next.p)) at = next;
+        else step *= 0.7;
+      }
+    }
+    ranked = [...scored.values()].sort((a, b) => b.a - a.a);
+    pick = ranked.find((e) => isNew(e.p));
+    // A basin measured out: the best EI is below the bar, so a draw from the posterior decides.
+    if (pick && basinEscape && acquisition === "ei" && pick.ei < basinEscape.below * Math.sqrt(model.noise)) {
+      const drawn = thompsonPick();
+      if (drawn) {
+        pick = drawn;
+        used = basinEscape.to;
+      }
     }
   }
-  const starts = [...scored.values()]
-    .filter((e) => isNew(e.p))
-    .sort((a, b) => b.ei - a.ei)
-    .slice(0, REFINE);
-  for (const start of starts) {
-    let at = start;
-    let step = 0.05;
-    for (let k = 0; k < REFINE_STEPS; k++) {
-      const next = score(at.u.map((x) => clamp01(x + step * rng.normal())));
-      if (next.ei > at.ei && isNew(next.p)) at = next;
-      else step *= 0.7;
-    }
-  }
-  const ranked = [...scored.values()].sort((a, b) => b.ei - a.ei);
-  const pick = ranked.find((e) => isNew(e.p));
   if (!pick) {
-    for (const e of ranked.slice(0, 1)) remember(e.p);
+    for (const e of (ranked.length ? ranked : [...scored.values()]).slice(0, 1)) remember(e.p);
     return undefined;
   }
   const bestPredicted = sign * (incumbent * scale + center);
@@ -302,6 +408,7 @@ function gpSuggestion(
     observed: observations.length,
     repeat: false,
     model: {
+      acquisition: used,
       expectedImprovement: pick.ei * scale,
       predicted: sign * (pick.mu * scale + center),
       bestPredicted,
@@ -328,6 +435,8 @@ interface GpModel {
   predict(u: number[]): { mu: number; sd: number };
   /** The posterior with these rows added, hyperparameters unchanged (fantasies: constant liar). */
   given(rows: Row[]): GpModel;
+  /** One joint draw of the noise-free values at these points (Thompson sampling). */
+  draw(us: number[][], rng: Rng): number[];
 }
 
 /** Fitted hyperparameters: inverse squared lengthscales, signal and noise variance. */
@@ -504,6 +613,51 @@ function posterior(data: Row[], h: Hyper): GpModel {
   return {
     noise,
     given: (rows) => posterior([...data, ...rows], h),
+    draw(us: number[][], rng: Rng): number[] {
+      const m = us.length;
+      // V = L⁻¹ K(data, us), column by column; mean = K(us, data) α; cov = K(us, us) − VᵀV.
+      const V = new Float64Array(n * m);
+      const mus = new Float64Array(m);
+      for (let c = 0; c < m; c++) {
+        const u = us[c] as number[];
+        let mu = 0;
+        for (let i = 0; i < n; i++) {
+          const kv = kernel(u, (data[i] as Row).u, h);
+          mu += kv * (alpha[i] as number);
+          let t = kv;
+          for (let k = 0; k < i; k++) t -= (L[i * n + k] as number) * (V[k * m + c] as number);
+          V[i * m + c] = t / (L[i * n + i] as number);
+        }
+        mus[c] = mu;
+      }
+      const C = new Float64Array(m * m);
+      const fill = (jitter: number) => {
+        for (let a = 0; a < m; a++) {
+          const ua = us[a] as number[];
+          for (let b = 0; b <= a; b++) {
+            let v = a === b ? s2 + jitter : kernel(ua, us[b] as number[], h);
+            for (let i = 0; i < n; i++) v -= (V[i * m + a] as number) * (V[i * m + b] as number);
+            C[a * m + b] = v;
+          }
+        }
+      };
+      // Candidates a rounding apart are nearly collinear: a growing jitter until it factorises.
+      let jitter = 1e-8 * s2;
+      fill(jitter);
+      while (!cholesky(C, m)) {
+        jitter *= 10;
+        if (jitter > s2) throw new Error("gp: the candidates' posterior covariance is not positive definite");
+        fill(jitter);
+      }
+      const z = Array.from({ length: m }, () => rng.normal());
+      const out = new Array<number>(m);
+      for (let a = 0; a < m; a++) {
+        let v = mus[a] as number;
+        for (let b = 0; b <= a; b++) v += (C[a * m + b] as number) * (z[b] as number);
+        out[a] = v;
+      }
+      return out;
+    },
     predict(u: number[]) {
       const kStar = new Float64Array(n);
       let mu = 0;
