@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AutolabError } from "../core/errors.ts";
-import { git, gitRaw } from "../workspace/git.ts";
+import { commitIdentity, git, gitRaw } from "../workspace/git.ts";
 
 /** autolab's own root (examples/ and node_modules/ live here). */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -116,11 +116,7 @@ export async function initProject(
   if (!inRepo) {
     await git(dir, ["init", "-q", "-b", "main"]);
     await git(dir, ["add", "-A"]);
-    const email = await gitRaw(dir, ["config", "user.email"]);
-    const id =
-      email.code === 0 && email.stdout.trim()
-        ? []
-        : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+    const id = await commitIdentity(dir);
     await git(dir, [...id, "commit", "-q", "--no-verify", "-m", "autolab init"]);
     committed = true;
   }

@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, HookRunRecord, Ledger, RunRecord } from "../core/ledger.ts";
+import { mean } from "../core/stats.ts";
 import { isFullBudget, valuesAt } from "../core/trial-values.ts";
 import type { Program, TrialResult, TrialStatus } from "../core/types.ts";
 import { buildContext, holdoutNames, redactHoldoutsDeep } from "../core/views.ts";
@@ -135,7 +136,7 @@ export interface TrajectoryInput {
   stateDir: string;
 }
 
-const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined);
+const meanOrNone = (xs: number[]) => (xs.length ? mean(xs) : undefined);
 const finished = (e: ExperimentRecord): TrialResult[] =>
   e.trials.map((t) => t.result).filter((r): r is NonNullable<typeof r> => !!r && r.status !== "interrupted");
 
@@ -179,13 +180,13 @@ export async function* trajectoryStream(input: TrajectoryInput): AsyncGenerator<
         .filter((t) => !program || isFullBudget(program, t))
         .map((t) => t.result)
         .filter((r): r is NonNullable<typeof r> => r?.status === "ok");
-    const wall = mean(
+    const wall = meanOrNone(
       ok(e)
         .map((r) => r.wallS)
         .filter((w) => w > 0),
     );
     const parentWall = parent
-      ? mean(
+      ? meanOrNone(
           ok(parent)
             .map((r) => r.wallS)
             .filter((w) => w > 0),
@@ -315,7 +316,7 @@ function noiseUnitsOf(
   const decided = exps
     .map((e) => e.decision?.metric)
     .filter((v): v is number => v !== undefined && Number.isFinite(v));
-  const m = mean(decided);
+  const m = meanOrNone(decided);
   const spread =
     m !== undefined && decided.length >= 2
       ? Math.sqrt(decided.reduce((a, v) => a + (v - m) ** 2, 0) / (decided.length - 1))

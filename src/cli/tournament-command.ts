@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { programPath } from "../app/lab.ts";
 import { AutolabError } from "../core/errors.ts";
-import { askWithModel, checkProgramClean, evolve, writerConfig } from "../learn/evolve.ts";
+import { askWithModel, evolve, writerConfig } from "../learn/evolve.ts";
 import {
   defaultTournamentDir,
   incumbentOf,
@@ -66,7 +66,6 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
         ...(flags.writerApiKeyEnv ? { apiKeyEnv: flags.writerApiKeyEnv } : {}),
       })
     : undefined;
-  if (flags.evolve) await checkProgramClean(programFile);
   const out = flags.out ?? defaultTournamentDir(programFile);
   const stop = gracefulStop("tournament");
   const budget =

@@ -28,7 +28,8 @@ import { remeasure } from "../app/finalize-verify.ts";
 import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
-import type { Agent } from "../core/types.ts";
+import { mean } from "../core/stats.ts";
+import type { Agent, Program } from "../core/types.ts";
 import { splitFrontmatter } from "../program/frontmatter.ts";
 import { loadProgram } from "../program/index.ts";
 import { AGENT_BACKENDS } from "../program/schema.ts";
@@ -185,10 +186,9 @@ function cellResult(
   key: CellKey,
   program: SuiteProgram,
   experiments: readonly ExperimentRecord[],
-  programFile: string,
+  p: Program,
   unit: "experiments" | "trials",
 ): Omit<CellRecord, "dir" | "stoppedBecause"> {
-  const p = loadProgram(programFile);
   const metric = p.objective.metric;
   const sorted = [...experiments].sort((a, b) => a.n - b.n);
   const base = sorted.find((e) => e.n === 0);
@@ -233,7 +233,7 @@ function cellResult(
 async function remeasureCell(
   r: Omit<CellRecord, "dir" | "stoppedBecause">,
   experiments: readonly ExperimentRecord[],
-  programFile: string,
+  p: Program,
   baseCommit: string,
   key: CellKey,
   n: number,
@@ -244,16 +244,14 @@ async function remeasureCell(
     .sort((a, b) => b.n - a.n)[0];
   const bestCommit = kept?.commit ?? baseCommit;
   const seeds = Array.from({ length: n }, (_, i) => 1_000_000 + 1000 * key.seed + i);
-  const p = loadProgram(programFile);
   const values = await remeasure({
-    program: programFile,
+    program: p.path,
     tag: "bench",
     commits: [baseCommit, bestCommit],
     seeds,
     // On the fleet the run's trials ran on the workers: its re-measurement runs there too.
     ...(fleet ? { fleet } : {}),
   });
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const b = values.get(baseCommit) ?? [];
   const k = values.get(bestCommit) ?? [];
   r.runBaseline = r.baseline;
@@ -299,12 +297,12 @@ async function runCell(
     });
     const experiments = outcome.lab.ledger.listExperiments(outcome.run.id);
     outcome.lab.ledger.close();
-    const result = cellResult(key, program, experiments, programFile, unit);
+    const result = cellResult(key, program, experiments, outcome.lab.program, unit);
     if (suite.remeasure > 0 && result.status === "ok")
       await remeasureCell(
         result,
         experiments,
-        programFile,
+        outcome.lab.program,
         outcome.run.baseCommit,
         key,
         suite.remeasure,

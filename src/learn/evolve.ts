@@ -23,7 +23,7 @@ import type { AgentConfig, Program } from "../core/types.ts";
 import { SqliteLedger } from "../ledger/sqlite-ledger.ts";
 import { splitFrontmatter } from "../program/frontmatter.ts";
 import { loadProgram } from "../program/index.ts";
-import { git, gitRaw } from "../workspace/git.ts";
+import { commitIdentity, git, gitRaw } from "../workspace/git.ts";
 import {
   checkVariantText,
   INCUMBENT,
@@ -329,11 +329,7 @@ export async function evolve(opts: EvolveOptions): Promise<EvolveResult> {
     if (!won) continue;
     writeFileSync(programFile, withBody(programFile, body));
     const dir = dirname(programFile);
-    const email = await gitRaw(dir, ["config", "user.email"]);
-    const id =
-      email.code === 0 && email.stdout.trim()
-        ? []
-        : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+    const id = await commitIdentity(dir);
     await git(dir, [
       ...id,
       "commit",

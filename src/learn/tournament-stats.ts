@@ -11,6 +11,7 @@
  * is the best (P(best)).
  */
 import { mulberry32 } from "../core/random.ts";
+import { mean as meanOf } from "../core/stats.ts";
 import { tQuantile } from "../trust/stats.ts";
 
 /** One variant's result on one seed: its final improvement in percent (0 when the cell failed). */
@@ -128,7 +129,7 @@ export function rankVariants(
       const dd = [...(diffs[v] ?? [])].sort((a, b) => a - b);
       const alpha = 1 - level;
       const paired = seeds.map((sd) => value(v, sd) - value(incumbent, sd));
-      const mean = paired.reduce((a, b) => a + b, 0) / k;
+      const mean = meanOf(paired);
       // The percentile bootstrap is too narrow on a handful of seeds; Student's t on the paired
       // differences is honest there. The wider of the two decides; one seed decides nothing.
       const t =

@@ -82,3 +82,14 @@ export async function git(cwd: string, args: string[], input?: string): Promise<
   }
   return out.stdout;
 }
+
+/**
+ * `-c` options naming autolab as the author when the user has no git identity here (a commit
+ * made for the user — init, init --from, tournament --evolve — keeps theirs when they have one).
+ */
+export async function commitIdentity(dir: string): Promise<string[]> {
+  const email = await gitRaw(dir, ["config", "user.email"]);
+  return email.code === 0 && email.stdout.trim()
+    ? []
+    : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+}

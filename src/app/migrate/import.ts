@@ -5,7 +5,7 @@ import { openNotebook } from "../../ledger/open-notebook.ts";
 import { splitFrontmatter } from "../../program/frontmatter.ts";
 import { parseProgram } from "../../program/index.ts";
 import { findOnPath } from "../../runner/sandbox.ts";
-import { git, gitRaw } from "../../workspace/git.ts";
+import { commitIdentity, git, gitRaw } from "../../workspace/git.ts";
 import { assertNotEmptied, locateNotebook, prepareStateDir } from "../lab.ts";
 import { autoresearchMissing, planAutoresearch } from "./autoresearch.ts";
 import { piLayout, planPiAutoresearch } from "./pi-autoresearch.ts";
@@ -173,11 +173,7 @@ const promptName = (c: Checkout) => (piLayout(c) === "legacy" ? "autoresearch.md
  */
 async function commit(dir: string, p: MigrationPlan): Promise<{ committed: string[]; newRepo: boolean }> {
   const inRepo = (await gitRaw(dir, ["rev-parse", "--show-toplevel"])).code === 0;
-  const email = await gitRaw(dir, ["config", "user.email"]);
-  const id =
-    email.code === 0 && email.stdout.trim()
-      ? []
-      : ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+  const id = await commitIdentity(dir);
   const message = `autolab init --from ${p.source}: program.md (directions from ${p.directionsFrom}), history imported into the notebook`;
   const paths = ["program.md", ...p.commitFiles];
   if (!inRepo) {
