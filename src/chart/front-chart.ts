@@ -28,7 +28,8 @@ export interface FrontChartInput {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
 
-function esc(s: string): string {
+/** Text for SVG: characters XML cannot hold replaced, markup and quotes as character references. */
+export function esc(s: string): string {
   return s.replace(NOT_XML, "\ufffd").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 

@@ -6,6 +6,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { esc } from "../chart/front-chart.ts";
 import { niceTicks } from "../chart/progress-chart.ts";
 import type { BenchRun, CellRecord, OrderEntry } from "./bench.ts";
 import {
@@ -62,10 +63,6 @@ export function benchSummary(suite: Suite, run: BenchRun): BenchSummary {
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563", "#ca8a04"];
 
-function xml(s: string): string {
-  return s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
 /** Mean best-so-far improvement (%) vs compute, one line per configuration. */
 export function renderCurves(
   title: string,
@@ -87,12 +84,12 @@ export function renderCurves(
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${H}" fill="#fff"/>`,
-    `<text x="${m.l}" y="18" font-size="13">${xml(title)}</text>`,
+    `<text x="${m.l}" y="18" font-size="13">${esc(title)}</text>`,
   ];
   for (const t of yTicks) {
     parts.push(
       `<line x1="${m.l}" x2="${W - m.r}" y1="${sy(t).toFixed(1)}" y2="${sy(t).toFixed(1)}" stroke="#e5e7eb"/>`,
-      `<text x="${m.l - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end">${xml(`${t}%`)}</text>`,
+      `<text x="${m.l - 6}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end">${esc(`${t}%`)}</text>`,
     );
   }
   for (const t of niceTicks(0, xMax, 6))
@@ -100,7 +97,7 @@ export function renderCurves(
   parts.push(
     `<line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#374151"/>`,
     `<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${H - m.b}" stroke="#374151"/>`,
-    `<text x="${(m.l + W - m.r) / 2}" y="${H - 8}" text-anchor="middle">${xml(unit)}</text>`,
+    `<text x="${(m.l + W - m.r) / 2}" y="${H - 8}" text-anchor="middle">${esc(unit)}</text>`,
   );
   Object.entries(curves).forEach(([name, curve], i) => {
     const color = PALETTE[i % PALETTE.length];
@@ -114,9 +111,9 @@ export function renderCurves(
     const last = curve[curve.length - 1];
     if (last && last[0] < xMax) d += `H${sx(xMax).toFixed(1)}`;
     parts.push(
-      `<path class="curve" data-config="${xml(name)}" d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`,
+      `<path class="curve" data-config="${esc(name)}" d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`,
       `<rect x="${W - m.r + 12}" y="${m.t + i * 18}" width="10" height="10" fill="${color}"/>`,
-      `<text x="${W - m.r + 26}" y="${m.t + i * 18 + 9}">${xml(name)}</text>`,
+      `<text x="${W - m.r + 26}" y="${m.t + i * 18 + 9}">${esc(name)}</text>`,
     );
   });
   parts.push("</svg>");
