@@ -58,7 +58,13 @@ describe("autolab tournament --evolve", () => {
       agent: "follower",
       agents: { follower },
       generations: 4,
-      ask: askWithModel({ backend: "llm", model: "writer", baseUrl: `${fake.url}/v1`, args: [], env: {} }),
+      ask: await askWithModel({
+        backend: "llm",
+        model: "writer",
+        baseUrl: `${fake.url}/v1`,
+        args: [],
+        env: {},
+      }),
       writer: "writer",
       onLine: (l) => lines.push(l),
     });

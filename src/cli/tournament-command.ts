@@ -96,7 +96,7 @@ export async function tournamentCommand(files: string[], flags: TournamentFlags)
       const e = await evolve({
         ...opts,
         generations: flags.generations ?? 1,
-        ask: askWithModel(writer),
+        ask: await askWithModel(writer),
         writer: writer.model ?? writer.backend,
       });
       result = e.result;

@@ -15,8 +15,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { generateText } from "ai";
-import { resolveModel } from "../agents/llm/provider.ts";
 import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { AgentConfig, Program } from "../core/types.ts";
@@ -77,7 +75,12 @@ export function writerConfig(
 }
 
 /** The writer through the llm backend's providers (src/agents/llm/provider.ts). */
-export function askWithModel(config: AgentConfig): AskWriter {
+export async function askWithModel(config: AgentConfig): Promise<AskWriter> {
+  // The AI SDK is large: loaded only for --evolve, not by every command at start-up.
+  const [{ generateText }, { resolveModel }] = await Promise.all([
+    import("ai"),
+    import("../agents/llm/provider.ts"),
+  ]);
   let resolved: ReturnType<typeof resolveModel>;
   try {
     resolved = resolveModel(config);

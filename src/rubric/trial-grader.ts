@@ -12,8 +12,6 @@
 import { lstatSync, readFileSync, realpathSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { isAbsolute, join, relative, sep } from "node:path";
-import { generateText } from "ai";
-import { resolveModel } from "../agents/llm/provider.ts";
 import type { TrialGradeOutcome, TrialGrader } from "../core/types.ts";
 import {
   type AskJudge,
@@ -28,6 +26,11 @@ export const MAX_GRADED_CHARS = 60_000;
 
 /** Asks a judge through the llm backend's providers (src/agents/llm/provider.ts): one call, no tools. */
 export const askWithProvider: AskJudge = async (judge, system, prompt, signal) => {
+  // The AI SDK is large: loaded when a judge is first asked, not by every run (as the llm backend).
+  const [{ generateText }, { resolveModel }] = await Promise.all([
+    import("ai"),
+    import("../agents/llm/provider.ts"),
+  ]);
   const resolved = resolveModel({
     backend: "llm",
     provider: judge.provider,
