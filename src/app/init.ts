@@ -22,10 +22,22 @@ export const AUTOLAB_VERSION = (
   JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string }
 ).version;
 
+/**
+ * The one list of examples, read from examples/: every directory with a program.md, and the
+ * portfolio's programs as `portfolio/<name>`. `init --help`, EXAMPLE_UNKNOWN's hint and the
+ * tables in README.md and docs/examples.md (test/examples-list.test.ts) all follow it.
+ */
 export function listExamples(): string[] {
-  return readdirSync(EXAMPLES_DIR, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(join(EXAMPLES_DIR, d.name, "program.md")))
-    .map((d) => d.name);
+  const programsIn = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && existsSync(join(dir, d.name, "program.md")))
+      .map((d) => d.name)
+      .sort();
+  const portfolio = join(EXAMPLES_DIR, "portfolio");
+  return [
+    ...programsIn(EXAMPLES_DIR),
+    ...(existsSync(portfolio) ? programsIn(portfolio).map((n) => `portfolio/${n}`) : []),
+  ];
 }
 
 const TEMPLATE = `---

@@ -2,7 +2,7 @@
 import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
 import { Command, CommanderError } from "commander";
-import { AUTOLAB_VERSION } from "../app/init.ts";
+import { AUTOLAB_VERSION, listExamples } from "../app/init.ts";
 import { benchCommand } from "./bench-command.ts";
 import { guardOutput } from "./closed-output.ts";
 import { dbImportCommand, dbMigrateCommand } from "./db-command.ts";
@@ -76,7 +76,7 @@ cli
   .command("init")
   .description("create program.md (or copy an example, or migrate from autoresearch) in a git repository")
   .argument("[dir]", "project directory", ".")
-  .option("-e, --example <name>", "copy an example project (tiny-lm)")
+  .option("-e, --example <name>", `copy an example project: ${listExamples().join(", ")}`)
   .option(
     "--from <tool>",
     "migrate a checkout of autoresearch or pi-autoresearch: program.md from its files, its results as prior history",
