@@ -10,6 +10,7 @@ import {
   budgetSeconds,
   commandFromProgram,
   knobsFromScript,
+  loopInstructions,
   objectiveFromProgram,
   parseResultsTsv,
   planAutoresearch,
@@ -189,6 +190,45 @@ describe("autoresearch: program.md frontmatter", () => {
     const plan = planAutoresearch(memoryCheckout(files), noUv);
     expect(plan.settings.search).toEqual([]);
     expect(parseProgram(programText(plan), "/x/program.md").agent.backend).toBe("claude");
+  });
+});
+
+describe("autoresearch: what the harness does instead (issue #36)", () => {
+  // Upstream's loop instructions, in the words karpathy/autoresearch's program.md uses.
+  const upstream = [
+    "# autoresearch",
+    "1. Agree on a run tag and create the branch `autoresearch/<tag>` from master.",
+    "**The goal is simple: get the lowest val_bpb.**",
+    "LOOP FOREVER:",
+    "- git commit the change, then run `uv run train.py > run.log 2>&1`.",
+    "- If val_bpb did not improve, git reset back to where you started.",
+    "NEVER STOP: do not ask the human whether to continue.",
+    "Try a larger learning rate for the embeddings.",
+    "",
+  ].join("\n");
+
+  it("marks upstream's loop lines as not the researcher's job, above the text it keeps verbatim", () => {
+    const c = memoryCheckout({ "program.md": upstream, "train.py": "x = 1\n", "prepare.py": "" });
+    const plan = planAutoresearch(c, noUv);
+    const text = programText(plan);
+    expect(text.endsWith(upstream)).toBe(true);
+    expect(loopInstructions(upstream)).toHaveLength(5);
+    expect(plan.preface).toMatch(/not the researcher's job/);
+    for (const line of loopInstructions(upstream)) expect(plan.preface).toContain(line);
+    expect(plan.preface).not.toContain("larger learning rate");
+    expect(parseProgram(text, "/x/program.md").objective.metric).toBe("val_bpb");
+  });
+
+  it("says the metric is self-reported and that prepare.py is not run", () => {
+    const plan = planAutoresearch(fixture("autoresearch-upstream"), noUv);
+    const notes = plan.notes.join("\n");
+    expect(notes).toMatch(/val_bpb is self-reported: train\.py prints it/);
+    expect(notes).toMatch(/prepare\.py .* is not run by autolab/);
+  });
+
+  it("a program.md without loop instructions gets no preface", () => {
+    const c = memoryCheckout({ "program.md": "Get the lowest val_bpb.\n", "train.py": "x = 1\n" });
+    expect(planAutoresearch(c, noUv).preface).toBeUndefined();
   });
 });
 

@@ -202,6 +202,36 @@ export function knobsFromScript(text: string): Knob[] {
 const round4 = (v: number) => Number(v.toPrecision(4));
 
 /**
+ * Lines of upstream's program.md that drive autoresearch's own loop (make the branch, commit,
+ * reset, log to results.tsv, never stop). Under autolab the harness does each of these; a
+ * researcher that follows them fights the harness.
+ */
+const LOOP_LINE =
+  /LOOP FOREVER|NEVER STOP|\bgit (reset|commit|checkout|branch|switch)\b|\b(create|make) (a |the )?(fresh |new )?branch\b|results\.tsv|\bkill it\b|run\.log/i;
+
+export function loopInstructions(program: string): string[] {
+  return program
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && LOOP_LINE.test(l));
+}
+
+/** The note above upstream's text: what the harness does instead, and the lines it replaces. */
+export function loopPreface(lines: string[]): string {
+  const quoted = lines.map((l) => `> - ${l.length > 160 ? `${l.slice(0, 157)}…` : l}`).join("\n");
+  return [
+    "> **autolab runs the experiment loop** (this note was added by `autolab init --from autoresearch`;",
+    "> the text after it is upstream's program.md, unchanged). The harness makes the branch, runs and",
+    "> times each experiment, scores it, keeps or reverts it with git and records it in its notebook.",
+    "> Your job is one change per experiment, to the editable files. These lines below belong to",
+    "> autoresearch's own loop and are **not the researcher's job** here:",
+    quoted,
+    "",
+    "",
+  ].join("\n");
+}
+
+/**
  * The migration of an autoresearch checkout: program.md's text becomes the directions (the file
  * gains frontmatter above it), results.tsv the imported history.
  */
@@ -246,6 +276,21 @@ export function planAutoresearch(c: Checkout, env: MigrationEnvironment): Migrat
   ];
   const protectedFiles = ["prepare.py", "pyproject.toml", "uv.lock"].filter((f) => c.exists(f));
 
+  // The metric is train.py's own print: nothing protected recomputes it (upstream has no
+  // separate evaluator), and upstream's data step is a manual one-off autolab does not run.
+  notes.push(
+    `${metric} is self-reported: train.py prints it and nothing protected recomputes it. For a score the researcher cannot fake, add a protected run.evaluate that scores the checkpoint (docs/program.md).`,
+  );
+  if (prepare !== undefined)
+    notes.push(
+      "prepare.py (upstream's data and tokenizer step) is not run by autolab: run it once before `autolab run` (uv run prepare.py), or name it as run.setup in program.md.",
+    );
+  const loop = loopInstructions(program);
+  if (loop.length)
+    notes.push(
+      `${loop.length} line(s) of program.md drive autoresearch's own loop (branch, commit, reset, log, never stop): a note above them tells the researcher they are the harness's job.`,
+    );
+
   if (tsv === undefined) notes.push("No results.tsv: no prior history to import.");
   else if (parsed?.spaces)
     notes.push(
@@ -268,6 +313,7 @@ export function planAutoresearch(c: Checkout, env: MigrationEnvironment): Migrat
       comments,
     },
     directions: program,
+    ...(loop.length ? { preface: loopPreface(loop) } : {}),
     directionsFrom: "program.md",
     ...(tsv !== undefined ? { historyFrom: "results.tsv" } : {}),
     history: parsed?.rows ?? [],

@@ -58,6 +58,11 @@ export interface MigrationPlan {
   settings: ProgramSettings;
   /** The research directions: the text of the file they came from, verbatim. */
   directions: string;
+  /**
+   * A note written above the verbatim directions, for the researcher (autoresearch: which of
+   * upstream's own loop instructions are the harness's job, not the researcher's).
+   */
+  preface?: string;
   /** The file the directions came from (program.md for autoresearch: it gains the frontmatter). */
   directionsFrom: string;
   /** The file the history came from (absent: none found). */
@@ -73,9 +78,9 @@ export interface MigrationPlan {
   maxExperiments?: number;
 }
 
-/** program.md's text: the frontmatter, then the directions exactly as they were. */
+/** program.md's text: the frontmatter, the preface if any, then the directions exactly as they were. */
 export function programText(plan: MigrationPlan): string {
-  return `---\n${renderFrontmatter(plan.settings, plan.source)}---\n${plan.directions}`;
+  return `---\n${renderFrontmatter(plan.settings, plan.source)}---\n${plan.preface ?? ""}${plan.directions}`;
 }
 
 /** YAML of the settings. Strings are JSON-quoted (valid YAML, and no file name can break the document). */
