@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { listExamples } from "../src/app/init.ts";
+import { exampleNextSteps, listExamples } from "../src/app/init.ts";
 
 const root = join(import.meta.dirname, "..");
 /** The example names linked in a markdown table's first column, in one section of a file. */
@@ -38,4 +38,11 @@ it("README's examples table lists exactly the examples", () => {
 it("docs/examples.md's tables list exactly the examples and the portfolio's programs", () => {
   expect(tableNames("docs/examples.md", "../examples/", "# Examples")).toEqual(top);
   expect(tableNames("docs/examples.md", "../examples/portfolio/", "## Portfolio")).toEqual(portfolio);
+});
+
+it("init's Next lines come from the example's README (rubric-writeup starts its judges first)", () => {
+  const steps = exampleNextSteps("rubric-writeup") ?? [];
+  expect(steps[0]).toMatch(/^node judge-server\.mjs &/);
+  expect(steps.some((l) => l.startsWith("autolab run"))).toBe(true);
+  expect(exampleNextSteps("portfolio/char-lm")).toBeUndefined();
 });

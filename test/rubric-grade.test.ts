@@ -215,6 +215,34 @@ describe("rubric grading with scripted judges", () => {
     expect(r.metrics.rubric_score).toBeUndefined();
   });
 
+  it("judges nobody answers at their URL: the reason names each and its socket error, and each is asked once (issue #36)", async () => {
+    // A port nothing listens on: bind one, note it, close it.
+    const { createServer } = await import("node:net");
+    const port = await new Promise<number>((res) => {
+      const srv = createServer().listen(0, "127.0.0.1", () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => res(p));
+      });
+    });
+    const down = (name: string): JudgeSpec => ({
+      name,
+      provider: "openai-compatible",
+      baseUrl: `http://127.0.0.1:${port}/v1`,
+      model: name,
+    });
+    const r = await grade(evaluation([], { judges: [down("careful"), down("quick")] }));
+    expect(r.status).toBe("crash");
+    expect(r.reason).toBe(
+      `rubric: no judge could be reached (careful at http://127.0.0.1:${port}/v1: ECONNREFUSED; quick at http://127.0.0.1:${port}/v1: ECONNREFUSED): start the judges program.md names under run.evaluate.judges, or point them at running endpoints`,
+    );
+    // One request for the answer and one for the canary, not one per criterion.
+    expect(r.usage.careful?.requests).toBe(2);
+    // One reachable judge: the others' failures are only part of the story, as before.
+    behaviours.agreeA = { answer: { question: 2, evidence: 1 } };
+    const mixed = await grade(evaluation(["agreeA"], { judges: [judge("agreeA"), down("quick")] }));
+    expect(mixed.reason ?? "").not.toMatch(/no judge could be reached/);
+  });
+
   it("a gullible judge that scores the canary high is flagged and its grades are excluded", async () => {
     behaviours.strict = { answer: { question: 1, evidence: 1 } };
     behaviours.gullible = { answer: { question: 2, evidence: 2 }, canary: { question: 2, evidence: 1 } };

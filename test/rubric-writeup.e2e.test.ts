@@ -1,6 +1,6 @@
 /**
  * examples/rubric-writeup end to end, as a user meets it: `autolab init --example`, the
- * example's offline judges (judge-server.ts) on 127.0.0.1, `autolab run` with the built-in
+ * example's offline judges (judge-server.mjs) on 127.0.0.1, `autolab run` with the built-in
  * optimizer, `autolab log --json`. Then a gullible judge on the panel (flagged by the canary,
  * its grades left out), and judges that cannot be reached (the baseline fails, saying why).
  */
@@ -18,7 +18,7 @@ let port = 0;
 
 beforeAll(async () => {
   judges = spawn(process.execPath, [
-    join(REPO_ROOT, "examples", "rubric-writeup", "judge-server.ts"),
+    join(REPO_ROOT, "examples", "rubric-writeup", "judge-server.mjs"),
     "--port",
     "0",
   ]);

@@ -40,6 +40,24 @@ export function listExamples(): string[] {
   ];
 }
 
+/**
+ * What to run after `init --example <name>`, from the example's README: the commands of the
+ * first sh block under "## Run it" that follow its `autolab init` line (an example that needs a
+ * server started first says so there, once). Undefined when the README has no such block.
+ */
+export function exampleNextSteps(example: string): string[] | undefined {
+  const readme = join(EXAMPLES_DIR, example, "README.md");
+  if (!existsSync(readme)) return undefined;
+  const text = readFileSync(readme, "utf8");
+  const section = /^## Run it\s*$([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(text)?.[1] ?? "";
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) return undefined;
+  const lines = block.split("\n").filter((l) => l.trim() !== "");
+  const init = lines.findIndex((l) => /\bautolab init\b/.test(l));
+  const steps = lines.slice(init + 1);
+  return steps.length ? steps : undefined;
+}
+
 const TEMPLATE = `---
 name: my-project
 objective: { metric: val_loss, direction: minimize }

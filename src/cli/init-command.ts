@@ -1,4 +1,4 @@
-import { initProject } from "../app/init.ts";
+import { exampleNextSteps, initProject } from "../app/init.ts";
 import { initFrom } from "../app/migrate/import.ts";
 import { AutolabError } from "../core/errors.ts";
 import { handleError } from "./errors.ts";
@@ -16,11 +16,15 @@ export async function initCommand(dir: string, flags: { example?: string; from?:
     const lines = [
       `Created ${res.files.join(", ")} in ${res.dir}${res.committed ? " (new git repository, first commit made)" : ""}.`,
     ];
-    lines.push(
-      flags.example
-        ? `Next: cd ${res.dir} && autolab run --max-experiments 10`
-        : "Next: edit program.md (metric, command, files, budget), commit, then `autolab run`.",
-    );
+    const steps = flags.example ? exampleNextSteps(flags.example) : undefined;
+    if (steps)
+      lines.push(`Next, in ${res.dir} (the example's README, "Run it"):`, ...steps.map((l) => `  ${l}`));
+    else
+      lines.push(
+        flags.example
+          ? `Next: cd ${res.dir} && autolab run --max-experiments 10`
+          : "Next: edit program.md (metric, command, files, budget), commit, then `autolab run`.",
+      );
     if (!res.committed)
       lines.push("Commit the new files before `autolab run`: a run starts from the last commit.");
     process.stdout.write(`${safeText(lines.join("\n"))}\n`);

@@ -107,7 +107,7 @@ export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): vo
   throw new AutolabError(
     "BASELINE_FAILED",
     `the baseline (the unmodified project) failed: ${baseline.decision.reason}${advice.found ? `\n${advice.found}` : ""}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
-    `${advice.fix}, commit, and start a new run (autolab run --tag <new-tag>).`,
+    `${advice.fix}${advice.after ?? ", commit, and start a new run (autolab run --tag <new-tag>)."}`,
   );
 }
 
@@ -116,7 +116,10 @@ export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): vo
  * broken: name the metrics it did print (holdouts left out: an agent may read this through
  * MCP) and the likely one; only a command that failed is told to work.
  */
-function baselineAdvice(program: Program, result: TrialResult | undefined): { found?: string; fix: string } {
+function baselineAdvice(
+  program: Program,
+  result: TrialResult | undefined,
+): { found?: string; fix: string; after?: string } {
   const metric = program.objective.metric;
   const step = `\`${program.run.evaluate ?? program.run.command}\``;
   if (result?.status === "nonfinite_metric") {
@@ -129,6 +132,13 @@ function baselineAdvice(program: Program, result: TrialResult | undefined): { fo
   if (unprinted) {
     // Several objectives: the primary was printed, another listed metric was not.
     return { fix: `Make ${step} print every objective metric (${unprinted.metric} is missing)` };
+  }
+  if (result?.reason?.startsWith("rubric: no judge could be reached")) {
+    // The command ran; the grading step's endpoints did not answer (docs/learning.md).
+    return {
+      fix: "Start the judges program.md names under run.evaluate.judges (an example's offline judges: its README's \"Run it\"), or point base_url at endpoints that run",
+      after: "; then `autolab run` again (a run whose baseline failed is not resumed: a new one starts).",
+    };
   }
   if (result?.status !== "missing_metric") {
     return { fix: `Fix the program so that \`${program.run.command}\` works on the committed code` };

@@ -69,7 +69,31 @@ export type JudgeAnswer =
       criterion: string;
       failure: "garbage" | "out_of_range" | "timeout" | "error" | "skipped";
       detail: string;
+      /** A connection error's code (ECONNREFUSED, ENOTFOUND, …): the endpoint was not reached. */
+      unreachable?: string;
     };
+
+/** Socket-level error codes: the request never reached a judge (nothing it said is in them). */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+]);
+
+/** The connection error code of a failed request (fetch wraps it in `cause`), if it is one. */
+export function unreachableCode(err: unknown): string | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 4; i++) {
+    if (typeof e.code === "string" && UNREACHABLE.has(e.code)) return e.code;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
 
 export interface GradeReport {
   status: "ok" | "crash";
@@ -218,7 +242,15 @@ async function judgeAll(
         gaveUp = `the judge timed out earlier (${ev.judgeTimeoutMs / 1000}s)`;
         out.push({ ...base, failure: "timeout", detail: `no answer within ${ev.judgeTimeoutMs / 1000}s` });
       } else {
-        out.push({ ...base, failure: "error", detail: String((err as Error)?.message ?? err).slice(0, 300) });
+        const code = unreachableCode(err);
+        out.push({
+          ...base,
+          failure: "error",
+          detail: String((err as Error)?.message ?? err).slice(0, 300),
+          ...(code ? { unreachable: code } : {}),
+        });
+        // A judge that cannot be reached will not be reached for the next criterion either.
+        if (code) gaveUp = `the judge could not be reached earlier (${code})`;
       }
       continue;
     }
@@ -374,6 +406,24 @@ export async function gradeAnswer(
 
   const report = { panel: panel.map((j) => j.name), answers, canary, criteria, warnings, usage };
   if (ungraded.length > 0) {
+    // Judges no request reached (the endpoint down, a wrong base_url): say so, with where they
+    // were asked — program.md's URL and a socket error code, never a judge's words.
+    const unreached = panel.filter((j) =>
+      answers.some((a) => a.judge === j.name && "failure" in a && a.unreachable !== undefined),
+    );
+    if (unreached.length === panel.length) {
+      const where = unreached.map((j) => {
+        const a = answers.find((x) => x.judge === j.name && "failure" in x && x.unreachable);
+        const code = a && "failure" in a ? a.unreachable : "";
+        return `${j.name} at ${j.baseUrl ?? j.provider}: ${code}`;
+      });
+      return {
+        status: "crash",
+        reason: `rubric: no judge could be reached (${where.join("; ")}): start the judges program.md names under run.evaluate.judges, or point them at running endpoints`,
+        metrics,
+        ...report,
+      };
+    }
     const why = ungraded.map((id) => {
       const fails = answers
         .filter((a) => a.criterion === id && "failure" in a)

@@ -1,7 +1,8 @@
 // rubric-writeup: a stand-in for LLM judges, so the example runs with no model and no
 // network beyond 127.0.0.1. PROTECTED.
 //
-//   node judge-server.ts            # listens on 127.0.0.1:8766 (--port N to change)
+// Plain JavaScript (not TypeScript) so that it starts on any Node the README allows (20 too).
+//   node judge-server.mjs           # listens on 127.0.0.1:8766 (--port N to change)
 //
 // It answers OpenAI-compatible chat completions (POST /v1/chat/completions) the way autolab's
 // rubric step asks them: one criterion of rubric.md per request, the note between
@@ -17,13 +18,11 @@ import { createServer } from "node:http";
 
 const HYPE = /\b(amazing|great|huge|revolutionary|incredible|trust me)\b/gi;
 
-type Grader = (criterion: string, note: string) => { level: number; reason: string };
-
-function words(note: string): number {
+function words(note) {
   return note.split(/\s+/).filter(Boolean).length;
 }
 
-const careful: Grader = (criterion, note) => {
+const careful = (criterion, note) => {
   switch (criterion) {
     case "question": {
       const q = note.split(/(?<=[.?!])\s+/).find((s) => s.trim().endsWith("?"));
@@ -56,7 +55,7 @@ const careful: Grader = (criterion, note) => {
   }
 };
 
-const quick: Grader = (criterion, note) => {
+const quick = (criterion, note) => {
   if (criterion === "evidence") {
     return /\d+\.\d+|\d+%/.test(note)
       ? { level: 2, reason: "has numbers" }
@@ -69,11 +68,11 @@ const quick: Grader = (criterion, note) => {
   return careful(criterion, note);
 };
 
-function levelsMax(prompt: string): number {
+function levelsMax(prompt) {
   return Number(/an integer from 0 to (\d+)/.exec(prompt)?.[1] ?? 1);
 }
 
-function answer(model: string, prompt: string): string {
+function answer(model, prompt) {
   const criterion = /Criterion "([a-z0-9_-]+)"/.exec(prompt)?.[1] ?? "";
   const note = /<answer-([0-9a-f]+)>\n([\s\S]*)\n<\/answer-\1>/.exec(prompt)?.[2] ?? "";
   if (model === "garbage") return "This note reads well overall, I would give it a good grade.";
@@ -86,15 +85,15 @@ const portArg = process.argv.indexOf("--port");
 const port = portArg > 0 ? Number(process.argv[portArg + 1]) : 8766;
 
 const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on("data", (c: Buffer) => chunks.push(c));
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: "only POST /v1/chat/completions" } }));
       return;
     }
-    let body: { model?: string; messages?: { role: string; content: unknown }[] } = {};
+    let body = {};
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
     } catch {}
