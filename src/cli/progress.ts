@@ -135,6 +135,9 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         running.delete(e.n);
         const value = e.metric !== undefined ? `${metric} ${formatMetric(e.metric)}` : "";
         print(`#${e.n} ${ACTION_LABEL[e.action]} ${value.padEnd(metric.length + 10)} ${hyp}  (${e.reason})`);
+        // A failed researcher: the end of its output, one safe line each, and the likely cause.
+        for (const l of e.failure?.lines ?? []) print(`    | ${safeText(l, { oneLine: true })}`);
+        if (e.failure?.hint) print(`    hint: ${e.failure.hint}`);
         break;
       }
       case "advice_started":

@@ -51,6 +51,12 @@ export type LoopEvent =
       n: number;
       action: DecisionAction;
       reason: string;
+      /**
+       * A researcher that failed: the last lines of its output and, when they point at a path
+       * its sandbox hides, a hint. For the person at the terminal only: never recorded in the
+       * notebook nor shown to another researcher (it is the failed researcher's own text).
+       */
+      failure?: { lines: string[]; hint?: string };
       metric?: number;
       best: { n: number; metric: number };
     }

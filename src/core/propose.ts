@@ -6,7 +6,7 @@
  */
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type AgentFailure, isAgentFailure } from "./agent-failure.ts";
+import { type AgentFailure, failureForTerminal, isAgentFailure } from "./agent-failure.ts";
 import { commitMessage, DEFAULT_MAX_DIFF_LINES, NO_CHANGE, scopeViolation, tooLarge } from "./candidate.ts";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
@@ -175,7 +175,15 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     const action = failure ? "crash" : "reject";
     ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
     const bestNow = { n: ratchet.exp.n, metric: ratchet.metric };
-    emit({ type: "decision", n, action, reason: reject, best: bestNow });
+    const shown = failure ? failureForTerminal(failure) : undefined;
+    emit({
+      type: "decision",
+      n,
+      action,
+      reason: reject,
+      best: bestNow,
+      ...(shown ? { failure: shown } : {}),
+    });
     await ws.resetTo(bestCommit, changed);
     await runHook(deps, "after", n, {
       at: bestCommit,
