@@ -233,6 +233,41 @@ describe("autoresearch: what the harness does instead (issue #36)", () => {
 });
 
 describe("pi-autoresearch", () => {
+  it("no Files in Scope list (issue #36): files named in prose, or changed by kept runs, or both; hooks are named", () => {
+    const c = fixture("pi-current");
+    const prose = (c.read(".auto/prompt.md") as string)
+      .replace(/## Files in Scope[\s\S]*?## Off Limits/, "## Off Limits")
+      .concat("\nWe made src/sort.js faster; src/util.js has the helpers.\n");
+    const files = (extra: Record<string, string> = {}) =>
+      memoryCheckout({
+        ".auto/prompt.md": prose,
+        ".auto/measure.sh": "echo METRIC total_ms=1",
+        "src/sort.js": "",
+        "src/util.js": "",
+        "bench/data.json": "[]",
+        ...extra,
+      });
+    const fromProse = planPiAutoresearch(files());
+    expect(fromProse.settings.editable).toEqual(["src/sort.js", "src/util.js"]);
+    expect(fromProse.notes.join("\n")).toMatch(
+      /no "## Files in Scope" list: editable files are src\/sort\.js, src\/util\.js, the files its text names/,
+    );
+    // git says the kept runs changed only src/sort.js (and a session file): that and the prose agree.
+    const both = planPiAutoresearch(files(), { keptFiles: ["src/sort.js", ".auto/measure.sh"] });
+    expect(both.settings.editable).toEqual(["src/sort.js"]);
+    // A prompt that names nothing at all: what git says.
+    const none = memoryCheckout({
+      ".auto/prompt.md": "**Primary**: t (ms, lower is better)",
+      ".auto/measure.sh": "",
+      "lib.js": "",
+    });
+    expect(planPiAutoresearch(none, { keptFiles: ["lib.js"] }).settings.editable).toEqual(["lib.js"]);
+    expect(() => planPiAutoresearch(none)).toThrow(/nor in its text/);
+    // .auto/hooks/ is not silently dropped.
+    const hooks = planPiAutoresearch(files({ ".auto/hooks/after.sh": "echo hi" }));
+    expect(hooks.notes.join("\n")).toMatch(/\.auto\/hooks\/ is not carried over/);
+  });
+
   it("knows its two layouts the way pi-autoresearch does: any .auto/ file wins over legacy names", () => {
     expect(piLayout(fixture("pi-current"))).toBe("current");
     expect(piLayout(fixture("pi-legacy"))).toBe("legacy");

@@ -8,7 +8,7 @@ import { findOnPath } from "../../runner/sandbox.ts";
 import { commitIdentity, git, gitRaw } from "../../workspace/git.ts";
 import { assertNotEmptied, locateNotebook, prepareStateDir } from "../lab.ts";
 import { autoresearchMissing, planAutoresearch } from "./autoresearch.ts";
-import { piLayout, planPiAutoresearch } from "./pi-autoresearch.ts";
+import { keptCommits, piLayout, planPiAutoresearch } from "./pi-autoresearch.ts";
 import {
   type Checkout,
   MIGRATION_SOURCES,
@@ -43,6 +43,18 @@ export function diskCheckout(dir: string): Checkout {
       }
     },
   };
+}
+
+/** Files the commits changed, as git names them (none when git does not know a commit). */
+async function filesChangedBy(dir: string, commits: string[]): Promise<string[]> {
+  const files = new Set<string>();
+  // One call per commit: a commit the log names but the repository lost fails alone.
+  for (const commit of commits.slice(-20)) {
+    const out = await gitRaw(dir, ["show", "--name-only", "--format=", "--no-renames", commit]);
+    if (out.code !== 0) continue;
+    for (const f of out.stdout.split("\n")) if (f.trim() !== "") files.add(f);
+  }
+  return [...files];
 }
 
 /** Whether an executable of this name is on PATH. */
@@ -82,7 +94,10 @@ export async function initFrom(
   }
   const checkout = diskCheckout(dir);
   recognize(dir, checkout, source);
-  const plan = source === "autoresearch" ? planAutoresearch(checkout, env) : planPiAutoresearch(checkout);
+  const plan =
+    source === "autoresearch"
+      ? planAutoresearch(checkout, env)
+      : planPiAutoresearch(checkout, { keptFiles: await filesChangedBy(dir, keptCommits(checkout)) });
   const text = programText(plan);
   const { file: programFile, stateDir, db } = locateNotebook(dir);
   // What init writes must be a program autolab runs: a bad metric name fails here, before any write.

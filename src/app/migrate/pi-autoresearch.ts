@@ -213,6 +213,33 @@ export function pathsIn(text: string, c: Checkout): string[] {
   return found;
 }
 
+/**
+ * Paths prompt.md names anywhere, in prose too ("we optimize src/sort.ts and bench.ts"): tokens
+ * shaped like a relative file path that exist in the checkout, session files left out.
+ */
+export function pathsInProse(text: string, c: Checkout): string[] {
+  const tokens = [...text.matchAll(/(?:^|[\s(`'"])((?:\.\/)?[\w@+-][\w@+./-]*\.[A-Za-z0-9]+)/g)].map(
+    (m) => m[1] as string,
+  );
+  return pathsIn(tokens.map((t) => `\`${t}\``).join(" "), c);
+}
+
+/** The commits of the kept runs of log.jsonl (what the session changed and kept). */
+export function keptCommits(c: Checkout): string[] {
+  const layout = piLayout(c);
+  const log = layout ? c.read(piPath(layout, "log")) : undefined;
+  if (log === undefined) return [];
+  return parsePiLog(log)
+    .rows.filter((r) => r.status === "keep" && /^[0-9a-f]{7,40}$/i.test(r.commit))
+    .map((r) => r.commit);
+}
+
+/** What the planner may learn from git beyond the files (init reads it; tests pass it). */
+export interface PiHistory {
+  /** Files the kept runs' commits changed (`git show --name-only`), for "Files in Scope" left unsaid. */
+  keptFiles?: string[];
+}
+
 /** pi-autoresearch's run_experiment kills a command after 600 s unless told otherwise. */
 const PI_TIMEOUT_MS = 600_000;
 
@@ -221,7 +248,7 @@ const PI_TIMEOUT_MS = 600_000;
  * program.md, measure.sh (then checks.sh) the command, config.json's maxIterations a limit on
  * experiments, log.jsonl the imported history.
  */
-export function planPiAutoresearch(c: Checkout): MigrationPlan {
+export function planPiAutoresearch(c: Checkout, history: PiHistory = {}): MigrationPlan {
   const layout = piLayout(c);
   if (!layout) throw new Error("planPiAutoresearch: not a pi-autoresearch checkout"); // init checks first
   const path = (k: Kind) => piPath(layout, k);
@@ -269,15 +296,34 @@ export function planPiAutoresearch(c: Checkout): MigrationPlan {
     `command: ${path("measure")} prints METRIC name=value lines${checks !== undefined ? `; ${path("checks")} runs after it and a failure fails the trial (its time counts toward the budget)` : ""}.`,
   );
 
-  const editable = pathsIn(section(prompt, /files in scope/i), c);
+  const offLimitsNamed = pathsIn(section(prompt, /off limits/i), c);
+  let editable = pathsIn(section(prompt, /files in scope/i), c);
+  if (!editable.length) {
+    // No "## Files in Scope" list: the files the session's kept runs changed (git knows), those
+    // prompt.md names in prose, or both where both say something (the intersection is surest).
+    const session = new Set(Object.keys(NAMES).map((k) => path(k as Kind)));
+    const usable = (p: string) => !session.has(p) && !offLimitsNamed.includes(p) && c.exists(p);
+    const kept = (history.keptFiles ?? []).filter(usable);
+    const prose = pathsInProse(prompt, c).filter(usable);
+    const both = kept.filter((p) => prose.includes(p));
+    editable = both.length ? both : kept.length ? kept : prose;
+    if (editable.length)
+      notes.push(
+        `${path("prompt")} has no "## Files in Scope" list: editable files are ${editable.join(", ")}, ${both.length ? "named in its text and changed by the kept runs" : kept.length ? "the files the kept runs' commits changed" : "the files its text names"}. Review files.editable in program.md.`,
+      );
+  }
   if (!editable.length) {
     throw new AutolabError(
       "IMPORT_UNRECOGNIZED",
-      `${path("prompt")} names no existing file under "## Files in Scope": autolab needs to know which files the researcher may edit.`,
+      `${path("prompt")} names no existing file under "## Files in Scope", nor in its text, and no kept run's commit changed one: autolab needs to know which files the researcher may edit.`,
       `List them there (e.g. "- \`src/sort.ts\` — the sort"), or start with plain \`autolab init\`.`,
     );
   }
-  const offLimits = pathsIn(section(prompt, /off limits/i), c).filter((p) => !editable.includes(p));
+  const offLimits = offLimitsNamed.filter((p) => !editable.includes(p));
+  if (c.exists(".auto/hooks"))
+    notes.push(
+      ".auto/hooks/ is not carried over: autolab runs its own hooks around each experiment (program.md's hooks:, docs/program.md). Port what yours do there.",
+    );
   const scripts = [path("measure"), ...(checks !== undefined ? [path("checks")] : [])];
 
   const config = c.read(path("config"));
