@@ -192,16 +192,17 @@ describe("a run of the toy project (protected evaluate step, holdout metric)", (
     const r = await runCli(["export"], { cwd: t.dir });
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
-    expect(lines[0]).toBe("commit\tscore\tmemory_gb\tstatus\tdescription");
+    // No trial printed memory_gb or peak_vram_mb: no memory_gb column is made up (issue #36).
+    expect(lines[0]).toBe("commit\tscore\tstatus\tdescription");
     expect(lines).toHaveLength(6);
     lines.slice(1).forEach((line, i) => {
       const row = firstRows[i] as LogRow;
       const cols = line.split("\t");
-      expect(cols).toHaveLength(5);
+      expect(cols).toHaveLength(4);
       expect(cols[0]).toBe(row.commit.slice(0, 7));
       expect(cols[1]).toMatch(/^\d+\.\d{6}$/);
-      expect(["keep", "discard", "crash"]).toContain(cols[3]);
-      expect(cols[4]).toBe(i === 0 ? "baseline" : row.hypothesis);
+      expect(["keep", "discard", "crash"]).toContain(cols[2]);
+      expect(cols[3]).toBe(i === 0 ? "baseline" : row.hypothesis);
     });
     expect(r.stdout).not.toContain(HOLDOUT_TEXT);
   });

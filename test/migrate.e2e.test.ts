@@ -129,6 +129,8 @@ describe("autolab init --from autoresearch, then autolab run", () => {
       const rows = tsv.stdout.trim().split("\n");
       expect(rows[0]).toBe("commit\tval_bpb\tmemory_gb\tstatus\tdescription");
       expect(rows).toHaveLength(3);
+      // memory_gb is what train.py printed (peak_vram_mb 1234.5 → 1.2 GB), not the process's RAM.
+      expect(rows[1]?.split("\t")[2]).toBe("1.2");
       expect(tsv.stdout).not.toMatch(/a1b2c3d|b2c3d4e/);
 
       const report = await runCli(["report"], { cwd: dir });

@@ -19,7 +19,7 @@ import { diskCheckout } from "../src/app/migrate/import.ts";
 import { parsePiLog, piLayout, piLogJsonl, planPiAutoresearch } from "../src/app/migrate/pi-autoresearch.ts";
 import { type Checkout, programText } from "../src/app/migrate/plan.ts";
 import { progressSeries } from "../src/app/progress-series.ts";
-import { statusOf } from "../src/app/status.ts";
+import { resultsTsv, statusOf } from "../src/app/status.ts";
 import { renderProgressChart } from "../src/chart/progress-chart.ts";
 import type { ExperimentRecord, ImportedResultRecord, RunRecord } from "../src/core/ledger.ts";
 import { buildContext } from "../src/core/views.ts";
@@ -552,5 +552,20 @@ describe("export --format log-jsonl", () => {
       ["checks_failed", 1.1, exps[3]?.commit.slice(0, 7), "change 3\nsecond line"],
     ]);
     expect(back.rows[0]?.metrics).toEqual({ val_bpb: 1.2, peak_vram_mb: 1000 });
+  });
+
+  it("a researcher that failed before proposing ran nothing: no run line, no results.tsv row (issue #36)", () => {
+    const agentCrash = { ...experiment(2, "crash"), trials: [] };
+    const exps = [experiment(0, "keep", 1.2), experiment(1, "discard", 1.3), agentCrash];
+    const lines = piLogJsonl(RUN, exps).trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines.map((l) => JSON.parse(l).status)).toEqual([undefined, "keep", "discard"]);
+    const tsv = resultsTsv(RUN, exps)
+      .trim()
+      .split("\n");
+    // peak_vram_mb 1000 printed: memory_gb is that in GB.
+    expect(tsv[0]).toBe("commit\tval_bpb\tmemory_gb\tstatus\tdescription");
+    expect(tsv.slice(1).map((l) => l.split("\t")[2])).toEqual(["1.0", "1.0"]);
+    expect(tsv).toHaveLength(3);
   });
 });

@@ -286,12 +286,34 @@ export function visibleMetrics(
   return m;
 }
 
-/** autoresearch's results.tsv: commit, metric, memory_gb, status (keep|discard|crash), description. */
+/**
+ * A researcher that failed before proposing anything: no experiment ran, so it is no result in
+ * another tool's log (autoresearch and pi-autoresearch record runs, not failed proposals).
+ */
+export function ranNothing(e: ExperimentRecord): boolean {
+  return e.decision?.action === "crash" && e.trials.length === 0;
+}
+
+/** The GPU memory autoresearch's memory_gb means, where a trial printed it (memory_gb or peak_vram_mb). */
+function memoryGb(e: ExperimentRecord): number | undefined {
+  const m = lastResult(e)?.metrics ?? {};
+  if (Number.isFinite(m.memory_gb)) return m.memory_gb;
+  if (Number.isFinite(m.peak_vram_mb)) return (m.peak_vram_mb as number) / 1024;
+  return undefined;
+}
+
+/**
+ * autoresearch's results.tsv: commit, metric, memory_gb, status (keep|discard|crash), description.
+ * memory_gb is autoresearch's peak GPU memory: written only when the trials printed it
+ * (memory_gb or peak_vram_mb), never made up from the process's RAM.
+ */
 export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
-  const rows = [["commit", run.metric, "memory_gb", "status", "description"].join("\t")];
+  const withMemory = exps.some((e) => memoryGb(e) !== undefined);
+  const rows = [
+    ["commit", run.metric, ...(withMemory ? ["memory_gb"] : []), "status", "description"].join("\t"),
+  ];
   for (const e of exps) {
-    if (!e.decision) continue;
-    const r = lastResult(e);
+    if (!e.decision || ranNothing(e)) continue;
     const m = objectiveOf(e, run.metric);
     const action = e.decision.action;
     const status =
@@ -301,7 +323,7 @@ export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
       [
         e.commit.slice(0, 7),
         m !== undefined && status !== "crash" ? m.toFixed(6) : "0.000000",
-        r ? (r.peakRssMb / 1024).toFixed(1) : "0.0",
+        ...(withMemory ? [(memoryGb(e) ?? 0).toFixed(1)] : []),
         status,
         description,
       ].join("\t"),

@@ -398,7 +398,8 @@ export function piLogJsonl(
   ];
   let i = 0;
   for (const e of exps) {
-    if (!e.decision) continue;
+    // A researcher that failed before proposing ran nothing: pi-autoresearch logs runs only.
+    if (!e.decision || (e.decision.action === "crash" && e.trials.length === 0)) continue;
     const action = e.decision.action;
     const status = action === "reject" ? "checks_failed" : action;
     const m = objectiveOf(e, run.metric);
