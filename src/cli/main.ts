@@ -17,6 +17,7 @@ import { mcpCommand } from "./mcp-command.ts";
 import { reportCommand } from "./report-command.ts";
 import { demoCommand, runCommand } from "./run-commands.ts";
 import { serveCommand } from "./serve-command.ts";
+import { summaryCommand } from "./summary-command.ts";
 import { tournamentCommand } from "./tournament-command.ts";
 import {
   contextCommand,
@@ -231,6 +232,22 @@ cli
     "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
   )
   .action(statusCommand);
+
+cli
+  .command("summary")
+  .description(
+    "what happened overnight: what was kept and on what evidence, what to review, what failed, cost, next ideas (read-only)",
+  )
+  .option(...programOpt)
+  .option(...dbOpt)
+  .option(...tagOpt)
+  .option(
+    "--since <duration>",
+    "the window, back from now (default 8h)",
+    durationFlag({ flag: "--since", example: "--since 8h" }),
+  )
+  .option("--json", "machine-readable")
+  .action(summaryCommand);
 
 cli
   .command("log")
