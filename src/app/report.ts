@@ -4,6 +4,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { renderFrontChart } from "../chart/front-chart.ts";
 import { renderProgressChart } from "../chart/progress-chart.ts";
 import { revisitOf } from "../core/advisor.ts";
+import type { Directive } from "../core/directives.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatComputeTime, formatMetric, formatMetricTo } from "../core/format.ts";
 import type {
@@ -35,6 +36,8 @@ export interface ReportOptions {
   program?: Program;
   /** The run's advice (Ledger.listAdvice): its stop, and every answer listed. */
   advice?: readonly AdviceRecord[];
+  /** The run's directives (`autolab direct`), withdrawn ones marked. */
+  directives?: readonly Directive[];
 }
 
 export interface ReportFiles {
@@ -248,6 +251,14 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
         `| ${skip + i + 1} | ${formatMetric(r.metrics[run.metric])} | ${mdText(r.status)} | ${r.commit ? mdCode(r.commit.slice(0, 8)) : ""} | ${mdText(firstLine(r.description, 160))} |`,
       );
     });
+  }
+
+  if (opts.directives?.length) {
+    lines.push("", "## Directives", "");
+    for (const d of opts.directives)
+      lines.push(
+        `- ${d.id}. ${d.at.slice(0, 16).replace("T", " ")} UTC${d.withdrawnAt ? ` (withdrawn ${d.withdrawnAt.slice(0, 16).replace("T", " ")} UTC)` : ""}: ${mdText(firstLine(d.text, 300))}`,
+      );
   }
 
   if (opts.advice?.length) {

@@ -6,6 +6,7 @@ import { AUTOLAB_VERSION, listExamples } from "../app/init.ts";
 import { benchCommand } from "./bench-command.ts";
 import { guardOutput } from "./closed-output.ts";
 import { dbImportCommand, dbMigrateCommand } from "./db-command.ts";
+import { directCommand } from "./direct-command.ts";
 import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { finalizeCommand } from "./finalize-command.ts";
@@ -232,6 +233,28 @@ cli
     "show the worker fleet's workers (default: $AUTOLAB_FLEET_DB, else program.md's executor.fleet.db)",
   )
   .action(statusCommand);
+
+cli
+  .command("direct")
+  .description(
+    "steer a running lab: a directive the next researchers read (recorded; --list, --withdraw <id>)",
+  )
+  .argument("[text]", 'the directive, e.g. "try smaller learning rates first"')
+  .option(...programOpt)
+  .option(...dbOpt)
+  .option(...tagOpt)
+  .option("--list", "the run's directives, withdrawn ones marked")
+  .option(
+    "--withdraw <id>",
+    "end directive <id> (as --list numbers them)",
+    intFlag({
+      flag: "--withdraw",
+      min: 1,
+      what: "a directive's number from --list",
+      example: "--withdraw 2",
+    }),
+  )
+  .action(directCommand);
 
 cli
   .command("summary")

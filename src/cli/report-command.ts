@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { writeReport } from "../app/report.ts";
+import { directivesOf } from "../core/directives.ts";
 import type { Program } from "../core/types.ts";
 import { loadProgram } from "../program/index.ts";
 import { safeText } from "./safe-text.ts";
@@ -32,6 +33,7 @@ export function reportCommand(flags: ReportFlags): void {
       imported: ledger.listImportedResults(),
       ...(program ? { program } : {}),
       advice: ledger.listAdvice(run.id),
+      directives: directivesOf(ledger.listNotes(run.id)),
     });
     const show = shownPath;
     process.stdout.write(

@@ -9,6 +9,7 @@ import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
 import { exportTrajectories, TRAJECTORY_FORMATS, type TrajectoryFormat } from "../app/trajectories.ts";
+import { type Directive, directivesOf } from "../core/directives.ts";
 import { AutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
@@ -263,7 +264,7 @@ export function orgLines(s: StatusJson): string[] {
 }
 
 export function logCommand(flags: ViewFlags): void {
-  withRun(flags, (run, exps, holdout) => {
+  withRun(flags, (run, exps, holdout, lab) => {
     if (flags.json) {
       return printJson(
         JSON.stringify(
@@ -274,7 +275,19 @@ export function logCommand(flags: ViewFlags): void {
       );
     }
     const rows = [["#", "decision", run.metric, "wall", "commit", "hypothesis"]];
+    // Directives (`autolab direct`) in time order among the experiments they came before.
+    const directives = directivesOf(lab.ledger.listNotes(run.id));
+    const directiveRow = (d: Directive) => [
+      "—",
+      "directive",
+      "",
+      "",
+      "",
+      `${d.id}: ${d.text.split("\n")[0] ?? ""}${d.withdrawnAt ? " (withdrawn)" : ""}`,
+    ];
     for (const e of exps) {
+      while (directives[0] && directives[0].at <= e.createdAt)
+        rows.push(directiveRow(directives.shift() as Directive));
       const r = lastResult(e);
       rows.push([
         String(e.n),
@@ -285,6 +298,7 @@ export function logCommand(flags: ViewFlags): void {
         e.hypothesis.split("\n")[0] ?? "",
       ]);
     }
+    for (const d of directives) rows.push(directiveRow(d));
     print(table(rows));
   });
 }

@@ -1,3 +1,4 @@
+import { activeDirectives, type Directive } from "./directives.ts";
 import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import { formatMetric, shortLine } from "./format.ts";
 import type { KnowledgeHit } from "./knowledge.ts";
@@ -66,6 +67,8 @@ export interface ContextOptions {
   buildsOn?: ExperimentRecord;
   /** The run's advice (Ledger.listAdvice): the newest ideas are listed as the advisor's. */
   advice?: readonly AdviceRecord[];
+  /** Directives in force (`autolab direct`): shown with the research directions, fenced. */
+  directives?: readonly Directive[];
 }
 
 /**
@@ -74,14 +77,15 @@ export interface ContextOptions {
  * builds a researcher's context (runStep, `autolab context`, MCP's `context`).
  */
 export function notebookExtras(
-  ledger: Pick<Ledger, "listImportedResults" | "latestHookRuns" | "listAdvice">,
+  ledger: Pick<Ledger, "listImportedResults" | "latestHookRuns" | "listAdvice" | "listNotes">,
   program: Program,
   runId: number,
-): Pick<ContextOptions, "imported" | "hooks" | "advice"> {
+): Pick<ContextOptions, "imported" | "hooks" | "advice" | "directives"> {
   return {
     imported: ledger.listImportedResults(),
     hooks: program.hooks ? ledger.latestHookRuns(runId) : [],
     advice: ledger.listAdvice(runId),
+    directives: activeDirectives(ledger.listNotes(runId)),
   };
 }
 
@@ -185,9 +189,14 @@ export function buildContext(
   if (opts.priorWork?.length) lines.push("", ...priorWorkLines(opts.priorWork, firstLine));
   // … and the whole text again (role instructions, directions).
   const notebook = redactHoldouts(lines.join("\n"), names);
-  const directions = program.directions.trim()
-    ? redactHoldouts(`\n\n## Research directions\n${program.directions.trim()}`, names)
-    : "";
+  const given = opts.directives?.length ? `\n\n${directiveLines(opts.directives).join("\n")}` : "";
+  const directions =
+    program.directions.trim() || given
+      ? redactHoldouts(
+          `${program.directions.trim() ? `\n\n## Research directions\n${program.directions.trim()}` : ""}${given}`,
+          names,
+        )
+      : "";
   // The user's directions are never what a long notebook pushes out: the notebook is cut first.
   if (notebook.length + directions.length <= maxChars) return notebook + directions;
   const mark = `\n… (notebook truncated to fit ${maxChars} chars)`;
@@ -195,6 +204,17 @@ export function buildContext(
   if (room >= 200) return `${notebook.slice(0, room)}${mark}${directions}`;
   const text = notebook + directions;
   return `${text.slice(0, maxChars - 40)}\n… (notebook truncated to ${maxChars} chars)`;
+}
+
+/**
+ * Directives in force, newest last: the person's words, each line quoted (`| `) so that none
+ * of it reads as a heading or a harness instruction of its own.
+ */
+function directiveLines(ds: readonly Directive[]): string[] {
+  const out = ["## Directives from the person running this lab (given during the run; follow them)"];
+  for (const d of ds)
+    out.push(`### Directive ${d.id}, ${d.at.slice(0, 16).replace("T", " ")} UTC`, ...hookOutputLines(d.text));
+  return out;
 }
 
 /** The last hook run of each phase, as the researcher reads it: status, then its output, fenced. */
