@@ -1,4 +1,5 @@
 import { revisitOf } from "../core/advisor.ts";
+import type { Evidence } from "../core/evidence.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import type { ExperimentRecord, HookRunRecord, RunRecord } from "../core/ledger.ts";
 import type { Params } from "../core/types.ts";
@@ -44,6 +45,8 @@ export interface ExperimentJson {
   decidedAt: string | null;
   /** The discarded experiment this one tries again on a newer best (`revisit #n:` hypothesis, docs/advisor.md); null if none. */
   revisitOf: number | null;
+  /** How the result was measured (src/core/evidence.ts); absent where the view did not grade it. */
+  evidence?: Evidence;
 }
 
 export function experimentJson(
@@ -51,6 +54,7 @@ export function experimentJson(
   holdout: string[],
   showHoldout: boolean,
   metric: string,
+  evidence?: Evidence,
 ): ExperimentJson {
   return {
     id: e.n,
@@ -83,6 +87,7 @@ export function experimentJson(
     createdAt: e.createdAt,
     decidedAt: e.decision?.decidedAt ?? null,
     revisitOf: revisitOf(e.hypothesis) ?? null,
+    ...(evidence ? { evidence } : {}),
   };
 }
 

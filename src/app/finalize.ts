@@ -9,11 +9,13 @@
  * same run gives the same commits every time. A change git cannot apply even on top of its
  * dependencies is kept on one branch with the changes it conflicts with, and the plan says so.
  */
+
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { AutolabError } from "../core/errors.ts";
+import { type Evidence, evidenceLabel } from "../core/evidence.ts";
 import { bestOf, objectiveOf } from "../core/experiments.ts";
 import { formatMetric } from "../core/format.ts";
 import { isTreeNode } from "../core/frontier.ts";
@@ -27,6 +29,7 @@ import { findOnPath } from "../runner/sandbox.ts";
 import { fitNoise } from "../trust/noise-model.ts";
 import { git, gitRaw } from "../workspace/git.ts";
 import { findRepo, type RepoInfo } from "../workspace/git-workspace.ts";
+import { evidenceByN } from "./evidence.ts";
 import { type ChangeHunks, closure, hunkDependencies, parseDiff } from "./finalize-hunks.ts";
 import { openLedger, programPath, selectRun } from "./lab.ts";
 
@@ -70,6 +73,8 @@ export interface FinalizeChange {
   experiments: number[];
   /** No file changed: nothing to branch. */
   empty: boolean;
+  /** The grade its evidence reached (src/core/evidence.ts), after any --verify of this call. */
+  evidence?: Evidence;
 }
 
 export interface Gain {
@@ -154,6 +159,12 @@ export async function finalizeRun(opts: FinalizeOptions = {}): Promise<FinalizeP
       });
     }
     if (opts.pr) await openPullRequests(repo, plan, opts.remote ?? "origin");
+    // Graded last: a --verify of this call is part of the evidence.
+    const grades = evidenceByN(run, ledger.listExperiments(run.id), ledger.listNotes(run.id), program);
+    for (const c of plan.changes) {
+      const ev = grades.get(c.n);
+      if (ev) c.evidence = ev;
+    }
     return plan;
   } finally {
     ledger.close();
@@ -728,6 +739,7 @@ export function renderPlan(plan: FinalizePlan): string {
     lines.push(`  ${b.name}${state}`);
     lines.push(`    #${c.n} ${(c.hypothesis.split("\n")[0] ?? "").slice(0, 100)}`);
     lines.push(`    ${gainLine(plan.run, c)}`);
+    if (c.evidence) lines.push(`    evidence: ${evidenceLabel(c.evidence)} — ${c.evidence.why}`);
     lines.push(`    files: ${c.paths.join(", ")}`);
     if (c.dependsOn.length)
       lines.push(

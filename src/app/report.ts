@@ -5,16 +5,19 @@ import { renderFrontChart } from "../chart/front-chart.ts";
 import { renderProgressChart } from "../chart/progress-chart.ts";
 import { revisitOf } from "../core/advisor.ts";
 import type { Directive } from "../core/directives.ts";
+import { evidenceLabel } from "../core/evidence.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatComputeTime, formatMetric, formatMetricTo } from "../core/format.ts";
 import type {
   AdviceRecord,
   ExperimentRecord,
   ImportedResultRecord,
+  NoteRecord,
   RunRecord,
   SessionRecord,
 } from "../core/ledger.ts";
 import type { Program } from "../core/types.ts";
+import { evidenceByN } from "./evidence.ts";
 import { holdoutOf } from "./experiment-json.ts";
 import { frontOf, keptObjectivePoints } from "./front.ts";
 import { mdCode, mdText } from "./markdown.ts";
@@ -38,6 +41,8 @@ export interface ReportOptions {
   advice?: readonly AdviceRecord[];
   /** The run's directives (`autolab direct`), withdrawn ones marked. */
   directives?: readonly Directive[];
+  /** The run's notes (tamper alarms, finalize --verify verdicts): the evidence grade of each kept change. */
+  notes?: readonly NoteRecord[];
 }
 
 export interface ReportFiles {
@@ -206,15 +211,19 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
     lines.push(kept.length ? "None yet beyond the baseline." : "Nothing kept yet (not even a baseline).");
   } else {
     const extra = holdout.map((h) => ` ${mdText(h)} (holdout) |`).join("");
-    lines.push(`| # | ${mdText(run.metric)} | change | commit | hypothesis |${extra}`);
-    lines.push(`|---:|---:|---:|---|---|${holdout.map(() => "---:|").join("")}`);
+    const evidence = evidenceByN(run, exps, opts.notes ?? [], opts.program);
+    lines.push(`| # | ${mdText(run.metric)} | change | evidence | commit | hypothesis |${extra}`);
+    lines.push(`|---:|---:|---:|---|---|---|${holdout.map(() => "---:|").join("")}`);
     let prev: number | undefined;
     for (const e of kept) {
       const m = objectiveOf(e, run.metric);
       const change = prev !== undefined && m !== undefined ? formatChange(prev, m) : "";
       const hm = holdout.map((h) => ` ${formatMetric(lastResult(e)?.metrics[h])} |`).join("");
       lines.push(
-        `| ${e.n} | ${formatMetric(m)} | ${change} | ${mdCode(e.commit.slice(0, 8))} | ${mdText(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
+        `| ${e.n} | ${formatMetric(m)} | ${change} | ${(() => {
+          const ev = evidence.get(e.n);
+          return ev ? evidenceLabel(ev) : "";
+        })()} | ${mdCode(e.commit.slice(0, 8))} | ${mdText(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
       );
       if (m !== undefined) prev = m;
     }

@@ -1,4 +1,5 @@
 import { advisorStop, advisorStopReason } from "../core/advisor.ts";
+import { type Evidence, evidenceOf } from "../core/evidence.ts";
 import { bestOf, lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatMetric } from "../core/format.ts";
 import {
@@ -78,6 +79,8 @@ export interface StatusJson {
   front: StatusFront | null;
   /** What the advisor answered (docs/advisor.md); null when it was never asked. */
   advisor: StatusAdvisor | null;
+  /** How the best's value was measured (src/core/evidence.ts); null without a best. */
+  bestEvidence: Evidence | null;
 }
 
 /** `status.advisor`: its answers so far, the newest ideas, and its stop when that ended the run. */
@@ -157,6 +160,7 @@ export function statusOf(
     }
     if (e.decision && (!last || e.decision.decidedAt > last)) last = e.decision.decidedAt;
   }
+  const alarms = [...(program ? alarmsOf(program, exps) : []), ...tamperAlarms(org.notes ?? [])];
   return {
     tag: run.tag,
     branch: run.branch,
@@ -184,7 +188,7 @@ export function statusOf(
     acceptance: program?.acceptance ?? null,
     noise: noiseLine(program, exps),
     predictedBest: program ? (predictedBest(program, exps) ?? null) : null,
-    alarms: [...(program ? alarmsOf(program, exps) : []), ...tamperAlarms(org.notes ?? [])],
+    alarms,
     ladder: program ? ladderStatus(program, exps) : null,
     ...orgStatus(run, exps, org),
     sandbox: [...(org.sessions ?? [])].reverse().find((s) => s.sandbox !== undefined)?.sandbox ?? null,
@@ -192,6 +196,9 @@ export function statusOf(
     imported: priorHistoryOf(org.imported ?? [], run.metric),
     front: frontOf(program, exps),
     advisor: advisorStatus(org.advice ?? [], org.sessions ?? []),
+    bestEvidence: best
+      ? evidenceOf(best, { holdout: program?.metrics.holdout ?? [], notes: org.notes ?? [], alarms })
+      : null,
   };
 }
 

@@ -4,6 +4,7 @@
  * (`summaryMarkdown`: the terminal prints the same text). Researcher text in it (hypotheses,
  * reasons) is untrusted: whoever shows it escapes it (the CLI through safeText).
  */
+import { type Evidence, type EvidenceGrade, evidenceLabel } from "../core/evidence.ts";
 import { objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatComputeTime, formatMetric } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
@@ -16,8 +17,9 @@ export interface SummaryKept {
   /** The kept value, and the change from the experiment it built on (or the baseline). */
   value: number | null;
   change: string | null;
-  /** What the keep rests on: trials measured, and the rule's margin when it stated one. */
+  /** What the keep rests on: its grade (src/core/evidence.ts), trials, the rule's margin if stated. */
   evidence: string;
+  grade: EvidenceGrade | null;
   trials: number;
 }
 
@@ -65,6 +67,7 @@ export function summaryOf(
   exps: readonly ExperimentRecord[],
   status: StatusJson,
   window: { since: Date; now: Date },
+  grades: ReadonlyMap<number, Evidence> = new Map(),
 ): SummaryJson {
   const since = window.since.toISOString();
   const until = window.now.toISOString();
@@ -81,12 +84,14 @@ export function summaryOf(
     const from = replaced ? objectiveOf(replaced, run.metric) : undefined;
     const trials = e.trials.filter((t) => t.result?.status === "ok").length;
     const margin = marginOf(e.decision?.reason ?? "");
+    const ev = grades.get(e.n);
     return {
       n: e.n,
       hypothesis: e.hypothesis,
       value,
       change: value !== null && from !== undefined ? formatChange(from, value) : null,
-      evidence: `${trials} trial${trials === 1 ? "" : "s"}${margin ? `, ${margin}` : ""}`,
+      evidence: `${ev ? `${evidenceLabel(ev)}, ` : ""}${trials} trial${trials === 1 ? "" : "s"}${margin ? `, ${margin}` : ""}`,
+      grade: ev?.grade ?? null,
       trials,
     };
   });
@@ -95,6 +100,8 @@ export function summaryOf(
   if (status.selfReported)
     review.push("the metric is self-reported (no protected evaluate step): check the kept code by hand");
   // Keeps on one trial rest on one measurement: the likeliest to be luck.
+  for (const k of keptRows.filter((r) => r.grade === "invalidated"))
+    review.push(`#${k.n} was kept, but the evidence now contradicts it (${grades.get(k.n)?.why ?? ""})`);
   for (const k of keptRows.filter((r) => r.trials <= 1))
     review.push(
       `#${k.n} was kept on ${k.trials} trial: re-measure it (autolab finalize --verify) before building on it`,

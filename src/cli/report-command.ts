@@ -34,6 +34,7 @@ export function reportCommand(flags: ReportFlags): void {
       ...(program ? { program } : {}),
       advice: ledger.listAdvice(run.id),
       directives: directivesOf(ledger.listNotes(run.id)),
+      notes: ledger.listNotes(run.id),
     });
     const show = shownPath;
     process.stdout.write(

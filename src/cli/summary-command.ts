@@ -1,5 +1,6 @@
 /** `autolab summary [--since 8h]`: the morning summary (src/app/summary.ts). Read-only. */
 import { join } from "node:path";
+import { evidenceByN } from "../app/evidence.ts";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
 import { statusOf } from "../app/status.ts";
@@ -37,7 +38,8 @@ export function summaryCommand(flags: {
       });
       const now = new Date();
       const since = new Date(now.getTime() - (flags.since ?? DEFAULT_SINCE_MS));
-      const s = summaryOf(run, exps, status, { since, now });
+      const notes = ledger.listNotes(run.id);
+      const s = summaryOf(run, exps, status, { since, now }, evidenceByN(run, exps, notes, program));
       if (flags.json) process.stdout.write(`${safeJson(JSON.stringify(s, null, 2))}\n`);
       else process.stdout.write(safeText(summaryMarkdown(s)));
     } finally {

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { evidenceByN } from "../app/evidence.ts";
 import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
 import { openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
@@ -11,6 +12,7 @@ import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetric
 import { exportTrajectories, TRAJECTORY_FORMATS, type TrajectoryFormat } from "../app/trajectories.ts";
 import { type Directive, directivesOf } from "../core/directives.ts";
 import { AutolabError } from "../core/errors.ts";
+import { evidenceLabel } from "../core/evidence.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { KnowledgeHit } from "../core/knowledge.ts";
@@ -139,6 +141,8 @@ export async function statusCommand(flags: ViewFlags & { fleet?: string }): Prom
         lines.push(
           `Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`,
         );
+        if (s.bestEvidence && s.best.id !== 0)
+          lines.push(`Evidence: ${evidenceLabel(s.bestEvidence)} — ${s.bestEvidence.why}`);
       }
       const predicted = predictedBestLine(s);
       if (predicted) lines.push(predicted);
@@ -265,21 +269,23 @@ export function orgLines(s: StatusJson): string[] {
 
 export function logCommand(flags: ViewFlags): void {
   withRun(flags, (run, exps, holdout, lab) => {
+    const evidence = evidenceByN(run, exps, lab.ledger.listNotes(run.id), programOf(run));
     if (flags.json) {
       return printJson(
         JSON.stringify(
-          exps.map((e) => experimentJson(e, holdout, flags.holdout ?? false, run.metric)),
+          exps.map((e) => experimentJson(e, holdout, flags.holdout ?? false, run.metric, evidence.get(e.n))),
           null,
           2,
         ),
       );
     }
-    const rows = [["#", "decision", run.metric, "wall", "commit", "hypothesis"]];
+    const rows = [["#", "decision", run.metric, "evidence", "wall", "commit", "hypothesis"]];
     // Directives (`autolab direct`) in time order among the experiments they came before.
     const directives = directivesOf(lab.ledger.listNotes(run.id));
     const directiveRow = (d: Directive) => [
       "—",
       "directive",
+      "",
       "",
       "",
       "",
@@ -293,6 +299,10 @@ export function logCommand(flags: ViewFlags): void {
         String(e.n),
         e.decision?.action ?? "pending",
         formatMetric(objectiveOf(e, run.metric)),
+        (() => {
+          const ev = evidence.get(e.n);
+          return ev ? evidenceLabel(ev) : "";
+        })(),
         r ? formatSeconds(r.wallS) : "—",
         e.commit.slice(0, 8),
         e.hypothesis.split("\n")[0] ?? "",
@@ -332,6 +342,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
     e: exps.find((x) => x.n === n),
     holdout,
     hooks: lab.ledger.listHookRuns(run.id, n),
+    evidence: evidenceByN(run, exps, lab.ledger.listNotes(run.id), programOf(run)).get(n),
   }));
   const { run, e, holdout } = found;
   const hooks = viewedHooks(found.hooks, holdout, flags.holdout === true);
@@ -355,7 +366,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
     return printJson(
       JSON.stringify(
         {
-          ...experimentJson(e, holdout, flags.holdout ?? false, run.metric),
+          ...experimentJson(e, holdout, flags.holdout ?? false, run.metric, found.evidence),
           hooks: hooks.map(hookJson),
           diffText: diff,
         },
@@ -376,6 +387,7 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
     );
   lines.push(`Commit:     ${e.commit} (parent ${e.parentCommit.slice(0, 8)}), ref ${e.ref}`);
   lines.push(`Diff:       ${e.diff.files} file(s), +${e.diff.insertions} −${e.diff.deletions}`);
+  if (found.evidence) lines.push(`Evidence:   ${evidenceLabel(found.evidence)} — ${found.evidence.why}`);
   if (e.expected) lines.push(`Expected:   ${e.expected}`);
   if (e.usage && Object.keys(e.usage).length) {
     const u = e.usage;
@@ -507,13 +519,12 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
       flags.out,
     );
   }
-  const text = withRun(flags, (run, exps, holdout) =>
-    format === "results-tsv"
-      ? resultsTsv(run, exps)
-      : format === "log-jsonl"
-        ? piLogJsonl(run, exps, holdout)
-        : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
-  );
+  const text = withRun(flags, (run, exps, holdout, lab) => {
+    if (format === "results-tsv") return resultsTsv(run, exps);
+    if (format === "log-jsonl") return piLogJsonl(run, exps, holdout);
+    const evidence = evidenceByN(run, exps, lab.ledger.listNotes(run.id), programOf(run));
+    return `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric, evidence.get(e.n)))).join("\n")}\n`;
+  });
   const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
   if (flags.out) writeFileSync(flags.out, safe);
   else write(safe);
