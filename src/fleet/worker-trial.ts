@@ -17,6 +17,7 @@ import { beforeEvaluateFor, pristineForTrial } from "../core/trial-step.ts";
 import type { Program, TrialResult } from "../core/types.ts";
 import { parseProgram } from "../program/index.ts";
 import type { LocalExecutor } from "../runner/local-executor.ts";
+import { TOKEN_ENV } from "../runner/process-tree.ts";
 import { git } from "../workspace/git.ts";
 import { ensureExcluded, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
 import { BundleRefused, fetchBundles } from "./bundles.ts";
@@ -36,6 +37,12 @@ export interface JobContext {
   /** Every GPU the worker was given (the sandbox passes /dev/nvidia* through when there are any). */
   gpus: string[];
   workerName: string;
+  /**
+   * The trial's AUTOLAB_TRIAL_TOKEN on this worker: fresh for each lease (the job's key is shared
+   * by every copy of the job), recorded in the worker's cache, so that a restarted worker reaps
+   * only processes it started.
+   */
+  trialToken: string;
   executor: LocalExecutor;
   /** Every metric line, with how long the command had run (ms) when it printed it. */
   onMetric: (name: string, value: number, elapsedMs: number) => void;
@@ -155,7 +162,7 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
   const setupFiles = setupFilesOf(deps);
   const logDir = join(logRoot, safeName(job.key));
   await mkdir(logDir, { recursive: true });
-  const env = { ...job.env, ...slotEnv };
+  const env = { ...job.env, ...slotEnv, [TOKEN_ENV]: ctx.trialToken };
   if (slot.gpu === undefined) delete env.CUDA_VISIBLE_DEVICES;
   const sandbox = deps.confinement?.trial(ws, setupFiles, slotEnv);
   // As the loop measures a local trial's curve: from just before the executor starts it.

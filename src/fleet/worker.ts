@@ -16,6 +16,7 @@ import { AUTOLAB_VERSION } from "../app/init.ts";
 import { acquireLock, lockHolder } from "../app/lock.ts";
 import { AutolabError } from "../core/errors.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
+import { newTreeToken } from "../runner/process-tree.ts";
 import { type FleetUrl, openFleetDb, whileReachable } from "./db.ts";
 import { type JobOutcome, notRunResult, type TrialJob } from "./job.ts";
 import { type LeasedJob, TOUCH_S, TrialQueue } from "./queue.ts";
@@ -71,7 +72,9 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const releaseLock = acquireLock(lockPath, `the worker cache ${cacheDir}`);
   const executor = new LocalExecutor();
   // A worker killed with -9 leaves unsandboxed trials running (a sandboxed one dies with it):
-  // their tokens were written here; kill what is left before taking new work.
+  // their lease tokens were written here; kill what is left before taking new work. A lease token
+  // is this worker's own (never the job's key, which a re-leased copy of the job on another worker
+  // of this machine carries too): only what this cache's worker started is killed.
   for (const f of await readdir(join(cacheDir, "running"))) {
     const file = join(cacheDir, "running", f);
     const token = (await readFile(file, "utf8").catch(() => "")).trim();
@@ -218,7 +221,8 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     };
     running.set(slot.index, r);
     const tokenFile = join(cacheDir, "running", `slot-${slot.index}`);
-    await writeFile(tokenFile, job.key);
+    const leaseToken = newTreeToken();
+    await writeFile(tokenFile, leaseToken);
     await publishCurrent();
     log(`worker ${name} slot ${slot.index}: ${spec.label} (run ${run})`);
     let metrics = Promise.resolve();
@@ -228,6 +232,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       cacheDir,
       gpus: opts.gpus ?? [],
       workerName: name,
+      trialToken: leaseToken,
       executor,
       signal: r.stop.signal,
       prune: r.prune.signal,
