@@ -160,4 +160,54 @@ describe.skipIf(NO_PG)(`fleet faults on PostgreSQL${NO_PG ? ` (${NO_PG_REASON})`
       await exec.close();
     }
   }, 240_000);
+
+  /** A trial through a proxy the test cuts the moment the worker sends `sql`; back after `outageMs`. */
+  async function blip(name: string, sql: (schema: string) => string, outageMs: number) {
+    const t = toy({});
+    const proxy = await pgProxy();
+    const db = proxy.via(url);
+    const waits: string[] = [];
+    const exec = await coordinator(t, db, (m) => waits.push(m));
+    const client = await testClient();
+    try {
+      const w = await startWorker(name, removeLater(mkdtempSync(join(tmpdir(), `fleet-cache-${name}-`))), db);
+      const cut = proxy.cutOn(sql(schema));
+      const spec = trialSpec(t, "node train.mjs");
+      const key = spec.env?.AUTOLAB_TRIAL_TOKEN as string;
+      const result = exec.runTrial(spec);
+      await cut;
+      // Longer than the lease's heartbeat (HEARTBEAT_S): the whole database is away, as in a restart.
+      await new Promise((r) => setTimeout(r, outageMs));
+      await proxy.up();
+      const r = await result;
+      const rows = await client.query(`SELECT worker_id FROM ${schema}.fleet_results WHERE key = $1`, [key]);
+      w.child.kill("SIGTERM");
+      const exit = await w.done;
+      return { r, t, rows: rows.rows, worker: exit.stdout };
+    } finally {
+      await client.end();
+      await exec.close();
+      await proxy.close();
+    }
+  }
+
+  it("the database goes away while the worker fetches the trial's bundle: the job is put back and run once it is back, not recorded as a crash", async () => {
+    const { r, t, rows, worker } = await blip(
+      "fetcher",
+      (s) => `SELECT data FROM ${s}.fleet_bundles`,
+      12_000,
+    );
+    expect(r.reason).toBeUndefined();
+    expect(r.status).toBe("ok");
+    expect(worker).toMatch(/put back for another lease: the worker could not prepare the trial's code/);
+    expect(t.invocations()).toBe(1);
+    expect(rows).toHaveLength(1);
+  }, 180_000);
+
+  it("the database goes away while the worker writes the trial's result: the result is written once it is back, the trial run once", async () => {
+    const { r, t, rows } = await blip("writer", (s) => `INSERT INTO ${s}.fleet_results`, 12_000);
+    expect(r.status).toBe("ok");
+    expect(t.invocations()).toBe(1);
+    expect(rows).toHaveLength(1);
+  }, 180_000);
 });

@@ -568,7 +568,7 @@ console.log("score: 1");
       });
       const result = JSON.parse(row?.result ?? "{}");
       expect(result.status).toBe("crash");
-      expect(result.reason).toContain(`bundle ${claimed} failed verification`);
+      expect(result.reason).toContain(`bundle ${claimed} in the fleet's database is corrupted`);
       expect(result.reason).toContain("the trial was not run");
       expect(result.reason).toContain("(on worker careful)");
       expect(lines(join(t.scratch, "started"))).toHaveLength(0);

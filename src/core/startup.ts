@@ -107,7 +107,7 @@ export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): vo
   throw new AutolabError(
     "BASELINE_FAILED",
     `the baseline (the unmodified project) failed: ${baseline.decision.reason}${advice.found ? `\n${advice.found}` : ""}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
-    `${advice.fix}, commit, and start a new run (autolab run --tag <new-tag>).`,
+    advice.hint ?? `${advice.fix}, commit, and start a new run (autolab run --tag <new-tag>).`,
   );
 }
 
@@ -116,8 +116,25 @@ export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): vo
  * broken: name the metrics it did print (holdouts left out: an agent may read this through
  * MCP) and the likely one; only a command that failed is told to work.
  */
-function baselineAdvice(program: Program, result: TrialResult | undefined): { found?: string; fix: string } {
+function baselineAdvice(
+  program: Program,
+  result: TrialResult | undefined,
+): { found?: string; fix: string; hint?: string } {
   const metric = program.objective.metric;
+  // No process ever ran (notRunResult: a bundle a fleet worker found corrupted, no sandbox here):
+  // the reason says what stopped it, and nothing in the program is to blame.
+  if (
+    result?.status === "crash" &&
+    result.exitCode === null &&
+    result.signal === null &&
+    result.wallS === 0
+  ) {
+    return {
+      found: "Its command never started.",
+      fix: "",
+      hint: "Nothing in the program needs fixing: remedy what kept the trial from starting (the reason above), then start the run again.",
+    };
+  }
   const step = `\`${program.run.evaluate ?? program.run.command}\``;
   if (result?.status === "nonfinite_metric") {
     return { fix: `Make ${step} print a finite number for ${metric} (it printed ${result.metrics[metric]})` };

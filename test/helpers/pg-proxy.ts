@@ -11,6 +11,11 @@ export interface PgProxy {
   down(): void;
   up(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Goes down (as `down`) the moment a client sends a message holding `text` (a query's SQL: the
+   * message is dropped, never reaching the server). Resolves then.
+   */
+  cutOn(text: string): Promise<void>;
   /** `url` (the test database's, with its query string) pointed at the proxy. */
   via(url: string): string;
 }
@@ -18,6 +23,11 @@ export interface PgProxy {
 export async function pgProxy(): Promise<PgProxy> {
   const target = new URL(PG_URL as string);
   const sockets = new Set<Socket>();
+  let trap: { needle: Buffer; sprung: () => void } | undefined;
+  const down = () => {
+    server.close();
+    for (const s of sockets) s.destroy();
+  };
   const server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
     for (const s of [client, upstream]) {
@@ -29,16 +39,30 @@ export async function pgProxy(): Promise<PgProxy> {
         upstream.destroy();
       });
     }
-    client.pipe(upstream).pipe(client);
+    client.on("data", (chunk: Buffer) => {
+      if (trap && chunk.includes(trap.needle)) {
+        const sprung = trap.sprung;
+        trap = undefined;
+        down();
+        sprung();
+        return;
+      }
+      if (!upstream.write(chunk)) {
+        client.pause();
+        upstream.once("drain", () => client.resume());
+      }
+    });
+    upstream.pipe(client);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    down() {
-      server.close();
-      for (const s of sockets) s.destroy();
-    },
+    down,
+    cutOn: (text) =>
+      new Promise<void>((sprung) => {
+        trap = { needle: Buffer.from(text), sprung };
+      }),
     up: () => new Promise<void>((r) => server.listen(port, "127.0.0.1", r)),
     close: () =>
       new Promise<void>((r) => {
