@@ -286,7 +286,15 @@ cli
     "results-tsv | log-jsonl | jsonl | trajectories | trajectories-sft | trajectories-dpo",
     "results-tsv",
   )
-  .option("-o, --out <file>", "write to a file instead of stdout")
+  .option(
+    "-o, --out <file>",
+    "write to a file instead of stdout (an existing one only with --append or --force)",
+  )
+  .option(
+    "--append",
+    "add this run to the existing file: a new segment of a log.jsonl, rows under a results.tsv's header, more lines of jsonl",
+  )
+  .option("--force", "replace the existing file")
   .action(exportCommand);
 
 cli
@@ -421,6 +429,7 @@ cli
   .option(...dbOpt)
   .option(...tagOpt)
   .option("-o, --out <dir>", "output directory (default: .autolab/reports/<tag>)")
+  .option("--force", "replace report files already in the -o directory")
   .option("--holdout", "include holdout metrics (never show these to an agent)")
   .action(reportCommand);
 

@@ -1,10 +1,10 @@
 import { once } from "node:events";
-import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
 import { openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
-import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
+import { piLogContinuation, piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
@@ -28,6 +28,7 @@ import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
 import { onOutputClosed } from "./closed-output.ts";
 import { frontLines } from "./front-lines.ts";
+import { existingText, type OutputMode, openOutput, outputMode } from "./output-file.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
 interface ViewFlags {
@@ -473,7 +474,9 @@ export function failuresCommand(flags: ViewFlags): void {
 
 const EXPORT_FORMATS = ["results-tsv", "log-jsonl", "jsonl", ...TRAJECTORY_FORMATS] as const;
 
-export async function exportCommand(flags: ViewFlags & { format?: string; out?: string }): Promise<void> {
+export async function exportCommand(
+  flags: ViewFlags & { format?: string; out?: string; append?: boolean; force?: boolean },
+): Promise<void> {
   const format = flags.format ?? "results-tsv";
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new AutolabError(
@@ -482,6 +485,14 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
       `Use --format ${EXPORT_FORMATS.join(", --format ")}.`,
     );
   }
+  // A user's file is never overwritten: refused unless --append or --force (src/cli/output-file.ts).
+  const out = flags.out !== undefined ? { path: flags.out, mode: outputMode(flags.out, flags) } : undefined;
+  if (!out && (flags.append || flags.force)) {
+    throw new AutolabError("BAD_FLAG", "--append and --force need a file (-o FILE).", "Add -o FILE.");
+  }
+  const before = out ? existingText(out.path, out.mode) : "";
+  // An addition starts on a line of its own.
+  const lead = before !== "" && !before.endsWith("\n") ? "\n" : "";
   if ((TRAJECTORY_FORMATS as readonly string[]).includes(format)) {
     // The notebook stays open while the lines stream: each proposal's context is read when its record is made.
     return await writeLines(
@@ -490,32 +501,63 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
         ...(flags.program !== undefined ? { program: flags.program } : {}),
         ...(flags.tag !== undefined ? { tag: flags.tag } : {}),
       }),
-      flags.out,
+      out,
+      lead,
     );
   }
-  const text = withRun(flags, (run, exps, holdout) =>
+  let text = withRun(flags, (run, exps, holdout) =>
     format === "results-tsv"
       ? resultsTsv(run, exps)
       : format === "log-jsonl"
-        ? piLogJsonl(run, exps, holdout)
+        ? piLogJsonl(run, exps, holdout, before ? piLogContinuation(before) : undefined)
         : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
   );
+  if (format === "results-tsv" && before.trim() !== "") text = rowsUnder(before, text, out?.path ?? "");
   const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
-  if (flags.out) writeFileSync(flags.out, safe);
-  else write(safe);
+  if (!out) return write(safe);
+  const fd = openOutput(out.path, out.mode);
+  try {
+    writeSync(fd, lead + safe);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * results.tsv's rows appended under an existing file's header: only when the header is the same
+ * (another objective's column would be read as this one's).
+ */
+function rowsUnder(existing: string, tsv: string, path: string): string {
+  const header = tsv.slice(0, tsv.indexOf("\n"));
+  const theirs = existing
+    .slice(0, existing.indexOf("\n") === -1 ? undefined : existing.indexOf("\n"))
+    .trimEnd();
+  if (theirs !== header) {
+    throw new AutolabError(
+      "OUTPUT_EXISTS",
+      `${path}'s header is not this run's: it has "${theirs.replace(/\t/g, " ")}", this run "${header.replace(/\t/g, " ")}".`,
+      "Append to results of the same objective, or write to another file (-o), or replace it (--force).",
+    );
+  }
+  return tsv.slice(header.length + 1);
 }
 
 /**
  * Lines as they come, JSON-escaped (safeJson), to a file or stdout (waiting for a slow reader):
  * a large export is never one string.
  */
-async function writeLines(lines: AsyncIterable<string>, out: string | undefined): Promise<void> {
+async function writeLines(
+  lines: AsyncIterable<string>,
+  out: { path: string; mode: OutputMode } | undefined,
+  lead = "",
+): Promise<void> {
   const it = lines[Symbol.asyncIterator]();
   // The first line (or the source's error: no notebook, no such run) before the file is made.
   let next = await it.next();
   let fd: number | undefined;
   try {
-    fd = out ? openSync(out, "w") : undefined;
+    fd = out ? openOutput(out.path, out.mode) : undefined;
+    if (fd !== undefined && lead) writeSync(fd, lead);
   } catch (err) {
     await it.return?.();
     throw err;

@@ -247,6 +247,11 @@ export const ERROR_CODES = {
   NO_NOTEBOOK: { kind: "user", http: 404, meaning: "there is no notebook here" },
   NO_SEARCH_SPACE: { kind: "user", http: 400, meaning: "the built-in optimizer has no knobs to search" },
   ORG_EMPTY: { kind: "user", http: 400, meaning: "`org:` names a directory without role files" },
+  OUTPUT_EXISTS: {
+    kind: "user",
+    http: 409,
+    meaning: "the file named by -o exists; autolab overwrites it only with --force (or adds with --append)",
+  },
   PORT_FORBIDDEN: { kind: "user", http: 403, meaning: "`serve` may not listen on that port (privileged)" },
   PORT_IN_USE: { kind: "user", http: 409, meaning: "`serve`'s port is taken" },
   PROGRAM_CHANGED: {
