@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { closeSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
-import { openLedger, programPath, selectRun } from "../app/lab.ts";
+import { locateNotebook, notebookExists, openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
 import { piLogContinuation, piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
@@ -106,7 +106,12 @@ async function fleetWorkers(
 
 export async function statusCommand(flags: ViewFlags & { fleet?: string }): Promise<void> {
   const fleet = await fleetWorkers(flags);
-  const onlyPriorHistory = (ledger: Ledger) => !flags.json && !flags.tag && priorHistoryOnly(ledger, flags);
+  const onlyPriorHistory = (ledger: Ledger) =>
+    !flags.tag && (flags.json ? noRunJson(ledger, flags, fleet) : priorHistoryOnly(ledger, flags));
+  if (flags.json && !flags.tag && !notebookHere(flags)) {
+    noRunJson(undefined, flags, fleet);
+    return;
+  }
   withRun(
     flags,
     (run, exps, _holdout, lab) => {
@@ -166,6 +171,45 @@ export async function statusCommand(flags: ViewFlags & { fleet?: string }): Prom
     },
     onlyPriorHistory,
   );
+}
+
+/** Whether the program's notebook exists (a view of a project that never ran has none). */
+function notebookHere(flags: ViewFlags): boolean {
+  try {
+    return notebookExists(locateNotebook(flags.program).db);
+  } catch {
+    return true; // the view itself then says what is wrong
+  }
+}
+
+/**
+ * `status --json` before the first run (no notebook yet, or one holding only `init --from`'s
+ * imported history): JSON on stdout all the same, `run: null` and the prior history, never an
+ * error a script has to parse from stderr. False (nothing printed) when the notebook has a run.
+ */
+function noRunJson(
+  ledger: Ledger | undefined,
+  flags: ViewFlags,
+  fleet: { workers?: WorkerView[] } | undefined,
+): boolean {
+  if (ledger?.latestRun()) return false;
+  const imported = ledger?.listImportedResults() ?? [];
+  let metric: string | undefined;
+  try {
+    metric = loadProgram(programPath(flags.program)).objective.metric;
+  } catch {
+    metric = Object.keys(imported[0]?.metrics ?? {})[0];
+  }
+  const json = {
+    run: null,
+    message:
+      "No run yet: `autolab run` starts one, and its first experiment measures autolab's own baseline.",
+    metric: metric ?? null,
+    imported: imported.length ? priorHistoryOf(imported, metric ?? "metric") : null,
+    ...(fleet ? { workers: fleet.workers ?? null } : {}),
+  };
+  printJson(JSON.stringify(json, null, 2));
+  return true;
 }
 
 /**
