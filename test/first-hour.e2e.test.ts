@@ -59,3 +59,11 @@ describe("status --json before the first run", () => {
     expect(text.stdout).toMatch(/No run yet/);
   });
 });
+
+describe("watch --interval", () => {
+  it("shows its default with a unit (a bare number there means seconds)", async () => {
+    const r = await runCli(["watch", "--help"], { cwd: process.cwd() });
+    expect(r.code).toBe(0);
+    expect(r.stdout.replace(/\s+/g, " ")).toContain("(default: 500ms)");
+  });
+});

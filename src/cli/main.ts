@@ -1,7 +1,7 @@
 // First: under the bin shim, die with it (src/cli/shim-parent.ts).
 import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { AUTOLAB_VERSION } from "../app/init.ts";
 import { benchCommand } from "./bench-command.ts";
 import { guardOutput } from "./closed-output.ts";
@@ -468,11 +468,14 @@ cli
     intFlag({ flag: "-n/--last", min: 1, what: "experiments listed", example: "-n 20" }),
     10,
   )
-  .option(
-    "--interval <duration>",
-    "how often to look at the notebook",
-    durationFlag({ flag: "--interval", example: "--interval 2s" }),
-    500,
+  .addOption(
+    // The default shown with its unit: a bare number on the command line means seconds.
+    new Option(
+      "--interval <duration>",
+      "how often to look at the notebook (2s, 500ms; a bare number is seconds)",
+    )
+      .argParser(durationFlag({ flag: "--interval", example: "--interval 2s" }))
+      .default(500, "500ms"),
   )
   .option(
     "--fleet <url>",

@@ -55,7 +55,7 @@ export const ERROR_CODES = {
   },
   AGENT_UNKNOWN: { kind: "user", http: 400, meaning: "no agent backend by that name" },
   BAD_FLAG: { kind: "usage", http: 400, meaning: "a command-line flag's value is invalid" },
-  BAD_FORMAT: { kind: "user", http: 400, meaning: "unknown export format" },
+  BAD_FORMAT: { kind: "usage", http: 400, meaning: "unknown export format" },
   BAD_HOST: { kind: "user", http: 400, meaning: "`serve --host` is not an address of this machine" },
   BAD_ID: { kind: "user", http: 400, meaning: "an experiment id in a request is not a number" },
   BAD_PORT: { kind: "user", http: 400, meaning: "`serve --port` is not a TCP port" },

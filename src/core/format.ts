@@ -32,6 +32,11 @@ export function formatChange(from: number, to: number): string {
   return `${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%`;
 }
 
+/** A count with its noun, singular for one: "1 experiment", "3 experiments". */
+export function formatCount(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 /** A share in a judge's reason, with the digits its size needs: "12%", "3.5%", "0.25%"; ∞ as "∞". */
 export function formatShare(x: number): string {
   if (!Number.isFinite(x)) return "∞";
