@@ -7,7 +7,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -19,14 +18,8 @@ import type { TrialJob } from "../src/fleet/job.ts";
 import { TrialQueue } from "../src/fleet/queue.ts";
 import type { WorkersResponse } from "../src/server/api-types.ts";
 import { createApp } from "../src/server/app.ts";
-import {
-  fleetSchemaOfFile,
-  NO_PG,
-  NO_PG_REASON,
-  PG_URL,
-  requirePgCase,
-  testClient,
-} from "./helpers/fleet-db.ts";
+import { fleetSchemaOfFile, NO_PG, NO_PG_REASON, requirePgCase, testClient } from "./helpers/fleet-db.ts";
+import { pgProxy } from "./helpers/pg-proxy.ts";
 import {
   type CliProcess,
   commitAll,
@@ -120,46 +113,6 @@ function trialSpec(t: ToyProject, extra: Partial<TrialSpec> = {}): TrialSpec {
     env: { AUTOLAB_TRIAL_TOKEN: randomBytes(12).toString("hex") },
     objective: "score",
     ...extra,
-  };
-}
-
-/** A TCP proxy in front of the test database that can drop every connection and refuse new ones. */
-async function pgProxy(): Promise<{
-  port: number;
-  down(): void;
-  up(): Promise<void>;
-  close(): Promise<void>;
-}> {
-  const target = new URL(PG_URL as string);
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port || 5432), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => {});
-      s.on("close", () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    down() {
-      server.close();
-      for (const s of sockets) s.destroy();
-    },
-    up: () => new Promise<void>((r) => server.listen(port, "127.0.0.1", r)),
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-        if (!server.listening) r();
-      }),
   };
 }
 
@@ -615,7 +568,7 @@ console.log("score: 1");
       });
       const result = JSON.parse(row?.result ?? "{}");
       expect(result.status).toBe("crash");
-      expect(result.reason).toContain(`bundle ${claimed} failed verification`);
+      expect(result.reason).toContain(`bundle ${claimed} in the fleet's database is corrupted`);
       expect(result.reason).toContain("the trial was not run");
       expect(result.reason).toContain("(on worker careful)");
       expect(lines(join(t.scratch, "started"))).toHaveLength(0);

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import {
   firstLine,
+  formatChange,
   formatComputeTime,
   formatDuration,
   formatLimitSeconds,
@@ -97,5 +98,18 @@ describe("firstLine", () => {
   it("shortLine: at most 160 characters, cut to 157 and the ellipsis", () => {
     expect(shortLine("x".repeat(160))).toBe("x".repeat(160));
     expect(shortLine(`${"x".repeat(161)}\nmore`)).toBe(`${"x".repeat(157)}…`);
+  });
+});
+
+describe("formatChange", () => {
+  it("is the signed relative change", () => {
+    expect(formatChange(2, 1.5)).toBe("-25.00%");
+    expect(formatChange(-2, -1)).toBe("+50.00%");
+  });
+
+  it("from a baseline of 0 (no relative change exists) is the signed absolute change, never empty (#36)", () => {
+    expect(formatChange(0, 78.13)).toBe("+78.13");
+    expect(formatChange(0, -0.5)).toBe("-0.5");
+    expect(formatChange(0, 0)).toBe("+0");
   });
 });

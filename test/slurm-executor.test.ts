@@ -7,6 +7,7 @@
  * read with `squeue --states=all` (this cluster keeps no accounting, so `sacct` has nothing).
  */
 import { execFileSync, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import {
   existsSync,
   mkdirSync,
@@ -17,16 +18,18 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { SandboxSpec, SlurmConfig, TrialSpec } from "../src/core/types.ts";
+import { parseFleetUrl } from "../src/fleet/db.ts";
+import { FleetExecutor } from "../src/fleet/fleet-executor.ts";
 import { probeSandbox } from "../src/runner/sandbox.ts";
 import { SlurmExecutor } from "../src/runner/slurm-executor.ts";
 import { fleetSchemaOfFile, NO_PG, NO_PG_REASON, requirePgCase, testClient } from "./helpers/fleet-db.ts";
 import { dropSchemas, freshSchemaUrl } from "./helpers/pg.ts";
 import { SLURM_REQUIRED, slurmProblem } from "./helpers/slurm.ts";
-import { CLI_MAIN, commitAll, readLedger, runCli, toysOfFile } from "./helpers/toy-project.ts";
+import { CLI_MAIN, commitAll, REPO_ROOT, readLedger, runCli, toysOfFile } from "./helpers/toy-project.ts";
 
 const problem = slurmProblem();
 /** The single-node cluster of .ci/start-slurm.sh (ClusterName=local), where a test may take the node down. */
@@ -492,6 +495,99 @@ exec "$AUTOLAB_NODE" "$AUTOLAB_CLI" worker --db "$AUTOLAB_FLEET_DB" --slots 1 \\
         jobId = undefined;
       } finally {
         await client.end();
+      }
+    }, 300_000);
+
+    it("the shipped examples/slurm/worker-array.sbatch, submitted as its header says (resources this node lacks overridden on the command line), runs a worker that processes a job; scancel ends it", async () => {
+      // As a user: autolab installed in the project (`npx autolab`), logs/ made, AUTOLAB_FLEET_DB exported.
+      const project = tempDir();
+      mkdirSync(join(project, "node_modules", ".bin"), { recursive: true });
+      symlinkSync(join(REPO_ROOT, "bin", "autolab.mjs"), join(project, "node_modules", ".bin", "autolab"));
+      mkdirSync(join(project, "logs"));
+      const home = tempDir();
+      const submitted = spawnSync(
+        "sbatch",
+        [
+          "--parsable",
+          // One task, no GPU, one core, no memory request, ten minutes: what this one-node cluster has.
+          "--array=0",
+          "--gres=none",
+          "--cpus-per-task=1",
+          "--mem=0",
+          "--time=10:00",
+          join(REPO_ROOT, "examples", "slurm", "worker-array.sbatch"),
+        ],
+        { cwd: project, encoding: "utf8", env: { ...process.env, HOME: home, AUTOLAB_FLEET_DB: fleetUrl } },
+      );
+      expect(submitted.status, submitted.stderr).toBe(0);
+      jobId = submitted.stdout.trim().split(";")[0];
+      const out = join(project, "logs", `worker-${jobId}_0.out`);
+      const err = join(project, "logs", `worker-${jobId}_0.err`);
+      const t = fleetToys.toy({ evaluate: true });
+      const exec = await FleetExecutor.open(parseFleetUrl(fleetUrl), { pollMs: 100 });
+      const client = await testClient();
+      try {
+        exec.bind({
+          repoRoot: t.dir,
+          prefix: "",
+          programFile: "program.md",
+          programText: readFileSync(join(t.dir, "program.md"), "utf8"),
+          baseCommit: t.git(["rev-parse", "HEAD"]).trim(),
+          tag: "shipped",
+        });
+        const said = () => `${readFileSafe(out)}${readFileSafe(err)}`;
+        // Its worker registers, or the job ends (a script that does not run) and says why.
+        const until = Date.now() + 120_000;
+        let live = 0;
+        while (Date.now() < until) {
+          const q = await client.query(
+            `SELECT count(*)::int AS n FROM ${schema}.fleet_workers WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds'`,
+          );
+          live = q.rows[0]?.n ?? 0;
+          const queued = spawnSync("squeue", ["-h", "-j", jobId as string], {
+            encoding: "utf8",
+          }).stdout.trim();
+          if (live > 0 || queued === "") break;
+          await new Promise((res) => setTimeout(res, 500));
+        }
+        expect(live, `the array task's worker never registered:\n${said()}`).toBe(1);
+        const logs = tempDir();
+        const key = randomBytes(12).toString("hex");
+        const r = await exec.runTrial({
+          cwd: t.dir,
+          command: "node train.mjs",
+          evaluate: "node evaluate.mjs",
+          budgetMs: 60_000,
+          graceMs: 5_000,
+          evaluateTimeoutMs: 30_000,
+          seed: 0,
+          logDir: join(logs, "1", "1"),
+          env: { AUTOLAB_TRIAL_TOKEN: key },
+          objective: "score",
+        });
+        expect(r.status, `${r.reason}\n${said()}`).toBe("ok");
+        const row = await client.query(`SELECT worker_id FROM ${schema}.fleet_results WHERE key = $1`, [key]);
+        expect(row.rows[0]?.worker_id.split(":")[0]).toBe(hostname());
+        expect(readFileSafe(out)).toMatch(/worker \S+ slot 0: shipped #1\.1 ok/);
+        // Its cache is the script's: one per array task under $HOME.
+        expect(existsSync(join(home, ".cache", "autolab", "fleet-0", "worker.lock"))).toBe(true);
+
+        expect(spawnSync("scancel", [jobId as string]).status).toBe(0);
+        const gone = Date.now() + 60_000;
+        let stillLive = 1;
+        while (Date.now() < gone) {
+          const q = await client.query(
+            `SELECT count(*)::int AS n FROM ${schema}.fleet_workers WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds'`,
+          );
+          stillLive = q.rows[0]?.n ?? 0;
+          if (stillLive === 0) break;
+          await new Promise((res) => setTimeout(res, 500));
+        }
+        expect(stillLive, said()).toBe(0);
+        jobId = undefined;
+      } finally {
+        await client.end();
+        await exec.close();
       }
     }, 300_000);
   },

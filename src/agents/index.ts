@@ -1,4 +1,5 @@
 import { AutolabError } from "../core/errors.ts";
+import { closest } from "../core/suggest.ts";
 import type { Agent, AgentConfig, Program } from "../core/types.ts";
 import { AGENT_BACKENDS } from "../program/schema.ts";
 import { builtinOptionsFromArgs, createBuiltinAgent } from "./builtin/builtin-agent.ts";
@@ -28,7 +29,13 @@ export async function createAgent(config: AgentConfig, program: Program, seed: n
     known ? "AGENT_UNAVAILABLE" : "AGENT_UNKNOWN",
     known
       ? `the agent backend "${config.backend}" is not available in this version of autolab.`
-      : `unknown agent "${config.backend}".`,
+      : `unknown agent "${config.backend}"${didYouMean(config.backend)}.`,
     `Available: ${["builtin", ...registeredBackends()].join(", ")}. Set \`agent:\` in program.md or pass --agent.`,
   );
+}
+
+/** " — did you mean "claude"?" for a misspelt or miscased backend (`--agent Claude`), else "". */
+function didYouMean(backend: string): string {
+  const guess = closest(backend, ["builtin", ...AGENT_BACKENDS]);
+  return guess !== undefined && guess !== backend ? ` — did you mean "${guess}"?` : "";
 }

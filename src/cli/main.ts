@@ -1,7 +1,7 @@
 // First: under the bin shim, die with it (src/cli/shim-parent.ts).
 import "./shim-parent.ts";
 import { delimiter, dirname } from "node:path";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { AUTOLAB_VERSION, listExamples } from "../app/init.ts";
 import { benchCommand } from "./bench-command.ts";
 import { guardOutput } from "./closed-output.ts";
@@ -326,7 +326,15 @@ cli
     "results-tsv | log-jsonl | jsonl | trajectories | trajectories-sft | trajectories-dpo",
     "results-tsv",
   )
-  .option("-o, --out <file>", "write to a file instead of stdout")
+  .option(
+    "-o, --out <file>",
+    "write to a file instead of stdout (an existing one only with --append or --force)",
+  )
+  .option(
+    "--append",
+    "add this run to the existing file: a new segment of a log.jsonl, rows under a results.tsv's header, more lines of jsonl",
+  )
+  .option("--force", "replace the existing file")
   .action(exportCommand);
 
 cli
@@ -461,6 +469,7 @@ cli
   .option(...dbOpt)
   .option(...tagOpt)
   .option("-o, --out <dir>", "output directory (default: .autolab/reports/<tag>)")
+  .option("--force", "replace report files already in the -o directory")
   .option("--holdout", "include holdout metrics (never show these to an agent)")
   .action(reportCommand);
 
@@ -499,11 +508,14 @@ cli
     intFlag({ flag: "-n/--last", min: 1, what: "experiments listed", example: "-n 20" }),
     10,
   )
-  .option(
-    "--interval <duration>",
-    "how often to look at the notebook",
-    durationFlag({ flag: "--interval", example: "--interval 2s" }),
-    500,
+  .addOption(
+    // The default shown with its unit: a bare number on the command line means seconds.
+    new Option(
+      "--interval <duration>",
+      "how often to look at the notebook (2s, 500ms; a bare number is seconds)",
+    )
+      .argParser(durationFlag({ flag: "--interval", example: "--interval 2s" }))
+      .default(500, "500ms"),
   )
   .option(
     "--fleet <url>",

@@ -1,6 +1,6 @@
 import { adviceLine } from "../core/advisor.ts";
 import type { LoopEvent } from "../core/events.ts";
-import { formatMetric, formatSeconds } from "../core/format.ts";
+import { formatCount, formatMetric, formatSeconds } from "../core/format.ts";
 import { safeText } from "./safe-text.ts";
 
 export interface ProgressOptions {
@@ -73,7 +73,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         metric = e.metric;
         print(
           e.resumed
-            ? `Resuming run ${e.tag} (${e.experiments} experiments so far) on branch ${e.branch}`
+            ? `Resuming run ${e.tag} (${formatCount(e.experiments, "experiment")} so far) on branch ${e.branch}`
             : `Starting run ${e.tag} on branch ${e.branch}`,
         );
         if (e.sandbox?.startsWith("unsandboxed")) {

@@ -1,7 +1,9 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { openLedger, selectRun } from "../app/lab.ts";
 import { writeReport } from "../app/report.ts";
 import { directivesOf } from "../core/directives.ts";
+import { AutolabError } from "../core/errors.ts";
 import type { Program } from "../core/types.ts";
 import { loadProgram } from "../program/index.ts";
 import { safeText } from "./safe-text.ts";
@@ -12,7 +14,11 @@ export interface ReportFlags {
   tag?: string;
   out?: string;
   holdout?: boolean;
+  force?: boolean;
 }
+
+/** Every file a report may write into its directory (src/app/report.ts). */
+const REPORT_FILES = ["report.md", "progress.svg", "progress.png", "front.svg", "front.png"];
 
 /** `autolab report`: report.md, progress.svg and progress.png for a run. */
 export function reportCommand(flags: ReportFlags): void {
@@ -20,6 +26,17 @@ export function reportCommand(flags: ReportFlags): void {
   try {
     const run = selectRun(ledger, flags.tag);
     const out = flags.out ?? join(stateDir, "reports", run.tag);
+    // The default directory is autolab's own; one the user names may hold files of theirs.
+    if (flags.out !== undefined && !flags.force) {
+      const there = REPORT_FILES.filter((f) => existsSync(join(out, f)));
+      if (there.length) {
+        throw new AutolabError(
+          "OUTPUT_EXISTS",
+          `${join(out, there[0] as string)} exists: autolab does not overwrite a file it did not make.`,
+          `Add --force to replace ${there.join(", ")} in ${out}, or give another directory (-o).`,
+        );
+      }
+    }
     // The front needs the objectives; a program that cannot be read still gets the rest.
     let program: Program | undefined;
     try {

@@ -2,7 +2,7 @@ import { createRun, type RunOutcome } from "../app/create-run.ts";
 import { runDemo } from "../app/demo.ts";
 import { predictedBestLine, statusOf } from "../app/status.ts";
 import type { LoopEvent } from "../core/events.ts";
-import { formatChange, formatMetric } from "../core/format.ts";
+import { formatChange, formatCount, formatMetric } from "../core/format.ts";
 import { onOutputClosed } from "./closed-output.ts";
 import { handleError } from "./errors.ts";
 import { frontLines } from "./front-lines.ts";
@@ -113,7 +113,7 @@ export function demoCommand(flags: {
 }): Promise<void> {
   process.stdout.write(
     `autolab demo: a character-level language model (examples/tiny-lm) trained on Moby Dick, ` +
-      `${flags.maxExperiments ?? 10} experiments by the built-in optimizer.\n`,
+      `${formatCount(flags.maxExperiments ?? 10, "experiment")} by the built-in optimizer.\n`,
   );
   return runWithProgress(
     (signal, onEvent) =>

@@ -1,11 +1,11 @@
 import { once } from "node:events";
-import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { evidenceByN } from "../app/evidence.ts";
 import { experimentJson, holdoutOf, hookJson, viewedHooks } from "../app/experiment-json.ts";
-import { openLedger, programPath, selectRun } from "../app/lab.ts";
+import { locateNotebook, notebookExists, openLedger, programPath, selectRun } from "../app/lab.ts";
 import { lockHolder } from "../app/lock.ts";
-import { piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
+import { piLogContinuation, piLogJsonl } from "../app/migrate/pi-autoresearch.ts";
 import { type PriorHistory, priorHistoryOf } from "../app/prior-history.ts";
 import { priorWorkOf } from "../app/prior-work.ts";
 import { predictedBestLine, resultsTsv, type StatusJson, statusOf, visibleMetrics } from "../app/status.ts";
@@ -31,6 +31,7 @@ import { git } from "../workspace/git.ts";
 import { findRepo } from "../workspace/git-workspace.ts";
 import { onOutputClosed } from "./closed-output.ts";
 import { frontLines } from "./front-lines.ts";
+import { existingText, type OutputMode, openOutput, outputMode } from "./output-file.ts";
 import { safeJson, safeText } from "./safe-text.ts";
 
 interface ViewFlags {
@@ -108,7 +109,12 @@ async function fleetWorkers(
 
 export async function statusCommand(flags: ViewFlags & { fleet?: string }): Promise<void> {
   const fleet = await fleetWorkers(flags);
-  const onlyPriorHistory = (ledger: Ledger) => !flags.json && !flags.tag && priorHistoryOnly(ledger, flags);
+  const onlyPriorHistory = (ledger: Ledger) =>
+    !flags.tag && (flags.json ? noRunJson(ledger, flags, fleet) : priorHistoryOnly(ledger, flags));
+  if (flags.json && !flags.tag && !notebookHere(flags)) {
+    noRunJson(undefined, flags, fleet);
+    return;
+  }
   withRun(
     flags,
     (run, exps, _holdout, lab) => {
@@ -170,6 +176,45 @@ export async function statusCommand(flags: ViewFlags & { fleet?: string }): Prom
     },
     onlyPriorHistory,
   );
+}
+
+/** Whether the program's notebook exists (a view of a project that never ran has none). */
+function notebookHere(flags: ViewFlags): boolean {
+  try {
+    return notebookExists(locateNotebook(flags.program).db);
+  } catch {
+    return true; // the view itself then says what is wrong
+  }
+}
+
+/**
+ * `status --json` before the first run (no notebook yet, or one holding only `init --from`'s
+ * imported history): JSON on stdout all the same, `run: null` and the prior history, never an
+ * error a script has to parse from stderr. False (nothing printed) when the notebook has a run.
+ */
+function noRunJson(
+  ledger: Ledger | undefined,
+  flags: ViewFlags,
+  fleet: { workers?: WorkerView[] } | undefined,
+): boolean {
+  if (ledger?.latestRun()) return false;
+  const imported = ledger?.listImportedResults() ?? [];
+  let metric: string | undefined;
+  try {
+    metric = loadProgram(programPath(flags.program)).objective.metric;
+  } catch {
+    metric = Object.keys(imported[0]?.metrics ?? {})[0];
+  }
+  const json = {
+    run: null,
+    message:
+      "No run yet: `autolab run` starts one, and its first experiment measures autolab's own baseline.",
+    metric: metric ?? null,
+    imported: imported.length ? priorHistoryOf(imported, metric ?? "metric") : null,
+    ...(fleet ? { workers: fleet.workers ?? null } : {}),
+  };
+  printJson(JSON.stringify(json, null, 2));
+  return true;
 }
 
 /**
@@ -499,7 +544,9 @@ export function failuresCommand(flags: ViewFlags): void {
 
 const EXPORT_FORMATS = ["results-tsv", "log-jsonl", "jsonl", ...TRAJECTORY_FORMATS] as const;
 
-export async function exportCommand(flags: ViewFlags & { format?: string; out?: string }): Promise<void> {
+export async function exportCommand(
+  flags: ViewFlags & { format?: string; out?: string; append?: boolean; force?: boolean },
+): Promise<void> {
   const format = flags.format ?? "results-tsv";
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new AutolabError(
@@ -508,6 +555,14 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
       `Use --format ${EXPORT_FORMATS.join(", --format ")}.`,
     );
   }
+  // A user's file is never overwritten: refused unless --append or --force (src/cli/output-file.ts).
+  const out = flags.out !== undefined ? { path: flags.out, mode: outputMode(flags.out, flags) } : undefined;
+  if (!out && (flags.append || flags.force)) {
+    throw new AutolabError("BAD_FLAG", "--append and --force need a file (-o FILE).", "Add -o FILE.");
+  }
+  const before = out ? existingText(out.path, out.mode) : "";
+  // An addition starts on a line of its own.
+  const lead = before !== "" && !before.endsWith("\n") ? "\n" : "";
   if ((TRAJECTORY_FORMATS as readonly string[]).includes(format)) {
     // The notebook stays open while the lines stream: each proposal's context is read when its record is made.
     return await writeLines(
@@ -516,31 +571,63 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
         ...(flags.program !== undefined ? { program: flags.program } : {}),
         ...(flags.tag !== undefined ? { tag: flags.tag } : {}),
       }),
-      flags.out,
+      out,
+      lead,
     );
   }
-  const text = withRun(flags, (run, exps, holdout, lab) => {
+  let text = withRun(flags, (run, exps, holdout, lab) => {
     if (format === "results-tsv") return resultsTsv(run, exps);
-    if (format === "log-jsonl") return piLogJsonl(run, exps, holdout);
+    if (format === "log-jsonl")
+      return piLogJsonl(run, exps, holdout, before ? piLogContinuation(before) : undefined);
     const evidence = evidenceByN(run, exps, lab.ledger.listNotes(run.id), programOf(run));
     return `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric, evidence.get(e.n)))).join("\n")}\n`;
   });
+  if (format === "results-tsv" && before.trim() !== "") text = rowsUnder(before, text, out?.path ?? "");
   const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
-  if (flags.out) writeFileSync(flags.out, safe);
-  else write(safe);
+  if (!out) return write(safe);
+  const fd = openOutput(out.path, out.mode);
+  try {
+    writeSync(fd, lead + safe);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * results.tsv's rows appended under an existing file's header: only when the header is the same
+ * (another objective's column would be read as this one's).
+ */
+function rowsUnder(existing: string, tsv: string, path: string): string {
+  const header = tsv.slice(0, tsv.indexOf("\n"));
+  const theirs = existing
+    .slice(0, existing.indexOf("\n") === -1 ? undefined : existing.indexOf("\n"))
+    .trimEnd();
+  if (theirs !== header) {
+    throw new AutolabError(
+      "OUTPUT_EXISTS",
+      `${path}'s header is not this run's: it has "${theirs.replace(/\t/g, " ")}", this run "${header.replace(/\t/g, " ")}".`,
+      "Append to results of the same objective, or write to another file (-o), or replace it (--force).",
+    );
+  }
+  return tsv.slice(header.length + 1);
 }
 
 /**
  * Lines as they come, JSON-escaped (safeJson), to a file or stdout (waiting for a slow reader):
  * a large export is never one string.
  */
-async function writeLines(lines: AsyncIterable<string>, out: string | undefined): Promise<void> {
+async function writeLines(
+  lines: AsyncIterable<string>,
+  out: { path: string; mode: OutputMode } | undefined,
+  lead = "",
+): Promise<void> {
   const it = lines[Symbol.asyncIterator]();
   // The first line (or the source's error: no notebook, no such run) before the file is made.
   let next = await it.next();
   let fd: number | undefined;
   try {
-    fd = out ? openSync(out, "w") : undefined;
+    fd = out ? openOutput(out.path, out.mode) : undefined;
+    if (fd !== undefined && lead) writeSync(fd, lead);
   } catch (err) {
     await it.return?.();
     throw err;

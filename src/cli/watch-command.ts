@@ -4,7 +4,7 @@ import { statusOf } from "../app/status.ts";
 import { adviceLine } from "../core/advisor.ts";
 import { isAutolabError } from "../core/errors.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
-import { firstLine, formatChange, formatMetric, formatSeconds } from "../core/format.ts";
+import { firstLine, formatChange, formatCount, formatMetric, formatSeconds } from "../core/format.ts";
 import type { ExperimentRecord, RunRecord, SessionRecord } from "../core/ledger.ts";
 import type { NotebookEvent } from "../core/notebook-reader.ts";
 import { viewerFleetUrl, workerLinesOrProblem } from "../fleet/workers-view.ts";
@@ -181,7 +181,7 @@ function statusLines(
       })`
     : "no best yet";
   lines.push(
-    `${best} · baseline ${formatMetric(s.baseline?.metric ?? undefined)} · ${c.total} experiments: ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending` : ""}`,
+    `${best} · baseline ${formatMetric(s.baseline?.metric ?? undefined)} · ${formatCount(c.total, "experiment")}: ${c.kept} kept, ${c.discarded} discarded, ${c.crashed} crashed, ${c.rejected} rejected${c.pending ? `, ${c.pending} pending` : ""}`,
   );
   lines.push(`trial time ${formatSeconds(s.trialSeconds)} · last activity ${ago(s.lastActivity, now)}`);
   // Roles' credit and the slots line (the per-slot lines are the running trials below).

@@ -55,7 +55,7 @@ export const ERROR_CODES = {
   },
   AGENT_UNKNOWN: { kind: "user", http: 400, meaning: "no agent backend by that name" },
   BAD_FLAG: { kind: "usage", http: 400, meaning: "a command-line flag's value is invalid" },
-  BAD_FORMAT: { kind: "user", http: 400, meaning: "unknown export format" },
+  BAD_FORMAT: { kind: "usage", http: 400, meaning: "unknown export format" },
   BAD_HOST: { kind: "user", http: 400, meaning: "`serve --host` is not an address of this machine" },
   BAD_ID: { kind: "user", http: 400, meaning: "an experiment id in a request is not a number" },
   BAD_PORT: { kind: "user", http: 400, meaning: "`serve --port` is not a TCP port" },
@@ -247,6 +247,11 @@ export const ERROR_CODES = {
   NO_NOTEBOOK: { kind: "user", http: 404, meaning: "there is no notebook here" },
   NO_SEARCH_SPACE: { kind: "user", http: 400, meaning: "the built-in optimizer has no knobs to search" },
   ORG_EMPTY: { kind: "user", http: 400, meaning: "`org:` names a directory without role files" },
+  OUTPUT_EXISTS: {
+    kind: "user",
+    http: 409,
+    meaning: "the file named by -o exists; autolab overwrites it only with --force (or adds with --append)",
+  },
   PORT_FORBIDDEN: { kind: "user", http: 403, meaning: "`serve` may not listen on that port (privileged)" },
   PORT_IN_USE: { kind: "user", http: 409, meaning: "`serve`'s port is taken" },
   PROGRAM_CHANGED: {

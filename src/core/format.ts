@@ -22,11 +22,19 @@ export function formatMetricTo(x: number, digits: number): string {
   return formatMetric(Number(x.toPrecision(digits)));
 }
 
-/** Signed relative change, e.g. "-3.12%". */
+/**
+ * Signed relative change, e.g. "-3.12%". From 0 no relative change exists: the signed absolute
+ * change instead ("+78.13"), never an empty string (a "(#5, )" in a summary line).
+ */
 export function formatChange(from: number, to: number): string {
-  if (from === 0) return "";
+  if (from === 0) return `${to - from >= 0 ? "+" : "-"}${formatMetric(Math.abs(to - from))}`;
   const pct = ((to - from) / Math.abs(from)) * 100;
   return `${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%`;
+}
+
+/** A count with its noun, singular for one: "1 experiment", "3 experiments". */
+export function formatCount(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /** A share in a judge's reason, with the digits its size needs: "12%", "3.5%", "0.25%"; ∞ as "∞". */

@@ -107,7 +107,7 @@ export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): vo
   throw new AutolabError(
     "BASELINE_FAILED",
     `the baseline (the unmodified project) failed: ${baseline.decision.reason}${advice.found ? `\n${advice.found}` : ""}${tail ? `\n--- last lines of its log ---\n${tail}` : ""}`,
-    `${advice.fix}${advice.after ?? ", commit, and start a new run (autolab run --tag <new-tag>)."}`,
+    advice.hint ?? `${advice.fix}, commit, and start a new run (autolab run --tag <new-tag>).`,
   );
 }
 
@@ -119,8 +119,22 @@ export function assertBaselineOk(program: Program, exps: ExperimentRecord[]): vo
 function baselineAdvice(
   program: Program,
   result: TrialResult | undefined,
-): { found?: string; fix: string; after?: string } {
+): { found?: string; fix: string; hint?: string } {
   const metric = program.objective.metric;
+  // No process ever ran (notRunResult: a bundle a fleet worker found corrupted, no sandbox here):
+  // the reason says what stopped it, and nothing in the program is to blame.
+  if (
+    result?.status === "crash" &&
+    result.exitCode === null &&
+    result.signal === null &&
+    result.wallS === 0
+  ) {
+    return {
+      found: "Its command never started.",
+      fix: "",
+      hint: "Nothing in the program needs fixing: remedy what kept the trial from starting (the reason above), then start the run again.",
+    };
+  }
   const step = `\`${program.run.evaluate ?? program.run.command}\``;
   if (result?.status === "nonfinite_metric") {
     return { fix: `Make ${step} print a finite number for ${metric} (it printed ${result.metrics[metric]})` };
@@ -136,8 +150,8 @@ function baselineAdvice(
   if (result?.reason?.startsWith("rubric: no judge could be reached")) {
     // The command ran; the grading step's endpoints did not answer (docs/learning.md).
     return {
-      fix: "Start the judges program.md names under run.evaluate.judges (an example's offline judges: its README's \"Run it\"), or point base_url at endpoints that run",
-      after: "; then `autolab run` again (a run whose baseline failed is not resumed: a new one starts).",
+      fix: "",
+      hint: "Start the judges program.md names under run.evaluate.judges (an example's offline judges: its README's \"Run it\"), or point base_url at endpoints that run; then `autolab run` again (a run whose baseline failed is not resumed: a new one starts).",
     };
   }
   if (result?.status !== "missing_metric") {

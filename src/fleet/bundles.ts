@@ -86,7 +86,7 @@ export async function fetchBundles(
     const actual = sha256Hex(data);
     if (actual !== b.sha256) {
       throw new BundleRefused(
-        `bundle ${b.sha256} failed verification: its content hashes to ${actual}; the trial was not run`,
+        `bundle ${b.sha256} in the fleet's database is corrupted: its content hashes to ${actual}; the trial was not run`,
       );
     }
     const file = join(tmpdir(), `autolab-bundle-${randomBytes(6).toString("hex")}.bundle`);

@@ -17,6 +17,7 @@ import { beforeEvaluateFor, pristineForTrial } from "../core/trial-step.ts";
 import type { Program, TrialResult } from "../core/types.ts";
 import { parseProgram } from "../program/index.ts";
 import type { LocalExecutor } from "../runner/local-executor.ts";
+import { TOKEN_ENV } from "../runner/process-tree.ts";
 import { git } from "../workspace/git.ts";
 import { ensureExcluded, GitWorkspace, hashesAt } from "../workspace/git-workspace.ts";
 import { BundleRefused, fetchBundles } from "./bundles.ts";
@@ -36,6 +37,12 @@ export interface JobContext {
   /** Every GPU the worker was given (the sandbox passes /dev/nvidia* through when there are any). */
   gpus: string[];
   workerName: string;
+  /**
+   * The trial's AUTOLAB_TRIAL_TOKEN on this worker: fresh for each lease (the job's key is shared
+   * by every copy of the job), recorded in the worker's cache, so that a restarted worker reaps
+   * only processes it started.
+   */
+  trialToken: string;
   executor: LocalExecutor;
   /** Every metric line, with how long the command had run (ms) when it printed it. */
   onMetric: (name: string, value: number, elapsedMs: number) => void;
@@ -58,8 +65,24 @@ function underRepoLock<T>(root: string, f: () => Promise<T>): Promise<T> {
   return next;
 }
 
-/** Runs one job; every outcome (a refused bundle, a failed setup, the trial's own) is a result. */
-export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): Promise<JobOutcome> {
+/**
+ * The trial could not be prepared for a reason that is neither the candidate's nor the job's (the
+ * database or network went away during a bundle fetch, a checkout in this worker's cache failed):
+ * the worker gives the job back for another lease instead of recording a result.
+ */
+export interface PutBack {
+  putBack: string;
+}
+
+/**
+ * Runs one job; every outcome the job itself decides (a refused bundle, a malformed job, a failed
+ * setup, the trial's own) is a result; a fault of the worker's surroundings is a PutBack.
+ */
+export async function runJob(
+  job: TrialJob,
+  slot: WorkerSlot,
+  ctx: JobContext,
+): Promise<JobOutcome | PutBack> {
   const where = ` (on worker ${ctx.workerName})`;
   const failed = (status: TrialResult["status"], reason: string): JobOutcome => ({
     result: notRunResult(job, status, reason + where),
@@ -115,7 +138,8 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
     });
   } catch (err) {
     if (err instanceof BundleRefused) return failed("crash", err.message);
-    return failed("crash", `the worker could not prepare the trial's code: ${message(err)}`);
+    // The database, the network or this worker's cache failed: not the candidate's doing.
+    return { putBack: `the worker could not prepare the trial's code: ${message(err)}` };
   }
 
   const slotEnv: Record<string, string> = slot.gpu !== undefined ? { CUDA_VISIBLE_DEVICES: slot.gpu } : {};
@@ -150,12 +174,13 @@ export async function runJob(job: TrialJob, slot: WorkerSlot, ctx: JobContext): 
   try {
     allowed = await pristineForTrial(deps, ws, job.commit);
   } catch (err) {
-    return failed("crash", `the worker could not make the trial's tree pristine: ${message(err)}`);
+    if (isAutolabError(err)) return failed("crash", `${err.message}${err.hint ? ` — ${err.hint}` : ""}`);
+    return { putBack: `the worker could not make the trial's tree pristine: ${message(err)}` };
   }
   const setupFiles = setupFilesOf(deps);
   const logDir = join(logRoot, safeName(job.key));
   await mkdir(logDir, { recursive: true });
-  const env = { ...job.env, ...slotEnv };
+  const env: Record<string, string> = { ...job.env, ...slotEnv, [TOKEN_ENV]: ctx.trialToken };
   if (slot.gpu === undefined) delete env.CUDA_VISIBLE_DEVICES;
   const sandbox = deps.confinement?.trial(ws, setupFiles, slotEnv);
   // As the loop measures a local trial's curve: from just before the executor starts it.

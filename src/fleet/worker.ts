@@ -6,7 +6,10 @@
  * coordinator). Metric lines go to `fleet_metrics` as they appear; the result is written once per
  * trial (`fleet_results`, keyed by the trial: a job that ran twice counts once). Stopping (SIGTERM,
  * `signal`): no new lease, the running trials are stopped and their jobs given back, to be leased
- * again at once by another worker.
+ * again at once by another worker. A trial whose code could not be prepared for a reason that is
+ * not the candidate's (the database or network went away during a bundle fetch, a checkout in the
+ * cache failed) is given back too, not recorded, and its slot pauses before it leases again; only
+ * on the job's last lease (RETRY_LIMIT) is that reason recorded as the trial's crash.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -16,9 +19,10 @@ import { AUTOLAB_VERSION } from "../app/init.ts";
 import { acquireLock, lockHolder } from "../app/lock.ts";
 import { AutolabError } from "../core/errors.ts";
 import { LocalExecutor } from "../runner/local-executor.ts";
+import { newTreeToken } from "../runner/process-tree.ts";
 import { type FleetUrl, openFleetDb, whileReachable } from "./db.ts";
 import { type JobOutcome, notRunResult, type TrialJob } from "./job.ts";
-import { type LeasedJob, TOUCH_S, TrialQueue } from "./queue.ts";
+import { type LeasedJob, RETRY_LIMIT, TOUCH_S, TrialQueue } from "./queue.ts";
 import { runJob, type WorkerSlot } from "./worker-trial.ts";
 
 export interface WorkerOptions {
@@ -39,6 +43,9 @@ export interface WorkerOptions {
   /** Called once the worker has registered and its slots start leasing. */
   onReady?: () => void;
 }
+
+/** The longest a slot waits before leasing again after it put a job back. */
+const PUT_BACK_MAX_MS = 30_000;
 
 interface Running {
   job: LeasedJob;
@@ -71,7 +78,9 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   const releaseLock = acquireLock(lockPath, `the worker cache ${cacheDir}`);
   const executor = new LocalExecutor();
   // A worker killed with -9 leaves unsandboxed trials running (a sandboxed one dies with it):
-  // their tokens were written here; kill what is left before taking new work.
+  // their lease tokens were written here; kill what is left before taking new work. A lease token
+  // is this worker's own (never the job's key, which a re-leased copy of the job on another worker
+  // of this machine carries too): only what this cache's worker started is killed.
   for (const f of await readdir(join(cacheDir, "running"))) {
     const file = join(cacheDir, "running", f);
     const token = (await readFile(file, "utf8").catch(() => "")).trim();
@@ -156,6 +165,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
   }, TOUCH_S * 1000);
 
   const serveSlot = async (slot: WorkerSlot) => {
+    let putBacks = 0;
     while (!stopping.signal.aborted) {
       let job: LeasedJob | undefined;
       try {
@@ -167,17 +177,24 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
         await sleep(opts.pollMs ?? 500, stopping.signal);
         continue;
       }
+      let putBack = false;
       try {
-        await serveJob(job, slot);
+        putBack = (await serveJob(job, slot)) === "put back";
       } catch (err) {
         // The database went away mid-job: the lease lapses and another worker runs it again.
         log(`worker ${name}: job ${job.key} abandoned: ${(err as Error).message}`);
         running.delete(slot.index);
       }
+      // A slot whose trials could not be prepared waits longer each time before it leases again
+      // (1 s, 2 s, 4 s … up to PUT_BACK_MAX_MS), so that a fault of this worker's own is not a
+      // loop; another worker may lease the job meanwhile.
+      putBacks = putBack ? putBacks + 1 : 0;
+      if (putBack) await sleep(Math.min(PUT_BACK_MAX_MS, 1000 * 2 ** (putBacks - 1)), stopping.signal);
     }
   };
 
-  const serveJob = async (job: LeasedJob, slot: WorkerSlot) => {
+  /** Serves one leased job: its result written, or the job put back for another lease. */
+  const serveJob = async (job: LeasedJob, slot: WorkerSlot): Promise<"done" | "put back"> => {
     const row = await pool.query<{
       payload: string;
       cancel_kind: string | null;
@@ -188,7 +205,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     if (!first || done.rowCount) {
       // A job without a payload, or whose trial already has its result: nothing to run again.
       await queue.complete(job);
-      return;
+      return "done";
     }
     const spec = JSON.parse(first.payload) as TrialJob;
     const run = job.retryCount + 1;
@@ -203,7 +220,7 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
       };
       await writeResult(job.key, run, outcome);
       await queue.complete(job);
-      return;
+      return "done";
     }
     await pool.query(
       `UPDATE ${schema}.fleet_jobs SET started_at = now(), worker_id = $2, runs = runs + 1 WHERE key = $1`,
@@ -218,16 +235,18 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     };
     running.set(slot.index, r);
     const tokenFile = join(cacheDir, "running", `slot-${slot.index}`);
-    await writeFile(tokenFile, job.key);
+    const leaseToken = newTreeToken();
+    await writeFile(tokenFile, leaseToken);
     await publishCurrent();
     log(`worker ${name} slot ${slot.index}: ${spec.label} (run ${run})`);
     let metrics = Promise.resolve();
-    const outcome = await runJob(spec, slot, {
+    const ran = await runJob(spec, slot, {
       pool,
       schema,
       cacheDir,
       gpus: opts.gpus ?? [],
       workerName: name,
+      trialToken: leaseToken,
       executor,
       signal: r.stop.signal,
       prune: r.prune.signal,
@@ -249,14 +268,47 @@ export async function runWorker(opts: WorkerOptions): Promise<void> {
     await rm(tokenFile, { force: true });
     running.delete(slot.index);
     await publishCurrent();
+    let outcome: JobOutcome;
+    if ("putBack" in ran) {
+      if (job.retryCount < RETRY_LIMIT || stopping.signal.aborted) {
+        log(`worker ${name} slot ${slot.index}: ${spec.label} put back for another lease: ${ran.putBack}`);
+        await giveBack(job);
+        return "put back";
+      }
+      // The last lease: the reason is recorded rather than the queue's "no worker finished it".
+      outcome = {
+        result: notRunResult(
+          spec,
+          "crash",
+          `${ran.putBack} (on worker ${name}, its lease ${run}, the last); the trial was not run`,
+        ),
+        logs: {},
+      };
+    } else outcome = ran;
     if (stopping.signal.aborted && outcome.result.status === "interrupted") {
       await queue.giveBack(job).catch(() => {});
       log(`worker ${name} slot ${slot.index}: ${spec.label} given back`);
-      return;
+      return "done";
     }
     await writeResult(job.key, run, outcome);
     await queue.complete(job).catch(() => {});
     log(`worker ${name} slot ${slot.index}: ${spec.label} ${outcome.result.status}`);
+    return "done";
+  };
+
+  /**
+   * Gives a job back once the database answers again (a restart is waited out, not turned into a
+   * result); if it cannot be reached before the worker stops, the lease lapses after HEARTBEAT_S and
+   * the job is leased again all the same.
+   */
+  const giveBack = async (job: LeasedJob) => {
+    await whileReachable(() => queue.giveBack(job), {
+      url: opts.url,
+      signal: stopping.signal,
+      onWait: (m) => log(`worker ${name}: ${m}`),
+    }).catch((err: unknown) =>
+      log(`worker ${name}: job ${job.key} not given back: ${(err as Error).message}`),
+    );
   };
 
   /**

@@ -78,6 +78,20 @@ function unknownKey(section: FieldPath, key: string, vocab: Vocabulary): Program
       example: other === "" || ex === undefined ? ex : `${other}:\n${ex.replace(/^/gm, "  ")}`,
     };
   }
+  // A misspelt key of another section (`budgt:` at the top for run.budget).
+  for (const [other, keys] of Object.entries(vocab.knownKeys)) {
+    if (other === pattern || other.includes("*")) continue;
+    const match = closest(key, keys);
+    if (match === undefined) continue;
+    const where = other === "" ? "at the top level" : `under ${other}:`;
+    const full = other === "" ? match : `${other}.${match}`;
+    const ex = exampleFor(full.split("."), vocab.examples);
+    return {
+      path,
+      message: `unknown key "${key}" here — did you mean "${match}"? It belongs ${where} (${full})`,
+      example: other === "" || ex === undefined ? ex : `${other}:\n${ex.replace(/^/gm, "  ")}`,
+    };
+  }
   return {
     path,
     message: `unknown key "${key}"; the keys here are: ${known.join(", ")}`,

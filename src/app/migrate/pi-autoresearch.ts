@@ -386,6 +386,8 @@ export function piLogJsonl(
   run: Pick<RunRecord, "programName" | "metric" | "direction">,
   exps: readonly ExperimentRecord[],
   holdout: readonly string[] = [],
+  /** Appended to an existing log: its next run number and segment (piLogContinuation). */
+  start: { run: number; segment: number } = { run: 0, segment: 0 },
 ): string {
   const lines = [
     JSON.stringify({
@@ -396,7 +398,7 @@ export function piLogJsonl(
       bestDirection: run.direction === "maximize" ? "higher" : "lower",
     }),
   ];
-  let i = 0;
+  let i = start.run;
   for (const e of exps) {
     // A researcher that failed before proposing ran nothing: pi-autoresearch logs runs only.
     if (!e.decision || (e.decision.action === "crash" && e.trials.length === 0)) continue;
@@ -416,10 +418,36 @@ export function piLogJsonl(
         status,
         description: e.n === 0 ? "baseline" : e.hypothesis,
         timestamp: Date.parse(e.decision.decidedAt),
-        segment: 0,
+        segment: start.segment,
         confidence: null,
       }),
     );
   }
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Where a segment appended to an existing log.jsonl continues: the run number after the log's
+ * last, and the segment after its last (by the lines' `segment` fields, else by its config lines).
+ * The user's lines (hooks, other segments) are never rewritten: the addition starts with its own
+ * config line, which pi-autoresearch reads as a new segment.
+ */
+export function piLogContinuation(text: string): { run: number; segment: number } {
+  let run = 0;
+  let segment = 0;
+  let configs = 0;
+  for (const line of text.split("\n")) {
+    let entry: unknown;
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (!isObject(entry)) continue;
+    if (entry.type === "config") configs++;
+    if (typeof entry.run === "number" && Number.isFinite(entry.run)) run = Math.max(run, entry.run + 1);
+    if (typeof entry.segment === "number" && Number.isFinite(entry.segment))
+      segment = Math.max(segment, entry.segment + 1);
+  }
+  return { run, segment: Math.max(segment, configs) };
 }
