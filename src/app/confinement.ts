@@ -186,7 +186,10 @@ export function createConfinement(
       // the paths bound below (the agent's log directory and isolated home, its executable's
       // directory and its preset's home allowlist: agentSandbox), and the PATH directories that
       // lie in them (the tools).
-      const reach = [home, paths.repoRoot].filter((d) => d !== "/" && isAbsolute(d));
+      // (Never the worktree itself: a checkout used as its own worktree stays what it is.)
+      const reach = [home, paths.repoRoot].filter(
+        (d) => d !== "/" && isAbsolute(d) && resolve(d) !== resolve(ws.worktree),
+      );
       return {
         ...b,
         writable: [...editable, ...writable],
