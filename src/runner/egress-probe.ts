@@ -8,18 +8,31 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { startEgressProxy } from "./egress-proxy.ts";
-import { probeSandbox, type SandboxProbe, sandboxCommand, tooOld, USERNS_HINT } from "./sandbox.ts";
+import {
+  probeSandbox,
+  type SandboxProbe,
+  type SandboxToolOptions,
+  sandboxCommand,
+  tooOld,
+  USERNS_HINT,
+} from "./sandbox.ts";
 
 const OK = "autolab-egress-ok";
-let cached: Promise<SandboxProbe> | undefined;
+const cache = new Map<string, Promise<SandboxProbe>>();
 
-export function probeEgress(): Promise<SandboxProbe> {
-  cached ??= runEgressProbe();
-  return cached;
+/** Cached per bwrap executable, like probeSandbox. */
+export function probeEgress(opts: SandboxToolOptions = {}): Promise<SandboxProbe> {
+  const key = `${opts.bwrap ?? ""}\0${opts.path ?? ""}`;
+  let probe = cache.get(key);
+  if (!probe) {
+    probe = runEgressProbe(opts);
+    cache.set(key, probe);
+  }
+  return probe;
 }
 
-async function runEgressProbe(): Promise<SandboxProbe> {
-  const base = probeSandbox();
+async function runEgressProbe(opts: SandboxToolOptions): Promise<SandboxProbe> {
+  const base = probeSandbox(opts);
   if (!base.ok) return base;
   const server = createServer((s) => s.end(OK));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -44,6 +57,7 @@ async function runEgressProbe(): Promise<SandboxProbe> {
       },
       `exec "${process.execPath}" -e '${client}'`,
       cwd,
+      { bwrap: base.bwrap },
     );
     const { code, stdout, stderr } = await new Promise<{
       code: number | null;
