@@ -145,6 +145,8 @@ export async function startEgressProxy(opts: EgressOptions): Promise<EgressProxy
     } catch {}
   };
   const track = (s: Socket) => {
+    // A kept-alive connection carries many requests: its listeners are added once.
+    if (sockets.has(s)) return s;
     sockets.add(s);
     s.once("close", () => sockets.delete(s));
     s.on("error", () => s.destroy());
