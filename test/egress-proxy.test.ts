@@ -7,7 +7,7 @@
 import { createServer as createHttpServer, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentEndpoints } from "../src/agents/cli/egress.ts";
+import { agentEndpoints, openEgress } from "../src/agents/cli/egress.ts";
 import type { AgentConfig } from "../src/core/types.ts";
 import {
   assertReachable,
@@ -142,6 +142,25 @@ describe("the egress proxy", () => {
       message: expect.stringContaining(`127.0.0.1:${p} (agent.base_url)`),
       hint: expect.stringContaining("agent.base_url"),
     });
+  });
+});
+
+describe("an agent's egress where it cannot be made", () => {
+  it("stops the run with the probe's reason and fix, and never opens the host's network instead", async () => {
+    const probe = async () => ({
+      ok: false as const,
+      reason: "bubblewrap 0.4.1 is too old for the option --clearenv, which autolab's sandbox needs",
+      hint: "Upgrade bubblewrap to 0.5.0 or later",
+    });
+    await expect(
+      openEgress({ backend: "pi" }, config({ baseUrl: "http://127.0.0.1:1/v1" }), "/dev/null", probe),
+    ).rejects.toMatchObject({
+      code: "SANDBOX_EGRESS_UNAVAILABLE",
+      message: expect.stringContaining("0.4.1 is too old for the option --clearenv"),
+      hint: "Upgrade bubblewrap to 0.5.0 or later",
+    });
+    // Nothing named: no proxy, no probe (the sandbox simply has no network).
+    expect(await openEgress({ backend: "command" }, config(), "/dev/null", probe)).toBeUndefined();
   });
 });
 

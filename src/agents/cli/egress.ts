@@ -14,6 +14,7 @@ import {
   endpointOf,
   startEgressProxy,
 } from "../../runner/egress-proxy.ts";
+import type { SandboxProbe } from "../../runner/sandbox.ts";
 import type { CliPreset } from "./preset.ts";
 
 const isUrl = (v: string) => /^https?:\/\//i.test(v);
@@ -65,10 +66,12 @@ export async function openEgress(
   preset: Pick<CliPreset, "backend" | "endpoints">,
   config: AgentConfig,
   log: string,
+  /** Whether the egress works here (tests give their own). */
+  probeFn: () => Promise<SandboxProbe> = () => probeEgress(),
 ): Promise<EgressProxy | undefined> {
   const endpoints = agentEndpoints(preset, config);
   if (endpoints.length === 0) return undefined;
-  const probe = await probeEgress();
+  const probe = await probeFn();
   if (!probe.ok) {
     throw new AutolabError(
       "SANDBOX_EGRESS_UNAVAILABLE",
