@@ -172,6 +172,7 @@ function withAgent(p: PyProject, agent: string): void {
   p.git("commit", "-q", "--amend", "-a", "-m", "the project under attack");
 }
 
+// Each test is a baseline and an experiment with real trials: 180 s is a cap for a loaded machine, not a timing.
 describe.skipIf(!SANDBOX_TESTS)("attack: the researcher reaches too far (issue #34 class 5)", () => {
   let home: string;
   let model: Server;
@@ -232,7 +233,7 @@ describe.skipIf(!SANDBOX_TESTS)("attack: the researcher reaches too far (issue #
     expect(out).not.toContain("NOT-THE-MODEL-SERVER");
     const nb = expectIntact(p);
     expectKeptHonestly(nb, 1, BETTER);
-  });
+  }, 180_000);
 
   it("a model endpoint the proxy cannot reach stops the run with a message that names the fix", async () => {
     const closed = await listen(() => "", "127.0.0.1");
@@ -248,5 +249,5 @@ describe.skipIf(!SANDBOX_TESTS)("attack: the researcher reaches too far (issue #
       message: expect.stringContaining(`127.0.0.1:${port}`),
       hint: expect.stringMatching(/base_url/),
     });
-  });
+  }, 180_000);
 });

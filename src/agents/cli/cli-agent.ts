@@ -121,35 +121,40 @@ export function createCliAgent(
 
       // Sandboxed: the model endpoints only, through the egress proxy (stopped after the CLI).
       const egress = sandbox ? await openEgress(preset, config, join(ctx.logDir, "egress.log")) : undefined;
-      const out = await runProcess({
-        command,
-        cwd: ctx.worktree,
-        env,
-        stdoutPath,
-        stderrPath,
-        killAfterMs: timeoutMs,
-        killGraceMs: KILL_GRACE_MS,
-        logCapBytes: LOG_CAP_BYTES,
-        sampleIntervalMs: 250,
-        tailLines: 20,
-        tailChars: 4000,
-        ...(sandbox
-          ? {
-              sandbox: agentSandbox(sandbox, {
-                logDir: ctx.logDir,
-                env,
-                editable: editablePaths(ctx),
-                ...(preset.sandboxEdits ? { edits: preset.sandboxEdits } : {}),
-                reads: [
-                  ...(preset.homeReads ?? []).map((p) => join(realHome, p)),
-                  ...(executablePath ? [installDir(executablePath)] : []),
-                ],
-                ...(egress ? { egress: egress.spec } : {}),
-              }),
-            }
-          : {}),
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-      }).finally(() => egress?.close());
+      let out: Awaited<ReturnType<typeof runProcess>>;
+      try {
+        out = await runProcess({
+          command,
+          cwd: ctx.worktree,
+          env,
+          stdoutPath,
+          stderrPath,
+          killAfterMs: timeoutMs,
+          killGraceMs: KILL_GRACE_MS,
+          logCapBytes: LOG_CAP_BYTES,
+          sampleIntervalMs: 250,
+          tailLines: 20,
+          tailChars: 4000,
+          ...(sandbox
+            ? {
+                sandbox: agentSandbox(sandbox, {
+                  logDir: ctx.logDir,
+                  env,
+                  editable: editablePaths(ctx),
+                  ...(preset.sandboxEdits ? { edits: preset.sandboxEdits } : {}),
+                  reads: [
+                    ...(preset.homeReads ?? []).map((p) => join(realHome, p)),
+                    ...(executablePath ? [installDir(executablePath)] : []),
+                  ],
+                  ...(egress ? { egress: egress.spec } : {}),
+                }),
+              }
+            : {}),
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
+      } finally {
+        await egress?.close();
+      }
       const stdout = readText(stdoutPath);
       const stderr = readText(stderrPath);
       const detail = lastLines(stderr) || lastLines(stdout);
