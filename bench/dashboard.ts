@@ -58,13 +58,17 @@ export async function main(args: string[]): Promise<Figures> {
         runs: "api/runs",
       };
       for (const [name, path] of Object.entries(endpoints)) {
-        const cold = await timeFetch(base + path);
+        const cold = await timeFetch(base + path, server.token);
         const warm: number[] = [];
-        for (let i = 0; i < 20; i++) warm.push(await timeFetch(base + path));
+        for (let i = 0; i < 20; i++) warm.push(await timeFetch(base + path, server.token));
         figures[`api_${name}_cold_ms`] = ms(cold);
         figures[`api_${name}_warm_ms`] = ms(median(warm));
       }
-      const chartBytes = (await (await fetch(`${base}api/chart`)).text()).length;
+      const chartBytes = (
+        await (
+          await fetch(`${base}api/chart`, { headers: { authorization: `Bearer ${server.token}` } })
+        ).text()
+      ).length;
       figures.chart_json_kb = Math.round(chartBytes / 1024);
 
       // A write by another connection invalidates the cache: the next read pays for the notebook.
@@ -72,7 +76,7 @@ export async function main(args: string[]): Promise<Figures> {
       const run = writer.getRun("bench");
       if (!run) throw new Error("bench run missing");
       appendExperiment(writer, run, count, { action: "discard", metric: 3 });
-      figures.api_chart_after_write_ms = ms(await timeFetch(`${base}api/chart`));
+      figures.api_chart_after_write_ms = ms(await timeFetch(`${base}api/chart`, server.token));
 
       // The report's chart of the same notebook, without a browser.
       const exps = writer.listExperiments(run.id);
@@ -95,7 +99,7 @@ export async function main(args: string[]): Promise<Figures> {
           for (let i = 0; i < 5; i++) {
             const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
             const t0 = performance.now();
-            await page.goto(base);
+            await page.goto(server.openUrl);
             await page.waitForSelector(`body[data-chart-drawn="${count + 1}"]`, { timeout: 30_000 });
             wall.push(performance.now() - t0);
             const at = await page.evaluate(
@@ -136,9 +140,9 @@ export async function main(args: string[]): Promise<Figures> {
   return figures;
 }
 
-async function timeFetch(url: string): Promise<number> {
+async function timeFetch(url: string, token?: string): Promise<number> {
   const t = performance.now();
-  const res = await fetch(url);
+  const res = await fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
   await res.arrayBuffer();
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
   return performance.now() - t;

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -54,6 +54,35 @@ describe("the run's confinement", () => {
       expect(err).toBeInstanceOf(AutolabError);
       expect((err as AutolabError).code).toBe("SANDBOX_UNAVAILABLE");
       expect((err as AutolabError).message).toMatch(/requires a sandbox.*not installed/);
+    }
+  });
+
+  it("a researcher sees neither the home nor the user's checkout (its tools there do), and has no network of the host's", () => {
+    const home = mkdtempSync(join(tmpdir(), "autolab-confine-home-"));
+    const tools = join(home, ".nvm", "versions", "node", "v24", "bin");
+    const venv = join(root, ".venv", "bin");
+    mkdirSync(tools, { recursive: true });
+    mkdirSync(venv, { recursive: true });
+    mkdirSync(wt, { recursive: true });
+    writeFileSync(join(wt, "train.py"), "");
+    const saved = { HOME: process.env.HOME, PATH: process.env.PATH };
+    process.env.HOME = home;
+    process.env.PATH = `${tools}:${venv}:${home}:/usr/bin`;
+    try {
+      const spec = createConfinement(program(), paths, bwrap).researcher(ws, [], [join(root, "logs")]);
+      if (!spec) throw new Error("expected a sandbox");
+      expect(spec.network).toBe(false);
+      expect(spec.hidden).toEqual(expect.arrayContaining([home, root]));
+      expect(spec.readOnly).not.toContain(root);
+      // The PATH directories inside them, with the package tree around a bin/ (never the home itself).
+      expect(spec.readOnly).toEqual(
+        expect.arrayContaining([realpathSync(join(tools, "..")), realpathSync(join(venv, ".."))]),
+      );
+      expect(spec.readOnly).not.toContain(realpathSync(home));
+      expect(spec.readOnly).toContain(wt);
+    } finally {
+      process.env.HOME = saved.HOME;
+      process.env.PATH = saved.PATH;
     }
   });
 

@@ -108,7 +108,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
       { tag: "demo", programName: "tiny-lm", programPath: join(repo.root, "program.md"), experiments: exps },
     ]);
     const server = await serve(ledgerPath);
-    const page = await open(server.url);
+    const page = await open(server.openUrl);
 
     await page.waitForSelector(`body[data-chart-drawn="${exps.length}"]`);
     expect(await page.locator("#chart svg .pt").count()).toBe(exps.length);
@@ -243,7 +243,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     }
     writer.close();
     const server = await serve(ledgerPath);
-    const page = await open(`${server.url}#/e/1`);
+    const page = await open(`${server.openUrl}#/e/1`);
     await page.waitForSelector("#exp-body .hook");
     expect(await page.locator("#exp-body .hook").count()).toBe(2);
     const heads = (await page.locator("#exp-body .hook p").allTextContents()).map((t) =>
@@ -264,7 +264,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
 
   it("renders an empty notebook and a lab full of crashes sensibly", async () => {
     const empty = await serve(buildNotebook(tempDir(), []));
-    let page = await open(empty.url);
+    let page = await open(empty.openUrl);
     await page.waitForSelector('body[data-chart-drawn="0"]');
     expect(await page.locator("#summary").textContent()).toContain("No runs yet");
     expect(await page.locator("#chart").textContent()).toContain("no experiments yet");
@@ -278,7 +278,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
       reason: "crash: SyntaxError",
     }));
     const crashed = await serve(buildNotebook(tempDir(), [{ experiments: crashes }]));
-    page = await open(crashed.url, 900);
+    page = await open(crashed.openUrl, 900);
     await page.waitForSelector('body[data-chart-drawn="6"]');
     expect(await page.locator("#chart .pt.crash").count()).toBe(6);
     expect(await page.locator("#chart").textContent()).toContain("nothing measured yet");
@@ -312,7 +312,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     const previous = process.env.AUTOLAB_KNOWLEDGE;
     process.env.AUTOLAB_KNOWLEDGE = store;
     try {
-      const page = await open((await serve(path)).url);
+      const page = await open((await serve(path)).openUrl);
       await page.waitForSelector(".prior-work li");
       const panel = (await page.locator("#prior-work-body").textContent()) ?? "";
       expect(panel).toContain("not measured in this run");
@@ -328,7 +328,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
   });
 
   it("draws the tree of a run that branched (the tree frontier), researcher text as text", async () => {
-    const page = await open((await serve(buildNotebook(tempDir(), [{ experiments: TREE_LAB }]))).url);
+    const page = await open((await serve(buildNotebook(tempDir(), [{ experiments: TREE_LAB }]))).openUrl);
     await page.waitForSelector("#tree:not([hidden]) ul.tree");
     // Nested: #3 sits under #2, which sits under the baseline beside #1.
     const nested = await page.evaluate(`(() => [...document.querySelectorAll("#tree li")].map((li) => {
@@ -351,7 +351,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
 
     // A run that never branched has no tree panel.
     const chain = await open(
-      (await serve(buildNotebook(tempDir(), [{ experiments: [{ action: "keep", metric: 1 }] }]))).url,
+      (await serve(buildNotebook(tempDir(), [{ experiments: [{ action: "keep", metric: 1 }] }]))).openUrl,
     );
     await chain.waitForSelector('body[data-chart-drawn="1"]');
     expect(await chain.locator("#tree").isHidden()).toBe(true);
@@ -382,7 +382,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
         ],
       },
     ]);
-    const page = await open((await serve(path)).url);
+    const page = await open((await serve(path)).openUrl);
     await page.waitForSelector("#front table.front tbody tr");
     expect(await page.locator("#front").isVisible()).toBe(true);
     const rows = await page.locator("#front tbody tr").allTextContents();
@@ -398,7 +398,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     await page.close();
     // One objective: no panel.
     const one = await open(
-      (await serve(buildNotebook(tempDir(), [{ experiments: [{ action: "keep", metric: 1 }] }]))).url,
+      (await serve(buildNotebook(tempDir(), [{ experiments: [{ action: "keep", metric: 1 }] }]))).openUrl,
     );
     await one.waitForSelector('body[data-chart-drawn="1"]');
     expect(await one.locator("#front").isVisible()).toBe(false);
@@ -429,7 +429,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
       reason: "<img src=x onerror=alert(1)> nothing left",
     });
     writer.close();
-    const page = await open((await serve(path)).url);
+    const page = await open((await serve(path)).openUrl);
     await page.waitForSelector("#advisor-stop");
     expect(await page.locator("#advisor-stop").textContent()).toBe(
       "after #2: <img src=x onerror=alert(1)> nothing left",
@@ -444,7 +444,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
 
   it("the Finalize panel shows the plan and the command to apply it, researcher text as text; hidden with nothing kept", async () => {
     const lab = finalizeLab();
-    const page = await open((await serve(lab.ledgerPath)).url);
+    const page = await open((await serve(lab.ledgerPath)).openUrl);
     await page.waitForSelector("#finalize:not([hidden]) ol.finalize li");
     const items = await page.locator("#finalize ol.finalize > li").allTextContents();
     expect(items).toHaveLength(3);
@@ -469,7 +469,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     await page.locator("#finalize").screenshot({ path: join(ARTIFACTS, "dashboard-finalize.png") });
     await page.close();
 
-    const none = await open((await serve(finalizeLab({ kept: false }).ledgerPath)).url);
+    const none = await open((await serve(finalizeLab({ kept: false }).ledgerPath)).openUrl);
     await none.waitForSelector('#finalize[data-loaded="1"]', { state: "attached" });
     expect(await none.locator("#finalize").isHidden()).toBe(true);
     await none.close();
@@ -501,7 +501,7 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     if (!run) throw new Error("fixture run missing");
     writer.startSession(run.id, 1);
     writer.close();
-    const page = await open((await serve(path)).url);
+    const page = await open((await serve(path)).openUrl);
     await page.waitForSelector(".findings li");
     const board = (await page.locator(".findings").textContent()) ?? "";
     expect(board).toContain("not better LR above 0.02 (the best's; tried 0.3–0.9): 3 of 3 not better");

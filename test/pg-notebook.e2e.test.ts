@@ -58,12 +58,17 @@ describe.skipIf(PG_SKIP)(
       // The dashboard's API.
       const serve = spawnCli(["serve", "--port", "0"], { cwd: t.dir, env });
       try {
-        await serve.waitFor(/http:\/\/127\.0\.0\.1:(\d+)/);
-        const port = /http:\/\/127\.0\.0\.1:(\d+)/.exec(serve.stdout())?.[1];
-        const runs = (await (await fetch(`http://127.0.0.1:${port}/api/runs`)).json()) as { tag: string }[];
+        await serve.waitFor(/http:\/\/127\.0\.0\.1:(\d+)\/\?token=(\S+)/);
+        const [, port, token] = /http:\/\/127\.0\.0\.1:(\d+)\/\?token=(\S+)/.exec(serve.stdout()) ?? [];
+        const auth = { headers: { authorization: `Bearer ${token}` } };
+        const runs = (await (await fetch(`http://127.0.0.1:${port}/api/runs`, auth)).json()) as {
+          tag: string;
+        }[];
         expect(runs.map((r) => r.tag)).toHaveLength(1);
         const tag = runs[0]?.tag as string;
-        const page = (await (await fetch(`http://127.0.0.1:${port}/api/experiments?run=${tag}`)).json()) as {
+        const page = (await (
+          await fetch(`http://127.0.0.1:${port}/api/experiments?run=${tag}`, auth)
+        ).json()) as {
           total: number;
         };
         expect(page.total).toBe(3);

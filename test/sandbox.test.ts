@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { SandboxSpec, TrialSpec } from "../src/core/types.ts";
+import { probeEgress } from "../src/runner/egress-probe.ts";
 import { LocalExecutor } from "../src/runner/local-executor.ts";
 import { readStat } from "../src/runner/process-tree.ts";
 import { limitEnforcement, probeSandbox, sandboxCommand, sandboxLimitsNote } from "../src/runner/sandbox.ts";
@@ -143,6 +144,56 @@ describe("probeSandbox", () => {
     expect(p.hint).toContain("kernel.unprivileged_userns_clone=1");
     expect(p.hint).toContain("AppArmor");
   });
+});
+
+describe("a bubblewrap too old, or no namespaces, for the researcher's egress: refused with the fix", () => {
+  /** A bwrap that says its version, runs the plain probe, and fails on the options listed. */
+  function fakeBwrap(version: string, failOn: string, message: string): string {
+    const dir = tempDir();
+    const fake = join(dir, "bwrap");
+    writeFileSync(
+      fake,
+      `#!/bin/sh\n[ "$1" = --version ] && { echo "bubblewrap ${version}"; exit 0; }\ncase " $* " in *" ${failOn} "*) echo "${message}" >&2; exit 1;; esac\nexit 0\n`,
+    );
+    chmodSync(fake, 0o755);
+    return dir;
+  }
+
+  it("a bwrap without an option every sandbox uses: its version and the upgrade are named", () => {
+    const p = probeSandbox({
+      path: fakeBwrap("0.1.8", "--die-with-parent", "bwrap: Unknown option --die-with-parent"),
+    });
+    expect(p).toEqual({
+      ok: false,
+      reason: "bubblewrap 0.1.8 is too old for the option --die-with-parent, which autolab's sandbox needs",
+      hint: expect.stringMatching(/Upgrade bubblewrap to 0\.5\.0 or later/),
+    });
+  });
+
+  it("a bwrap that cannot make the egress sandbox (an option of it unknown, or no namespace): the probe says why", async () => {
+    const old = await probeEgress({
+      path: fakeBwrap("0.4.1", "--clearenv", "bwrap: Unknown option --clearenv"),
+    });
+    expect(old).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("0.4.1 is too old for the option --clearenv"),
+    });
+    const noNs = await probeEgress({
+      path: fakeBwrap("0.8.0", "--clearenv", "bwrap: setting up uid map: Permission denied"),
+    });
+    expect(noNs).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("user namespaces are not permitted"),
+      hint: expect.stringContaining("kernel.unprivileged_userns_clone"),
+    });
+  });
+
+  it.skipIf(!probeSandbox().ok)(
+    "works end to end here: from inside, 127.0.0.1 reaches a named endpoint through the proxy",
+    async () => {
+      expect(await probeEgress()).toMatchObject({ ok: true });
+    },
+  );
 });
 
 describe("sandboxCommand", () => {

@@ -941,15 +941,39 @@ describe("listening", () => {
     const server = await startServer({ ledgerPath, port: 0, host: "127.0.0.1" });
     try {
       expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
-      const runs = (await (await fetch(`${server.url}api/runs`)).json()) as unknown[];
+      const auth = { headers: { authorization: `Bearer ${server.token}` } };
+      const runs = (await (await fetch(`${server.url}api/runs`, auth)).json()) as unknown[];
       expect(runs).toHaveLength(1);
-      const page = await fetch(server.url);
+      const page = await fetch(server.url, auth);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain("autolab");
-      const events = await fetch(`${server.url}api/events`);
+      const events = await fetch(`${server.url}api/events`, auth);
       const sse = sseReader(events);
       expect((await sse.next()).event).toBe("ready");
       await sse.cancel();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("asks every client for a token on loopback too; the printed address trades it for the browser's session cookie", async () => {
+    // A process of this machine (a researcher, were it not confined; another user) reached the
+    // dashboard on 127.0.0.1 with no token and read the holdout values (issue #34 class 5).
+    const ledgerPath = buildNotebook(tempDir(), [{ experiments: MIXED }]);
+    const server = await startServer({ ledgerPath, port: 0, host: "127.0.0.1" });
+    try {
+      for (const path of ["", "api/runs", "api/experiments?holdout=1", "api/events"]) {
+        expect((await fetch(`${server.url}${path}`)).status, path).toBe(401);
+      }
+      expect(server.token.length).toBeGreaterThanOrEqual(32);
+      expect(server.openUrl).toBe(`${server.url}?token=${server.token}`);
+      const open = await fetch(server.openUrl, { redirect: "manual" });
+      expect(open.status).toBe(303);
+      const cookie = /^[^;]+/.exec(open.headers.get("set-cookie") ?? "")?.[0] ?? "";
+      // One cookie per port: another dashboard on this machine keeps its own session.
+      expect(cookie).toBe(`autolab_token_${server.port}=${server.token}`);
+      expect((await fetch(`${server.url}api/runs`, { headers: { cookie } })).status).toBe(200);
+      expect((await fetch(`${server.url}api/runs?token=wrong-token-0123456789`)).status).toBe(401);
     } finally {
       await server.close();
     }

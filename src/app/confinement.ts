@@ -13,8 +13,10 @@
  *   user's checkout; only the evaluate step reads it;
  * - the environment is a short list (PATH, HOME, locale, …) plus `sandbox.env` names: no
  *   token, key or password of the harness's environment enters;
- * - no network for setup-less trials unless `sandbox.network`; setup and researchers have it
- *   (setup downloads data, researchers call model endpoints).
+ * - no network for setup-less trials unless `sandbox.network`; setup has it (it downloads data);
+ * - researchers see neither the home directory nor the user's checkout (their worktree, log
+ *   directory and tools only), and reach only their model endpoints, through the egress proxy
+ *   the agent runs (src/runner/egress-proxy.ts).
  */
 import { existsSync, mkdirSync, readdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
@@ -178,12 +180,28 @@ export function createConfinement(
           return false;
         }
       });
+      // The home directory and the user's checkout are hidden whole (docs/security.md "5. The
+      // researcher gets only what it needs"): no credential store, shell history, `.env`, or
+      // another program's notebook, whatever its name. What shows through: the worktree and
+      // the paths bound below (the agent's log directory and isolated home, its executable's
+      // directory and its preset's home allowlist: agentSandbox), and the PATH directories that
+      // lie in them (the tools).
+      // (Never the worktree itself: a checkout used as its own worktree stays what it is.)
+      const reach = [home, paths.repoRoot].filter(
+        (d) => d !== "/" && isAbsolute(d) && resolve(d) !== resolve(ws.worktree),
+      );
       return {
         ...b,
         writable: [...editable, ...writable],
-        readOnly: [ws.worktree, ...b.readOnly, ...under(ws.projectDir, setupFiles)],
-        hidden: [...b.hidden, ...holdoutEverywhere(ws)],
-        network: true,
+        readOnly: [
+          ws.worktree,
+          ...b.readOnly.filter((p) => p !== paths.repoRoot),
+          ...under(ws.projectDir, setupFiles),
+          ...toolDirsIn(reach, hiddenAlways),
+        ],
+        hidden: [...b.hidden, ...holdoutEverywhere(ws), ...reach],
+        // Its own network namespace: the model endpoints only, through the agent's egress proxy.
+        network: false,
         env: {},
       };
     },
@@ -200,6 +218,40 @@ function unsandboxed(why: string, hint?: string): Confinement {
     trial: () => undefined,
     researcher: () => undefined,
   };
+}
+
+/**
+ * The PATH directories (real paths) that lie inside one of `roots` (hidden from researchers), with
+ * the parent of a `bin` or `.bin` (a venv's lib/, node_modules next to .bin) unless that parent
+ * is a root itself; never one inside `never` (the notebook, the git directory, credentials).
+ */
+export function toolDirsIn(roots: string[], never: string[], path = process.env.PATH ?? ""): string[] {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const realRoots = roots.map(real).filter((r): r is string => r !== undefined);
+  const realNever = never.map((p) => real(p) ?? p);
+  const within = (p: string, d: string) => p === d || p.startsWith(`${d}/`);
+  const out = new Set<string>();
+  for (const entry of path.split(":")) {
+    if (!isAbsolute(entry)) continue;
+    const dir = real(entry);
+    if (!dir) continue;
+    const root = realRoots.find((r) => within(dir, r));
+    if (!root || dir === root) continue;
+    const parent = dir.slice(0, dir.lastIndexOf("/"));
+    const wide = (dir.endsWith("/bin") || dir.endsWith("/.bin")) && parent !== root ? parent : dir;
+    if (realNever.some((n) => within(wide, n) || within(n, wide))) {
+      if (!realNever.some((n) => within(dir, n))) out.add(dir);
+      continue;
+    }
+    out.add(wide);
+  }
+  return [...out];
 }
 
 /** The base variables that are set, and the program's `sandbox.env` names. */

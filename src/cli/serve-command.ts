@@ -61,10 +61,16 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     host: flags.host,
     ...(token !== undefined ? { token } : {}),
   });
-  const lines = [`autolab dashboard: ${server.url}`];
+  const lines = [`autolab dashboard: ${server.openUrl}`];
   if (token !== undefined) {
     lines.push(
       `  every request needs the token (from ${source}; not shown): open ${server.url}?token=<token> once, or send Authorization: Bearer <token>`,
+    );
+  } else {
+    // Any process of this machine can reach a loopback port (a researcher too, were it not
+    // confined): the token made for this server, in the address above, is the browser's key.
+    lines.push(
+      "  open this address: its token becomes the browser's session cookie; other clients send Authorization: Bearer <the token in it>",
     );
   }
   lines.push(`  notebook ${ledgerPath} (read-only). Ctrl-C stops.`);

@@ -112,6 +112,11 @@ export const ERROR_CODES = {
     meaning: "editable or protected files have uncommitted changes",
   },
   DURATION_INVALID: { kind: "user", http: 400, meaning: "a duration is not a number with a unit" },
+  EGRESS_ENDPOINT_UNREACHABLE: {
+    kind: "user",
+    http: 500,
+    meaning: "a model endpoint the researcher may reach (agent.base_url, the CLI's vendor) does not answer",
+  },
   EXAMPLE_UNKNOWN: { kind: "user", http: 400, meaning: "`init --example` names no example" },
   EXPERIMENT_NOT_FOUND: { kind: "user", http: 404, meaning: "no experiment with that number" },
   FINALIZE_BRANCH_EXISTS: {
@@ -275,6 +280,12 @@ export const ERROR_CODES = {
   },
   RUN_LOCKED: { kind: "user", http: 409, meaning: "another process holds the run's lock" },
   RUN_NOT_FOUND: { kind: "user", http: 404, meaning: "no run with that tag" },
+  SANDBOX_EGRESS_UNAVAILABLE: {
+    kind: "user",
+    http: 500,
+    meaning:
+      "a sandboxed researcher's egress proxy cannot be set up here (bubblewrap too old, no network namespace)",
+  },
   SANDBOX_UNAVAILABLE: {
     kind: "user",
     http: 500,

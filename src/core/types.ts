@@ -348,6 +348,16 @@ export interface Executor {
   capacity?(): number;
 }
 
+/** The unix sockets of a harness-side egress proxy, as a sandbox reaches them (src/runner/egress-proxy.ts). */
+export interface SandboxEgress {
+  /** The directory holding the sockets (made by the harness, mode 0700): bound read-only inside. */
+  dir: string;
+  /** The HTTP CONNECT + forward proxy's socket; inside, HTTP_PROXY/HTTPS_PROXY/ALL_PROXY name its bridge. */
+  proxy: string;
+  /** Named local model endpoints: inside, 127.0.0.1:`port` is bridged to `socket` (a plain TCP forward). */
+  forwards: Array<{ port: number; socket: string }>;
+}
+
 /**
  * How one process (a trial's command, the evaluate step, setup, a researcher) is confined
  * (src/runner/sandbox.ts turns it into a bubblewrap command line). Everything not named here is
@@ -362,8 +372,14 @@ export interface SandboxSpec {
   readOnly: string[];
   /** Made invisible: an empty read-only directory or an empty read-only file (holdout data, .autolab, the repository's .git). */
   hidden: string[];
-  /** Network namespace shared with the host (researchers, `sandbox: { network: true }`); otherwise loopback only. */
+  /** Network namespace shared with the host (setup, `sandbox: { network: true }`); otherwise loopback only. */
   network: boolean;
+  /**
+   * With `network: false`: the only way out, through the harness's egress proxy (a researcher's
+   * model endpoints, src/runner/egress-proxy.ts). A bridge inside the sandbox's own loopback
+   * forwards to the proxy's unix sockets; HTTP(S)_PROXY point at it.
+   */
+  egress?: SandboxEgress;
   /** The whole environment inside: nothing else of the harness's environment enters. */
   env: Record<string, string>;
   limits: SandboxLimits;

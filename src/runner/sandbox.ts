@@ -50,6 +50,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SandboxLimits, SandboxSpec } from "../core/types.ts";
+import { egressCommand, egressEnv } from "./egress-bridge.ts";
 
 const SH = "/bin/sh";
 const MIB = 1024 * 1024;
@@ -76,7 +77,7 @@ export interface SandboxToolOptions {
 const INSTALL_HINT =
   "Install bubblewrap: `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install bubblewrap` (Fedora), " +
   "`pacman -S bubblewrap` (Arch). Or run unsandboxed with `sandbox: off` in program.md.";
-const USERNS_HINT =
+export const USERNS_HINT =
   "bubblewrap needs unprivileged user namespaces: `sysctl -w kernel.unprivileged_userns_clone=1` (older " +
   "Debian kernels) and `user.max_user_namespaces` > 0; Ubuntu 23.10+ restricts them through AppArmor " +
   "(`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, or an AppArmor profile for bwrap); in a " +
@@ -129,12 +130,29 @@ function runProbe(bwrap: string): SandboxProbe {
   });
   if (!run.error && run.status === 0) return { ok: true, version, bwrap };
   const err = (run.stderr ?? "").trim() || run.error?.message || `exit code ${run.status}`;
+  const old = tooOld(err, version);
+  if (old) return old;
   // bwrap says "No permissions to create new namespace", "setting up uid map: Permission denied",
   // "Creating new namespace failed: …" when user namespaces are off or restricted.
   if (/namespace|uid map/i.test(err)) {
     return { ok: false, reason: `user namespaces are not permitted here (${err})`, hint: USERNS_HINT };
   }
   return { ok: false, reason: `bubblewrap cannot create a sandbox here (${err})`, hint: USERNS_HINT };
+}
+
+const UPGRADE_HINT =
+  "Upgrade bubblewrap to 0.5.0 or later (the distribution's current package: `apt-get install bubblewrap`, " +
+  "`dnf install bubblewrap`; or build it from https://github.com/containers/bubblewrap).";
+
+/** bwrap's "Unknown option --x": a version too old for an option every sandbox needs. */
+export function tooOld(stderr: string, version: string): SandboxProbe | undefined {
+  const option = /Unknown option (\S+)/i.exec(stderr)?.[1];
+  if (!option) return undefined;
+  return {
+    ok: false,
+    reason: `bubblewrap ${version} is too old for the option ${option}, which autolab's sandbox needs`,
+    hint: UPGRADE_HINT,
+  };
 }
 
 /** The options every sandbox has: read-only root, own /dev, /proc and /tmp, own namespaces. */
@@ -176,19 +194,22 @@ export function sandboxCommand(
   opts: SandboxCommandOptions = {},
 ): SandboxArgv {
   const bwrap = opts.bwrap ?? findOnPath("bwrap", opts.path) ?? "bwrap";
+  const inner = [...rlimitArgs(spec.limits, opts.group), SH, "-c", command];
+  // With an egress proxy the sandbox keeps its own network namespace whatever `network` says:
+  // the bridge to the proxy is its only way out. The harness's Node runs the bridge.
+  const egress = spec.egress;
+  const env = egress ? { ...spec.env, ...egressEnv(egress) } : spec.env;
+  const mountSpec = egress ? { ...spec, readOnly: [...spec.readOnly, egress.dir, process.execPath] } : spec;
   const args = [
-    ...baseArgs(spec.network),
+    ...baseArgs(spec.network && !egress),
     "--clearenv",
-    ...Object.entries(spec.env).flatMap(([k, v]) => ["--setenv", k, v]),
-    ...mountArgs(spec, opts.emptyFile),
+    ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]),
+    ...mountArgs(mountSpec, opts.emptyFile),
     ...(opts.lateArgs ?? []),
     "--chdir",
     realpathSync(cwd),
     "--",
-    ...rlimitArgs(spec.limits, opts.group),
-    SH,
-    "-c",
-    command,
+    ...(egress ? egressCommand(egress, process.execPath, inner) : inner),
   ];
   const procs = opts.group?.procs ?? [];
   if (procs.length === 0) return { file: bwrap, args };

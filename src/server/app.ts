@@ -135,7 +135,11 @@ export function createApp(deps: AppDeps): LabApp {
       const header =
         c.req.header("authorization")?.replace(/^Bearer\s+/i, "") ?? c.req.header("x-autolab-token");
       const query = c.req.query("token");
-      const given = header ?? query ?? getCookie(c, "autolab_token");
+      // One cookie per port: browsers send a host's cookies to all its ports, and two
+      // dashboards on one machine must not log each other out.
+      const port = new URL(c.req.url).port;
+      const cookie = port ? `autolab_token_${port}` : "autolab_token";
+      const given = header ?? query ?? getCookie(c, cookie);
       if (!given || !timingSafeEqual(digest(given), want)) {
         return c.json(
           {
@@ -153,7 +157,7 @@ export function createApp(deps: AppDeps): LabApp {
         // Lax, not Strict: a link to the dashboard followed from another site is a cross-site
         // navigation, and the redirect below must still carry the cookie. Every route is a
         // read-only GET, so Lax gives a cross-site page nothing to forge.
-        setCookie(c, "autolab_token", query, { httpOnly: true, sameSite: "Lax", path: "/" });
+        setCookie(c, cookie, query, { httpOnly: true, sameSite: "Lax", path: "/" });
         // The page is then reloaded without it: the token leaves the address bar and history.
         if (c.req.method === "GET" && c.req.path === "/") {
           const bare = new URL(c.req.url);

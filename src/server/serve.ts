@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { AutolabError } from "../core/errors.ts";
@@ -22,15 +23,26 @@ export interface ServeOptions {
 export interface RunningServer {
   /** The dashboard's address (never with the token: the caller knows it, and logs must not). */
   url: string;
+  /**
+   * The address to open in a browser: `url?token=…` when the server made its token (the page
+   * then trades it for a session cookie and drops it from the address bar), `url` when the user
+   * gave one (they know it; it is never echoed).
+   */
+  openUrl: string;
+  /** The token every request carries (header, cookie or `?token=`): the user's, or one made here. */
+  token: string;
   port: number;
   host: string;
   close(): Promise<void>;
 }
 
 /**
- * The one place that listens. Loopback by default; any other address only with a token,
- * which every request must then carry. Without a token, requests must also name a loopback
- * host, so a web page cannot reach the lab through DNS rebinding.
+ * The one place that listens. Every request carries a token (docs/security.md "5. The researcher
+ * gets only what it needs": a loopback address is no proof of who asks — any process of the
+ * machine, a sandbox's proxy, another user, can connect there). The user's own (`--token`,
+ * AUTOLAB_TOKEN), or one made here, in the address `autolab serve` prints: opening it sets a
+ * session cookie. Loopback by default; any other address only with the user's token. Without
+ * one, requests must also name a loopback host (DNS rebinding).
  */
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) {
@@ -55,10 +67,12 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       "Pass --token <secret> (or set AUTOLAB_TOKEN); every request must then carry it. Or bind --host 127.0.0.1.",
     );
   }
+  const token = opts.token ?? randomBytes(24).toString("base64url");
   const app = createApp({
     ledgerPath: opts.ledgerPath,
     ...(opts.stateDir ? { stateDir: opts.stateDir } : {}),
-    ...(opts.token ? { token: opts.token } : { loopbackOnly: true }),
+    token,
+    ...(opts.token ? {} : { loopbackOnly: true }),
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
     ...(opts.fleet ? { fleet: opts.fleet } : {}),
     warm: true,
@@ -82,6 +96,8 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   const url = `http://${shownHost}:${address.port}/`;
   return {
     url,
+    openUrl: opts.token ? url : `${url}?token=${token}`,
+    token,
     port: address.port,
     host: address.address,
     close: () =>

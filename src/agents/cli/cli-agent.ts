@@ -5,9 +5,11 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   statSync,
   writeFileSync,
 } from "node:fs";
+import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentFailure } from "../../core/agent-failure.ts";
@@ -19,9 +21,11 @@ import type {
   Program,
   Proposal,
   ProposalContext,
+  SandboxEgress,
   SandboxSpec,
 } from "../../core/types.ts";
 import { runProcess } from "../../runner/run-process.ts";
+import { openEgress } from "./egress.ts";
 import { agentEnv, resolveApiKey } from "./env.ts";
 import type { CliPreset, ParsedOutput } from "./preset.ts";
 import { buildPrompt, editablePaths, protectedPaths, SUMMARY_JSON_SCHEMA } from "./prompt.ts";
@@ -78,6 +82,7 @@ export function createCliAgent(
     name: config.model ? `${preset.backend}:${config.model}` : preset.backend,
     async propose(ctx: ProposalContext): Promise<Proposal> {
       mkdirSync(ctx.logDir, { recursive: true });
+      const realHome = process.env.HOME ?? homedir();
       const home = preset.isolateHome === false ? undefined : join(ctx.logDir, "home");
       if (home) mkdirSync(home, { recursive: true });
       const prompt = buildPrompt(ctx, preset.summaryTool ? { summaryTool: preset.summaryTool } : {});
@@ -114,30 +119,42 @@ export function createCliAgent(
       const stderrPath = join(ctx.logDir, "agent.stderr.log");
       writeFileSync(join(ctx.logDir, "agent.command.txt"), `${command}\n`);
 
-      const out = await runProcess({
-        command,
-        cwd: ctx.worktree,
-        env,
-        stdoutPath,
-        stderrPath,
-        killAfterMs: timeoutMs,
-        killGraceMs: KILL_GRACE_MS,
-        logCapBytes: LOG_CAP_BYTES,
-        sampleIntervalMs: 250,
-        tailLines: 20,
-        tailChars: 4000,
-        ...(sandbox
-          ? {
-              sandbox: agentSandbox(sandbox, {
-                logDir: ctx.logDir,
-                env,
-                editable: editablePaths(ctx),
-                ...(preset.sandboxEdits ? { edits: preset.sandboxEdits } : {}),
-              }),
-            }
-          : {}),
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-      });
+      // Sandboxed: the model endpoints only, through the egress proxy (stopped after the CLI).
+      const egress = sandbox ? await openEgress(preset, config, join(ctx.logDir, "egress.log")) : undefined;
+      let out: Awaited<ReturnType<typeof runProcess>>;
+      try {
+        out = await runProcess({
+          command,
+          cwd: ctx.worktree,
+          env,
+          stdoutPath,
+          stderrPath,
+          killAfterMs: timeoutMs,
+          killGraceMs: KILL_GRACE_MS,
+          logCapBytes: LOG_CAP_BYTES,
+          sampleIntervalMs: 250,
+          tailLines: 20,
+          tailChars: 4000,
+          ...(sandbox
+            ? {
+                sandbox: agentSandbox(sandbox, {
+                  logDir: ctx.logDir,
+                  env,
+                  editable: editablePaths(ctx),
+                  ...(preset.sandboxEdits ? { edits: preset.sandboxEdits } : {}),
+                  reads: [
+                    ...(preset.homeReads ?? []).map((p) => join(realHome, p)),
+                    ...(executablePath ? [installDir(executablePath)] : []),
+                  ],
+                  ...(egress ? { egress: egress.spec } : {}),
+                }),
+              }
+            : {}),
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+        });
+      } finally {
+        await egress?.close();
+      }
       const stdout = readText(stdoutPath);
       const stderr = readText(stderrPath);
       const detail = lastLines(stderr) || lastLines(stdout);
@@ -211,7 +228,15 @@ export function createCliAgent(
  */
 export function agentSandbox(
   spec: SandboxSpec,
-  opts: { logDir: string; env: Record<string, string>; editable: string[]; edits?: "in-place" | "replace" },
+  opts: {
+    logDir: string;
+    env: Record<string, string>;
+    editable: string[];
+    edits?: "in-place" | "replace";
+    /** Read-only on top of what the spec hides: the CLI's installation, its preset's home allowlist. */
+    reads?: string[];
+    egress?: SandboxEgress;
+  },
 ): SandboxSpec {
   const within = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
   let writable = spec.writable.map((p) => resolve(p));
@@ -237,7 +262,24 @@ export function agentSandbox(
   }
   const logDir = resolve(opts.logDir);
   if (!writable.some((w) => within(logDir, w))) writable.push(logDir);
-  return { ...spec, writable, readOnly, env: opts.env };
+  readOnly = [...new Set([...readOnly, ...(opts.reads ?? [])])];
+  return { ...spec, writable, readOnly, env: opts.env, ...(opts.egress ? { egress: opts.egress } : {}) };
+}
+
+/**
+ * What a CLI's executable needs to be readable where the home or the checkout is hidden: the
+ * node_modules holding it (node_modules/.bin/x, its dependencies beside it), else the directory
+ * of the file it really is (~/.local/bin/claude links into ~/.local/share/claude/versions/):
+ * never all of ~/.local, which holds keyrings and other programs' data.
+ */
+export function installDir(executable: string): string {
+  const dir = dirname(executable);
+  if (dir.endsWith("/node_modules/.bin")) return dirname(dir);
+  try {
+    return dirname(realpathSync(executable));
+  } catch {
+    return dir;
+  }
 }
 
 function isFile(p: string): boolean {

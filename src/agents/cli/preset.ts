@@ -24,6 +24,18 @@ export interface CliPreset {
    * keeps none. With a `base_url` no host credential is passed (see env.ts).
    */
   hostKeys: "all" | "none" | readonly string[];
+  /**
+   * Where the CLI talks to its vendor when no `base_url` is configured (URLs; scheme, host and
+   * port count). In a sandbox these are its only network: the egress proxy serves them (public
+   * addresses only) and nothing else (docs/security.md "5. The researcher gets only what it needs").
+   */
+  endpoints?: readonly string[];
+  /**
+   * Paths under the user's real home (relative) the CLI may read in a sandbox, where the rest of
+   * the home is hidden: its own installation or cache, never a credential store. Default none
+   * (the isolated home holds its configuration).
+   */
+  homeReads?: readonly string[];
   /** Runs with HOME (and XDG dirs) pointed at `<logDir>/home`. Default true. */
   isolateHome?: boolean;
   /**

@@ -32,6 +32,14 @@ const preset: CliPreset = {
   executable: "aider",
   install: "python -m pip install aider-install && aider-install",
   docs: "https://aider.chat/docs/install.html",
+  endpoints: [
+    "https://api.anthropic.com",
+    "https://api.openai.com",
+    "https://generativelanguage.googleapis.com",
+    "https://openrouter.ai",
+  ],
+  // A `pip install --user aider-chat`: its packages lie under ~/.local/lib.
+  homeReads: [".local/lib"],
   hostKeys: "all",
   validate(config) {
     if (!config.model) {

@@ -19,6 +19,7 @@ const preset: CliPreset = {
   backend: "claude",
   executable: "claude",
   install: "npm install -g @anthropic-ai/claude-code@2.1.330",
+  endpoints: ["https://api.anthropic.com"],
   hostKeys: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
   // Edit and Write write a temporary file next to the file and rename it over it.
   sandboxEdits: "replace",

@@ -46,6 +46,7 @@ const preset: CliPreset = {
   executable: "codex",
   install: "npm install -g @openai/codex@0.169.0",
   docs: "https://developers.openai.com/codex/cli",
+  endpoints: ["https://api.openai.com", "https://chatgpt.com"],
   hostKeys: ["OPENAI_API_KEY", "CODEX_API_KEY"],
   // Its shell commands may edit by rename (`sed -i`, `perl -pi`).
   sandboxEdits: "replace",

@@ -33,6 +33,11 @@ const preset: CliPreset = {
   executable: "gemini",
   install: "npm install -g @google/gemini-cli@0.61.0",
   docs: "https://github.com/google-gemini/gemini-cli",
+  endpoints: [
+    "https://generativelanguage.googleapis.com",
+    "https://cloudcode-pa.googleapis.com",
+    "https://oauth2.googleapis.com",
+  ],
   hostKeys: ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
   validate(config) {
     if (config.baseUrl && !config.model) {

@@ -35,6 +35,12 @@ const preset: CliPreset = {
   executable: "opencode",
   install: "npm install -g opencode-ai@1.18.33",
   docs: "https://opencode.ai/docs/cli/",
+  endpoints: [
+    "https://api.anthropic.com",
+    "https://api.openai.com",
+    "https://generativelanguage.googleapis.com",
+    "https://openrouter.ai",
+  ],
   hostKeys: "all",
   validate(config) {
     if (!config.model) {

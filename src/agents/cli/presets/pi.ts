@@ -34,6 +34,12 @@ const preset: CliPreset = {
   backend: "pi",
   executable: "pi",
   install: "npm install -g @earendil-works/pi-coding-agent@0.87.1",
+  endpoints: [
+    "https://api.anthropic.com",
+    "https://api.openai.com",
+    "https://generativelanguage.googleapis.com",
+    "https://openrouter.ai",
+  ],
   hostKeys: "all",
   summaryTool: "submit_summary",
   validate(config) {

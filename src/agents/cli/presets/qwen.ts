@@ -64,6 +64,11 @@ const preset: CliPreset = {
   executable: "qwen",
   install: "npm install -g @qwen-code/qwen-code@0.24.4",
   docs: "https://github.com/QwenLM/qwen-code",
+  endpoints: [
+    "https://dashscope.aliyuncs.com",
+    "https://dashscope-intl.aliyuncs.com",
+    "https://chat.qwen.ai",
+  ],
   hostKeys: ["OPENAI_API_KEY", "DASHSCOPE_API_KEY", "ANTHROPIC_API_KEY"],
   // edit and write_file go through atomicWriteFile: a temporary file next to the file, renamed over it.
   sandboxEdits: "replace",
