@@ -14,6 +14,7 @@ import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
+import { redactSecrets } from "../core/secrets.ts";
 import type { Program } from "../core/types.ts";
 import {
   buildContext,
@@ -500,7 +501,8 @@ export async function exportCommand(flags: ViewFlags & { format?: string; out?: 
         ? piLogJsonl(run, exps, holdout)
         : `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric))).join("\n")}\n`,
   );
-  const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
+  // Secrets out (src/core/secrets.ts): the notebook holds none, this is the second line of defense.
+  const safe = redactSecrets(format === "results-tsv" ? safeText(text) : safeJson(text));
   if (flags.out) writeFileSync(flags.out, safe);
   else write(safe);
 }
@@ -534,7 +536,7 @@ async function writeLines(lines: AsyncIterable<string>, out: string | undefined)
   try {
     for (; !next.done; next = await it.next()) {
       if (closed) break;
-      const text = `${safeJson(next.value)}\n`;
+      const text = `${redactSecrets(safeJson(next.value))}\n`;
       if (fd !== undefined) writeSync(fd, text);
       else if (!process.stdout.write(text)) await Promise.race([once(process.stdout, "drain"), gone]);
     }

@@ -98,15 +98,22 @@ function looksLikeKey(v: string): boolean {
   return entropy(v) >= 3;
 }
 
-/** The key-shaped parts of `text` replaced by `[redacted:key]`. */
-export function redactKeyShapes(text: string): string {
+/**
+ * The key-shaped parts of `text` replaced by `[redacted:key]`; `found` (when given) collects
+ * the replaced substrings.
+ */
+export function redactKeyShapes(text: string, found?: string[]): string {
   if (!PRETEST.test(text)) return text;
+  const hit = (s: string) => {
+    found?.push(s);
+    return KEY;
+  };
   let t = text;
-  if (t.includes("PRIVATE KEY")) t = t.replace(PEM_BLOCK, KEY);
-  t = t.replace(SHAPES, KEY);
-  t = t.replace(BEARER, (m, lead: string, tok: string) => (looksLikeKey(tok) ? `${lead}${KEY}` : m));
-  t = t.replace(URL_PASSWORD, (_m, lead: string, _pw: string, at: string) => `${lead}${KEY}${at}`);
-  t = t.replace(ASSIGNED, (m, lead: string, v: string) => (looksLikeKey(v) ? `${lead}${KEY}` : m));
+  if (t.includes("PRIVATE KEY")) t = t.replace(PEM_BLOCK, hit);
+  t = t.replace(SHAPES, hit);
+  t = t.replace(BEARER, (m, lead: string, tok: string) => (looksLikeKey(tok) ? `${lead}${hit(tok)}` : m));
+  t = t.replace(URL_PASSWORD, (_m, lead: string, pw: string, at: string) => `${lead}${hit(pw)}${at}`);
+  t = t.replace(ASSIGNED, (m, lead: string, v: string) => (looksLikeKey(v) ? `${lead}${hit(v)}` : m));
   return t;
 }
 
@@ -124,13 +131,23 @@ export class SecretRedactor {
     return this.#values.length;
   }
 
-  redact(text: string): string {
+  /** `text` with the values and key shapes replaced; `found` (when given) collects what was replaced. */
+  redact(text: string, found?: string[]): string {
     if (!text) return text;
     let t = text;
     for (const [name, value] of this.#values) {
-      if (t.includes(value)) t = t.split(value).join(`[redacted:${name}]`);
+      if (!t.includes(value)) continue;
+      found?.push(value);
+      t = t.split(value).join(`[redacted:${name}]`);
     }
-    return redactKeyShapes(t);
+    return redactKeyShapes(t, found);
+  }
+
+  /** The secrets in `text` (values and key-shaped substrings), without repeats. */
+  find(text: string): string[] {
+    const found: string[] = [];
+    this.redact(text, found);
+    return [...new Set(found)];
   }
 
   /** Every string in a JSON-like value redacted (a copy; the input is not changed). */

@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { AgentFailure } from "../../core/agent-failure.ts";
 import { AutolabError } from "../../core/errors.ts";
 import { firstLine, formatDuration } from "../../core/format.ts";
+import { redactSecrets } from "../../core/secrets.ts";
 import type {
   Agent,
   AgentConfig,
@@ -80,7 +81,10 @@ export function createCliAgent(
       mkdirSync(ctx.logDir, { recursive: true });
       const home = preset.isolateHome === false ? undefined : join(ctx.logDir, "home");
       if (home) mkdirSync(home, { recursive: true });
-      const prompt = buildPrompt(ctx, preset.summaryTool ? { summaryTool: preset.summaryTool } : {});
+      // The prompt is recorded (prompt.md): no secret in it (src/core/secrets.ts).
+      const prompt = redactSecrets(
+        buildPrompt(ctx, preset.summaryTool ? { summaryTool: preset.summaryTool } : {}),
+      );
       const promptFile = join(ctx.logDir, "prompt.md");
       writeFileSync(promptFile, prompt);
       const inv = await preset.invocation({
@@ -112,7 +116,7 @@ export function createCliAgent(
       const command = inv.shell ?? [executablePath ?? "", ...inv.args].map(shellQuote).join(" ");
       const stdoutPath = join(ctx.logDir, "agent.stdout.log");
       const stderrPath = join(ctx.logDir, "agent.stderr.log");
-      writeFileSync(join(ctx.logDir, "agent.command.txt"), `${command}\n`);
+      writeFileSync(join(ctx.logDir, "agent.command.txt"), `${redactSecrets(command)}\n`);
 
       const out = await runProcess({
         command,
