@@ -67,8 +67,10 @@ function printJson(json: string): void {
   write(safeJson(json));
 }
 
+/** Every view's output without secrets (src/core/secrets.ts; the notebook holds none, a diff may). */
 function write(text: string): void {
-  process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+  const clean = redactSecrets(text);
+  process.stdout.write(clean.endsWith("\n") ? clean : `${clean}\n`);
 }
 
 /** The run's program.md as it is now, if it still parses (views must work without it). */
