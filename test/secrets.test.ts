@@ -1,6 +1,17 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { describe, expect, it } from "vitest";
-import { redactKeyShapes, SecretLineStream, SecretRedactor, secretValuesOf } from "../src/core/secrets.ts";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  redactKeyShapes,
+  redactSecrets,
+  refreshSecrets,
+  SecretLineStream,
+  SecretRedactor,
+  secretValuesOf,
+} from "../src/core/secrets.ts";
+import { CappedLog } from "../src/runner/capped-log.ts";
 
 const OPENAI = `sk-proj-${"A1b2C3d4E5f6G7h8".repeat(3)}`;
 const ANTHROPIC = `sk-ant-api03-${"Zz9Yy8Xx7Ww6".repeat(4)}-AA`;
@@ -110,5 +121,50 @@ describe("SecretLineStream", () => {
     const s = new SecretLineStream({ maxPending: 16, redactor: () => r });
     expect(s.push("0123456789")).toBe("");
     expect(s.push("0123456789")).toBe("01234567890123456789");
+  });
+});
+
+describe("CappedLog: the log writer redacts", () => {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-secrets-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("a process's secret value and key shapes never reach the file, whatever the chunks", () => {
+    const name = "AUTOLAB_TEST_SECRET_TOKEN";
+    const value = "Vq3Lm8Zx1Fake0Secret7Value";
+    process.env[name] = value;
+    refreshSecrets();
+    try {
+      const path = join(dir, "a.log");
+      const log = new CappedLog(path, 1024 * 1024);
+      const text = `start ✓ é\nvalue ${value} and ${OPENAI}\n${PEM}\nlast line without newline ${value}`;
+      const bytes = Buffer.from(text);
+      // Three bytes at a time: every secret and every multi-byte character is split.
+      for (let i = 0; i < bytes.length; i += 3) log.write(bytes.subarray(i, i + 3));
+      log.close();
+      const out = readFileSync(path, "utf8");
+      expect(out).not.toContain(value);
+      expect(out).not.toContain(OPENAI);
+      expect(out).not.toContain("MIIEpAIBAAKCAQEA");
+      expect(out).toBe(
+        `start ✓ é\nvalue [redacted:${name}] and [redacted:key]\n[redacted:key]\n\nlast line without newline [redacted:${name}]`,
+      );
+      expect(log.bytes).toBe(bytes.length);
+      expect(redactSecrets(`x ${value}`)).toBe(`x [redacted:${name}]`);
+    } finally {
+      delete process.env[name];
+      refreshSecrets();
+    }
+  });
+
+  it("caps what it writes after redaction, with the elision marker", () => {
+    const path = join(dir, "b.log");
+    const log = new CappedLog(path, 4096);
+    for (let i = 0; i < 2000; i++) log.write(Buffer.from(`line ${i} ${i % 100 === 0 ? OPENAI : ""}\n`));
+    log.close();
+    const out = readFileSync(path, "utf8");
+    expect(Buffer.byteLength(out)).toBeLessThanOrEqual(4096);
+    expect(out).toMatch(/\n\[autolab: \d+ bytes elided\]\n/);
+    expect(out.endsWith("line 1999 \n")).toBe(true);
+    expect(out).not.toContain(OPENAI);
   });
 });
