@@ -63,14 +63,19 @@ const SHAPES = new RegExp(
 // `Bearer <token>`: the token goes, the word stays.
 const BEARER = /(\bBearer\s+)([A-Za-z0-9._~+/-]{16,}=*)/gi;
 // A URL's password: scheme://user:PASSWORD@host.
-const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)([^\s@/]+)(@)/gi;
+const URL_PASSWORD = /(:\/\/[^\s:/@]+:)([^\s@/]+)(@)/g;
 // A token after a word naming a secret and `=` or `:` (JSON and YAML quotes allowed around):
-// `OPENAI_API_KEY=…`, `"token": "…"`, `password: …` — not `monkey=…` (a letter before the word).
+// `OPENAI_API_KEY=…` (the match starts at KEY), `"token": "…"`, `password: …` — not `monkey=…`
+// (a letter before the word).
 const ASSIGNED =
-  /((?<![A-Za-z])(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|apikey|key|token|secret|password|passwd|pwd)["']?\s*[:=]\s*["']?)([^\s"'`,;)}\]]{12,})/gi;
-// What every shape above contains: no hit, no regular expression run.
-const PRETEST =
-  /sk-|akia|asia|gh[pousr]_|github_pat_|xox|private key|bearer|:\/\/|key|token|secret|passw|pwd/i;
+  /((?<![A-Za-z])(?:key|token|secret|password|passwd|pwd)["']?\s*[:=]\s*["']?)([^\s"'`,;)}\]]{12,})/gi;
+// Cheap gates: each expression runs only on text that holds what every one of its matches holds.
+const HAS_SHAPE = /sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox/;
+const HAS_BEARER = /bearer/i;
+const HAS_ASSIGNED = /(?:key|token|secret|password|passwd|pwd)["']?\s*[:=]/i;
+// All the gates in one pass: the common text (no finding) costs one scan.
+const ANY =
+  /sk-|akia|asia|gh[pousr]_|github_pat_|xox|bearer|:\/\/|private key|(?:key|token|secret|password|passwd|pwd)["']?\s*[:=]/i;
 
 /** Bits per character of `s` (Shannon entropy of its character counts). */
 function entropy(s: string): number {
@@ -103,17 +108,20 @@ function looksLikeKey(v: string): boolean {
  * the replaced substrings.
  */
 export function redactKeyShapes(text: string, found?: string[]): string {
-  if (!PRETEST.test(text)) return text;
   const hit = (s: string) => {
     found?.push(s);
     return KEY;
   };
+  if (!ANY.test(text)) return text;
   let t = text;
   if (t.includes("PRIVATE KEY")) t = t.replace(PEM_BLOCK, hit);
-  t = t.replace(SHAPES, hit);
-  t = t.replace(BEARER, (m, lead: string, tok: string) => (looksLikeKey(tok) ? `${lead}${hit(tok)}` : m));
-  t = t.replace(URL_PASSWORD, (_m, lead: string, pw: string, at: string) => `${lead}${hit(pw)}${at}`);
-  t = t.replace(ASSIGNED, (m, lead: string, v: string) => (looksLikeKey(v) ? `${lead}${hit(v)}` : m));
+  if (HAS_SHAPE.test(t)) t = t.replace(SHAPES, hit);
+  if (HAS_BEARER.test(t))
+    t = t.replace(BEARER, (m, lead: string, tok: string) => (looksLikeKey(tok) ? `${lead}${hit(tok)}` : m));
+  if (t.includes("://") && t.includes("@"))
+    t = t.replace(URL_PASSWORD, (_m, lead: string, pw: string, at: string) => `${lead}${hit(pw)}${at}`);
+  if (HAS_ASSIGNED.test(t))
+    t = t.replace(ASSIGNED, (m, lead: string, v: string) => (looksLikeKey(v) ? `${lead}${hit(v)}` : m));
   return t;
 }
 
