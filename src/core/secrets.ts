@@ -19,8 +19,11 @@
 /** Variable names that hold credentials (agents/cli/env.ts keeps such variables from agents too). */
 export const SECRET_NAME =
   /(_API_KEY|_APIKEY|_TOKEN|_SECRET|_SECRET_KEY|_SECRET_ACCESS_KEY|_ACCESS_KEY_ID|_PASSWORD|_PASSWD)$/i;
-/** Credentials by exact name (a database address may carry a password). */
-const SECRET_NAMES = new Set(["PGPASSWORD", "AUTOLAB_DB", "DATABASE_URL", "PASSWORD", "TOKEN", "SECRET"]);
+/**
+ * Credentials by exact name. A database address (AUTOLAB_DB, DATABASE_URL) is not one: it is
+ * shown and recorded as where the notebook lives; a password in it is caught by its shape.
+ */
+const SECRET_NAMES = new Set(["PGPASSWORD", "PASSWORD", "TOKEN", "SECRET"]);
 
 /** Values shorter than this are not redacted by value (a `1` or `true` would wreck every text). */
 export const MIN_SECRET_LENGTH = 8;
