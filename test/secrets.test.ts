@@ -31,6 +31,18 @@ describe("redactKeyShapes", () => {
       expect(out, key).toBe("use [redacted:key] now");
     }
     expect(redactKeyShapes(`a\n${PEM}\nb`)).toBe("a\n[redacted:key]\nb");
+    // Cut short, and inside JSON: redacted up to the end of its body, the JSON still parses.
+    const cut = JSON.stringify({ log: PEM.slice(0, 120), n: 1 });
+    expect(JSON.parse(redactKeyShapes(cut))).toEqual({ log: "[redacted:key]", n: 1 });
+    expect(JSON.parse(redactKeyShapes(JSON.stringify({ log: `x ${PEM} y` })))).toEqual({
+      log: "x [redacted:key] y",
+    });
+    expect(
+      JSON.parse(redactKeyShapes(JSON.stringify({ a: 'token="f3K9x2LqP0zR7vB1nM4c"', b: "pg://u:pw12@h" }))),
+    ).toEqual({
+      a: 'token="[redacted:key]"',
+      b: "pg://u:[redacted:key]@h",
+    });
     expect(redactKeyShapes("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.q9X2")).toBe(
       "Authorization: Bearer [redacted:key]",
     );

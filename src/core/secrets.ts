@@ -47,8 +47,11 @@ export function secretValuesOf(
 }
 
 const KEY = "[redacted:key]";
+// A PEM private key block; one cut short (a log's tail, a truncated text) goes up to where its
+// base64 body (with whitespace or JSON's escaped newlines) ends, never past a quote or a brace:
+// redacting must not break the JSON a secret sits in.
 const PEM_BLOCK =
-  /-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g;
+  /-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)/g;
 const SHAPES = new RegExp(
   [
     // OpenAI / Anthropic style: sk-…, sk-proj-…, sk-ant-api03-…
@@ -65,20 +68,21 @@ const SHAPES = new RegExp(
 );
 // `Bearer <token>`: the token goes, the word stays.
 const BEARER = /(\bBearer\s+)([A-Za-z0-9._~+/-]{16,}=*)/gi;
-// A URL's password: scheme://user:PASSWORD@host.
-const URL_PASSWORD = /(:\/\/[^\s:/@]+:)([^\s@/]+)(@)/g;
+// A URL's password: scheme://user:PASSWORD@host. (No quote or backslash is ever taken, in any
+// expression here: a JSON string's escapes must survive the replacement.)
+const URL_PASSWORD = /(:\/\/[^\s:/@"'\\]+:)([^\s@/"'\\]+)(@)/g;
 // A token after a word naming a secret and `=` or `:` (JSON and YAML quotes allowed around):
 // `OPENAI_API_KEY=…` (the match starts at KEY), `"token": "…"`, `password: …` — not `monkey=…`
 // (a letter before the word).
 const ASSIGNED =
-  /((?<![A-Za-z])(?:key|token|secret|password|passwd|pwd)["']?\s*[:=]\s*["']?)([^\s"'`,;)}\]]{12,})/gi;
+  /((?<![A-Za-z])(?:key|token|secret|password|passwd|pwd)(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?)([^\s"'`,;)}\]\\]{12,})/gi;
 // Cheap gates: each expression runs only on text that holds what every one of its matches holds.
 const HAS_SHAPE = /sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox/;
 const HAS_BEARER = /bearer/i;
-const HAS_ASSIGNED = /(?:key|token|secret|password|passwd|pwd)["']?\s*[:=]/i;
+const HAS_ASSIGNED = /(?:key|token|secret|password|passwd|pwd)(?:\\?["'])?\s*[:=]/i;
 // All the gates in one pass: the common text (no finding) costs one scan.
 const ANY =
-  /sk-|akia|asia|gh[pousr]_|github_pat_|xox|bearer|:\/\/|private key|(?:key|token|secret|password|passwd|pwd)["']?\s*[:=]/i;
+  /sk-|akia|asia|gh[pousr]_|github_pat_|xox|bearer|:\/\/|private key|(?:key|token|secret|password|passwd|pwd)(?:\\?["'])?\s*[:=]/i;
 
 /** Bits per character of `s` (Shannon entropy of its character counts). */
 function entropy(s: string): number {
