@@ -89,7 +89,7 @@ function leaksIn(files: string[]): Record<string, string[]> {
 
 describe("attack 1: the researcher writes the keys it was given everywhere", () => {
   it("no key reaches the notebook, the logs, the knowledge store, exports, the dashboard or MCP", {
-    timeout: 240_000,
+    timeout: 480_000,
   }, async () => {
     const p = pyProject({
       researcher: [
@@ -233,7 +233,7 @@ describe("attack 2: planted text travels to another project's researcher", () =>
   const PRIVATE = "PLANTED_PRIVATE_91bd: this project's own idea";
 
   it("reaches another project only when both opt in, and then inside an untrusted-data fence", {
-    timeout: 240_000,
+    timeout: 480_000,
   }, async () => {
     const store = join(pyProject().root, "knowledge.db");
     const env = { AUTOLAB_KNOWLEDGE: store };
