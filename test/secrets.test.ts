@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { secretLeak } from "../src/core/candidate.ts";
 import {
   redactKeyShapes,
   redactSecrets,
@@ -11,6 +12,7 @@ import {
   SecretRedactor,
   secretValuesOf,
 } from "../src/core/secrets.ts";
+import type { Workspace } from "../src/core/workspace.ts";
 import { CappedLog } from "../src/runner/capped-log.ts";
 
 const OPENAI = `sk-proj-${"A1b2C3d4E5f6G7h8".repeat(3)}`;
@@ -178,5 +180,35 @@ describe("CappedLog: the log writer redacts", () => {
     expect(out).toMatch(/\n\[autolab: \d+ bytes elided\]\n/);
     expect(out.endsWith("line 1999 \n")).toBe(true);
     expect(out).not.toContain(OPENAI);
+  });
+});
+
+describe("secretLeak: a candidate's files before the commit", () => {
+  const dir = mkdtempSync(join(tmpdir(), "autolab-leak-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const ws = (parent: Record<string, string>) =>
+    ({ worktree: dir, fileAt: async (_c: string, p: string) => parent[p] }) as unknown as Workspace;
+
+  it("rewrites a file that gained a secret, and says so; a secret the parent held already is the project's", async () => {
+    writeFileSync(join(dir, "train.py"), `# key ${OPENAI}\nx = 1\n`);
+    writeFileSync(join(dir, "fixture.py"), `TOKEN = "${GH}"\ny = 2\n`);
+    writeFileSync(join(dir, "clean.py"), "z = 3\n");
+    const reason = await secretLeak(ws({ "fixture.py": `TOKEN = "${GH}"\n` }), "p", [
+      "train.py",
+      "fixture.py",
+      "clean.py",
+      "gone.py",
+    ]);
+    expect(reason).toMatch(/^secret: .* into train\.py;/);
+    expect(readFileSync(join(dir, "train.py"), "utf8")).toBe("# key [redacted:key]\nx = 1\n");
+    expect(readFileSync(join(dir, "fixture.py"), "utf8")).toContain(GH);
+    expect(await secretLeak(ws({}), "p", ["clean.py"])).toBeUndefined();
+  });
+
+  it("follows no link", async () => {
+    writeFileSync(join(dir, "target.txt"), `${OPENAI}\n`);
+    symlinkSync(join(dir, "target.txt"), join(dir, "link.py"));
+    expect(await secretLeak(ws({}), "p", ["link.py"])).toBeUndefined();
+    expect(readFileSync(join(dir, "target.txt"), "utf8")).toBe(`${OPENAI}\n`);
   });
 });
