@@ -298,8 +298,9 @@ describe.skipIf(!CHROMIUM)(`dashboard in chromium${CHROMIUM ? "" : " (skipped: n
     const store = join(dir, "knowledge.db");
     const s = openKnowledgeStore(store);
     s.record([
+      // Another run of the same project (another project's results are shown only when both opt in).
       entry({
-        project: "/other/program.md",
+        project: "/nonexistent/program.md",
         projectName: "fixture-lab",
         run: "oct1",
         hypothesis: 'warmup <img src=x onerror="document.body.dataset.pwned=1">',

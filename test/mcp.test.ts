@@ -142,16 +142,31 @@ describe("autolab mcp", () => {
     const store = openKnowledgeStore(knowledge);
     const program = join(dir, "program.md");
     store.record([
+      // Another run of this project with the same objective (another project's is not shown by default).
       entry({
-        project: "/elsewhere/program.md",
-        projectName: "vision-net",
+        project: program,
+        projectName: "loop-test",
         run: "oct1",
         hypothesis: "lower X halves the score",
         action: "keep",
         value: 1,
         gain: 2,
+        metric: "score",
       }),
-      entry({ project: program, projectName: "loop-test", run: "m", hypothesis: "lower X, my own run" }),
+      entry({
+        project: "/elsewhere/program.md",
+        projectName: "vision-net",
+        run: "oct1",
+        hypothesis: "lower X from elsewhere",
+        metric: "score",
+      }),
+      entry({
+        project: program,
+        projectName: "loop-test",
+        run: "m",
+        hypothesis: "lower X, my own run",
+        metric: "score",
+      }),
     ]);
     store.close();
     try {
@@ -159,8 +174,9 @@ describe("autolab mcp", () => {
       const res = await call(client, "prior_work");
       expect(res.isError).toBe(false);
       expect(res.text).toContain("## Prior work (other runs on this machine, not measured in this run)");
-      expect(res.text).toContain("[vision-net/oct1#1, 2026-11-22] lower X halves the score → keep");
+      expect(res.text).toContain("[loop-test/oct1#1, 2026-11-22] lower X halves the score → keep");
       expect(res.text).not.toContain("my own run");
+      expect(res.text).not.toContain("from elsewhere");
       expect((await call(client, "prior_work", { query: "zebra" })).text).toBe(
         "No prior results from other runs match.",
       );

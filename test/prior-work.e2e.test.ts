@@ -89,7 +89,8 @@ function storeBytes(): string {
 
 describe("prior work across runs and projects", () => {
   it("run B's researcher is shown run A's closest result as prior work; holdout values never enter the store", async () => {
-    const a = project("warmup-lab", "Lower X with smaller values.");
+    // Two projects: both opt in to sharing (by default a project sees only its own runs).
+    const a = project("warmup-lab", "Lower X with smaller values.", "prior_work: machine\n");
     const ra = recorder([3, 4], (x) => ({
       hypothesis: `smaller values: X=${x} (holdout_score ${x + 1000.125} expected)`,
       mechanism: `smaller values lower the score; holdout_score: ${x + 1000.125}`,
@@ -122,7 +123,7 @@ describe("prior work across runs and projects", () => {
     // A's own researcher never saw its own results as prior work (its run is left out).
     expect(ra.contexts.join("\n")).not.toContain(PRIOR_WORK_HEADING);
 
-    const b = project("second-lab", "Try smaller values of X.");
+    const b = project("second-lab", "Try smaller values of X.", "prior_work: machine\n");
     const rb = recorder([2], () => ({ hypothesis: "go to two", mechanism: "less is more" }));
     await run(b, rb.agent, 1);
     const ctx = rb.contexts[0] as string;
@@ -136,13 +137,13 @@ describe("prior work across runs and projects", () => {
   });
 
   it("is off with --no-prior-work and with prior_work: false: nothing shown, nothing recorded", async () => {
-    const a = project("warmup-lab", "Lower X with smaller values.");
+    const a = project("warmup-lab", "Lower X with smaller values.", "prior_work: machine\n");
     await run(a, recorder([3], () => ({ hypothesis: "smaller values first" })).agent, 1);
     const before = openKnowledgeStore(store);
     expect(before.stats().entries).toBe(1);
     before.close();
 
-    const b = project("second-lab", "Try smaller values of X.");
+    const b = project("second-lab", "Try smaller values of X.", "prior_work: machine\n");
     const off = recorder([2], () => ({ hypothesis: "smaller values again" }));
     await run(b, off.agent, 1, { priorWork: false });
     expect(off.contexts[0]).not.toContain("Prior work");

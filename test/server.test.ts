@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { planFinalize } from "../src/app/finalize.ts";
 import { LabReader } from "../src/app/lab-reader.ts";
@@ -439,6 +440,30 @@ describe("API on a lab with hooks", () => {
 });
 
 describe("API on unusual labs", () => {
+  it("a notebook written before secrets were redacted: no answer carries a key (docs/security.md)", async () => {
+    const key = `sk-proj-${"Q1w2E3r4T5y6U7i8".repeat(3)}`;
+    const path = buildNotebook(tempDir(), [
+      {
+        experiments: [
+          { action: "keep", metric: 3, hypothesis: "baseline" },
+          { action: "discard", metric: 4, hypothesis: "placeholder" },
+        ],
+      },
+    ]);
+    // Written behind the ledger's back, as an older autolab would have.
+    const db = new DatabaseSync(path);
+    db.prepare("UPDATE experiments SET hypothesis = ? WHERE n = 1").run(`use ${key} please`);
+    db.close();
+    const app = appFor(path);
+    for (const route of ["/api/experiments", "/api/experiments/1", "/api/status", "/api/tree"]) {
+      const res = await app.request(route);
+      const text = await res.text();
+      expect(text, route).not.toContain(key);
+      if (route === "/api/experiments/1")
+        expect(JSON.parse(text).hypothesis).toBe("use [redacted:key] please");
+    }
+  });
+
   it("an empty notebook: no runs, and every view says so", async () => {
     const app = appFor(buildNotebook(tempDir(), []));
     expect((await get(app, "/api/runs")).body).toEqual([]);
@@ -1163,10 +1188,17 @@ describe("GET /api/prior-work", () => {
     const s = openKnowledgeStore(store);
     s.record([
       entry({
-        project: "/other/program.md",
+        project: "/nonexistent/program.md",
         projectName: "fixture-lab",
         run: "x",
         hypothesis: "<img src=x> secret_holdout 41.5",
+      }),
+      // Another project's (not shared): never shown to this one.
+      entry({
+        project: "/other/program.md",
+        projectName: "other-lab",
+        run: "y",
+        hypothesis: "secret_holdout elsewhere",
       }),
       entry({
         project: "/nonexistent/program.md",

@@ -7,6 +7,7 @@ import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
+import { refreshSecrets, registerSecretName } from "../core/secrets.ts";
 import type { Agent, AgentConfig, Executor, Program } from "../core/types.ts";
 import { parseFleetUrl } from "../fleet/db.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
@@ -167,6 +168,10 @@ export async function openRunSession(
   // nothing for `git add -A`).
   const file = programPath(opts.program);
   const loaded = loadProgram(file);
+  // The secrets this run must never record are those of the environment it starts in, and the
+  // key its researcher is handed under whatever name (src/core/secrets.ts).
+  if (loaded.agent.apiKeyEnv) registerSecretName(loaded.agent.apiKeyEnv);
+  refreshSecrets();
   if (opts.fleet !== undefined) refuseRubricOnFleet(loaded, "--fleet");
   const repo = await findRepo(dirname(loaded.path));
   await ensureExcluded(repo.root);

@@ -8,8 +8,10 @@ import { AutolabError } from "../core/errors.ts";
 import type { LoopEventListener } from "../core/events.ts";
 import {
   type KnowledgeHit,
+  type KnowledgeSearchOptions,
   type KnowledgeStats,
   type KnowledgeStore,
+  knowledgeScope,
   type PriorWorkSource,
   priorWorkQuery,
   priorWorkSource,
@@ -61,27 +63,29 @@ export function readKnowledge<T>(fn: (store: KnowledgeStore) => T): T | undefine
   }
 }
 
-/** The closest prior results for a query (default: the program's), leaving out `exclude`'s run. */
-export function searchPriorWork(
-  query: string,
-  k: number,
-  exclude?: { project: string; run: string },
-): KnowledgeHit[] {
-  return readKnowledge((s) => s.search(query, k, exclude ? { exclude } : {})) ?? [];
+/**
+ * The closest prior results for a query. Without `opts.scope` every entry (the user's own
+ * `autolab knowledge search`); a researcher's view always passes the program's scope.
+ */
+export function searchPriorWork(query: string, k: number, opts: KnowledgeSearchOptions = {}): KnowledgeHit[] {
+  return readKnowledge((s) => s.search(query, k, opts)) ?? [];
 }
 
-/** What a run of `program` would be shown (its own run left out): `autolab context`, MCP, the dashboard. */
+/**
+ * What a run of `program` would be shown (its own run left out, the program's scope:
+ * core/knowledge.ts knowledgeScope): `autolab context`, MCP, the dashboard.
+ */
 export function priorWorkOf(
-  program: Pick<Program, "name" | "directions" | "objective" | "priorWork">,
+  program: Pick<Program, "name" | "directions" | "objective" | "priorWork" | "path">,
   run: RunRecord | undefined,
   k = 5,
 ): KnowledgeHit[] {
   if (program.priorWork === false) return [];
-  return searchPriorWork(
-    priorWorkQuery(program),
-    k,
-    run ? { project: run.programPath, run: run.tag } : undefined,
-  );
+  const project = run?.programPath ?? program.path;
+  return searchPriorWork(priorWorkQuery(program), k, {
+    ...(run ? { exclude: { project: run.programPath, run: run.tag } } : {}),
+    scope: knowledgeScope(program, project, run ?? program.objective),
+  });
 }
 
 /** The store's counts, or undefined when there is none yet. */

@@ -1,6 +1,7 @@
 import { adviceLine } from "../core/advisor.ts";
 import type { LoopEvent } from "../core/events.ts";
 import { formatCount, formatMetric, formatSeconds } from "../core/format.ts";
+import { redactSecrets } from "../core/secrets.ts";
 import { safeText } from "./safe-text.ts";
 
 export interface ProgressOptions {
@@ -41,7 +42,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
   // Event text (hypotheses, reasons, warnings) comes from researchers and trials: made safe here.
   const print = (line: string) => {
     clear();
-    out.write(`${safeText(line)}\n`);
+    out.write(`${safeText(redactSecrets(line))}\n`);
     draw();
   };
   const bar = (r: Running, width: number) => {
@@ -61,7 +62,7 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
     } else {
       line = `${all.map((r) => `#${r.n}${bar(r, 6)}`).join(" ")}  ${bestText}`;
     }
-    line = safeText(line, { oneLine: true });
+    line = safeText(redactSecrets(line), { oneLine: true });
     if (line.length > cols - 1) line = `${line.slice(0, cols - 2)}…`;
     out.write(`\r\x1b[2K${line}`);
     live = true;

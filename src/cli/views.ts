@@ -17,6 +17,7 @@ import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
+import { redactSecrets } from "../core/secrets.ts";
 import type { Program } from "../core/types.ts";
 import {
   buildContext,
@@ -70,8 +71,10 @@ function printJson(json: string): void {
   write(safeJson(json));
 }
 
+/** Every view's output without secrets (src/core/secrets.ts; the notebook holds none, a diff may). */
 function write(text: string): void {
-  process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+  const clean = redactSecrets(text);
+  process.stdout.write(clean.endsWith("\n") ? clean : `${clean}\n`);
 }
 
 /** The run's program.md as it is now, if it still parses (views must work without it). */
@@ -583,7 +586,8 @@ export async function exportCommand(
     return `${exps.map((e) => JSON.stringify(experimentJson(e, holdout, true, run.metric, evidence.get(e.n)))).join("\n")}\n`;
   });
   if (format === "results-tsv" && before.trim() !== "") text = rowsUnder(before, text, out?.path ?? "");
-  const safe = format === "results-tsv" ? safeText(text) : safeJson(text);
+  // Secrets out (src/core/secrets.ts): the notebook holds none, this is the second line of defense.
+  const safe = redactSecrets(format === "results-tsv" ? safeText(text) : safeJson(text));
   if (!out) return write(safe);
   const fd = openOutput(out.path, out.mode);
   try {
@@ -646,7 +650,7 @@ async function writeLines(
   try {
     for (; !next.done; next = await it.next()) {
       if (closed) break;
-      const text = `${safeJson(next.value)}\n`;
+      const text = `${redactSecrets(safeJson(next.value))}\n`;
       if (fd !== undefined) writeSync(fd, text);
       else if (!process.stdout.write(text)) await Promise.race([once(process.stdout, "drain"), gone]);
     }

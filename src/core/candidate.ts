@@ -3,9 +3,12 @@
  * proposal travels in trailers), and adopting a candidate committed just before a crash.
  */
 
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
 import { fileRules } from "./file-patterns.ts";
 import type { DiffStats } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
+import { redactSecrets, secretRedactor } from "./secrets.ts";
 import type { Program, Proposal } from "./types.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -44,6 +47,51 @@ export async function scopeViolation(
   return `scope: ${parts.join("; ")} (editable: ${program.files.editable.join(", ")})`;
 }
 
+/** Changed files larger than this are not searched for secrets (data, not code a researcher typed). */
+const SECRET_SCAN_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A candidate must not write a secret into the user's git history (docs/security.md "Secrets are
+ * never recorded"): each changed file of the worktree is searched (src/core/secrets.ts) for
+ * secrets its version at `parent` does not already hold. Files that carry one are rewritten with
+ * the secrets redacted, before the commit, so the key never reaches a git object; the reason
+ * returned rejects the candidate (its code was altered, so it is never run). Undefined: none.
+ */
+export async function secretLeak(
+  ws: Workspace,
+  parent: string,
+  changed: string[],
+): Promise<string | undefined> {
+  const redactor = secretRedactor();
+  const files: string[] = [];
+  for (const path of changed) {
+    if (path.startsWith("../")) continue;
+    // The worktree is the researcher's: no link followed, no blocking open, regular files only.
+    let fd: number;
+    try {
+      fd = openSync(join(ws.worktree, path), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch {
+      continue;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > SECRET_SCAN_MAX_BYTES) continue;
+      const text = readFileSync(fd, "utf8");
+      const found = redactor.find(text);
+      if (!found.length) continue;
+      const before = (await ws.fileAt(parent, path)) ?? "";
+      if (found.every((f) => before.includes(f))) continue;
+      ftruncateSync(fd, 0);
+      writeSync(fd, redactor.redact(text), 0, "utf8");
+      files.push(path);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  if (!files.length) return undefined;
+  return `secret: the change wrote a secret (an API key, a token) into ${files.join(", ")}; redacted before the commit, not run`;
+}
+
 /** The commit message carries the proposal, so a candidate committed just before a crash can be adopted. */
 export function commitMessage(
   tag: string,
@@ -64,7 +112,8 @@ export function commitMessage(
     ...(extra.rebaseOf !== undefined ? [`Autolab-Rebase-Of: ${extra.rebaseOf}`] : []),
     `Autolab-Proposal: ${JSON.stringify(p)}`,
   ].join("\n");
-  return `autolab #${n}: ${subject}\n\n${body ? `${body}\n\n` : ""}${trailers}\n`;
+  // A git object is forever: the proposal's texts go in without secrets (src/core/secrets.ts).
+  return redactSecrets(`autolab #${n}: ${subject}\n\n${body ? `${body}\n\n` : ""}${trailers}\n`);
 }
 
 /**

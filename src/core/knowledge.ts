@@ -34,6 +34,11 @@ export interface KnowledgeEntry {
   parentValue?: number;
   /** value vs parentValue, positive when better in `direction`. */
   gain?: number;
+  /**
+   * Its program opted in to sharing (program.md `prior_work: machine`): other projects that opted
+   * in may be shown it. Otherwise only runs of the same project are.
+   */
+  shared?: boolean;
 }
 
 export interface KnowledgeHit extends KnowledgeEntry {
@@ -44,6 +49,37 @@ export interface KnowledgeHit extends KnowledgeEntry {
 export interface KnowledgeSearchOptions {
   /** Leave out this run of this project (the run asking: its own results are in its notebook). */
   exclude?: { project: string; run: string };
+  /**
+   * Only what a researcher of this project may be shown (docs/notebook.md "Prior work"): entries
+   * of the same objective (metric and direction) from the same project — and, when `shared`
+   * (the program opted in with `prior_work: machine`), those other projects shared too.
+   * Absent: every entry (the user's own `autolab knowledge search`).
+   */
+  scope?: KnowledgeScope;
+}
+
+/** Whose results a project's researcher may be shown. */
+export interface KnowledgeScope {
+  /** The project's identity: the absolute path of its program.md. */
+  project: string;
+  metric: string;
+  direction: Direction;
+  /** Also other projects' shared entries (the program opted in). */
+  shared: boolean;
+}
+
+/** The scope of a program's prior work: its own project and objective, others' shared ones when it opted in. */
+export function knowledgeScope(
+  program: Pick<Program, "priorWork">,
+  project: string,
+  objective: { metric: string; direction: Direction },
+): KnowledgeScope {
+  return {
+    project,
+    metric: objective.metric,
+    direction: objective.direction,
+    shared: program.priorWork === "machine",
+  };
 }
 
 export interface KnowledgeStats {
@@ -101,6 +137,7 @@ export function entriesOf(
       metric,
       direction: run.direction,
     };
+    if (program.priorWork === "machine") entry.shared = true;
     if (e.mechanism) entry.mechanism = r(e.mechanism);
     if (value !== undefined && Number.isFinite(value)) entry.value = value;
     if (parentValue !== undefined && Number.isFinite(parentValue)) entry.parentValue = parentValue;
@@ -204,7 +241,10 @@ export function priorWorkSource(
         searchedAt = exps.length;
         hits =
           guard("read", (s) =>
-            s.search(priorWorkQuery(program), k, { exclude: { project: run.programPath, run: run.tag } }),
+            s.search(priorWorkQuery(program), k, {
+              exclude: { project: run.programPath, run: run.tag },
+              scope: knowledgeScope(program, run.programPath, run),
+            }),
           ) ?? [];
       }
       return hits;

@@ -7,7 +7,14 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type AgentFailure, failureForTerminal, isAgentFailure } from "./agent-failure.ts";
-import { commitMessage, DEFAULT_MAX_DIFF_LINES, NO_CHANGE, scopeViolation, tooLarge } from "./candidate.ts";
+import {
+  commitMessage,
+  DEFAULT_MAX_DIFF_LINES,
+  NO_CHANGE,
+  scopeViolation,
+  secretLeak,
+  tooLarge,
+} from "./candidate.ts";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError } from "./errors.ts";
 import { evaluateExperiment } from "./evaluate.ts";
@@ -140,6 +147,8 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   }
   const changed = await ws.changes(before);
   const violation = await scopeViolation(ws, program, changed);
+  // Before the commit: a secret the change wrote is redacted out of the files (never in git).
+  const secret = await secretLeak(ws, bestCommit, changed);
   const message = commitMessage(run.tag, n, agent.name, proposal, deps.role ? { role: deps.role } : {});
   const ref = await ws.commitCandidate(n, changed, message);
   crashPoint("after-commit");
@@ -170,6 +179,7 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     : changed.length === 0
       ? NO_CHANGE
       : (violation ??
+        secret ??
         (ref.diff.insertions + ref.diff.deletions > maxDiff ? tooLarge(ref.diff, maxDiff) : undefined));
   if (reject) {
     const action = failure ? "crash" : "reject";

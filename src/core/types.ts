@@ -213,10 +213,12 @@ export interface Program {
   /** The markdown body: research directions for agents. */
   directions: string;
   /**
-   * Prior work (core/knowledge.ts): the closest results of other runs on this machine in the
-   * researcher's context. Absent means on; `prior_work: false` turns it off.
+   * Prior work (core/knowledge.ts): the closest results of other runs in the researcher's
+   * context. Absent means on, for this project's runs with the same objective (`prior_work:
+   * true` or `project`); "machine" (`prior_work: machine`) shares this project's results with
+   * other projects that opted in and shows theirs; `prior_work: false` turns it off.
    */
-  priorWork?: boolean;
+  priorWork?: false | "machine";
 }
 
 /** program.md `executor: { slurm: … }`: how each trial's `sbatch` job is asked for. */

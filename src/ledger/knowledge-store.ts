@@ -10,6 +10,7 @@ import type {
   KnowledgeStore,
 } from "../core/knowledge.ts";
 import { queryTerms } from "../core/knowledge.ts";
+import { redactSecretsDeep } from "../core/secrets.ts";
 import type { DecisionAction, Direction } from "../core/types.ts";
 
 /**
@@ -42,6 +43,7 @@ CREATE TABLE IF NOT EXISTS entries (
   value REAL,
   parent_value REAL,
   gain REAL,
+  shared INTEGER NOT NULL DEFAULT 0,
   UNIQUE (project, run, n)
 );`;
 
@@ -49,8 +51,8 @@ const FTS = `CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(
   hypothesis, mechanism, reason, project_name, metric,
   content='entries', content_rowid='id', tokenize='porter unicode61')`;
 
-/** The store's schema version (PRAGMA user_version). */
-const VERSION = 1;
+/** The store's schema version (PRAGMA user_version). 2: `shared` (program.md `prior_work: machine`). */
+const VERSION = 2;
 /** Entries the fallback scan reads (the newest). */
 const SCAN_LIMIT = 5000;
 
@@ -70,6 +72,7 @@ interface EntryRow {
   value: number | null;
   parent_value: number | null;
   gain: number | null;
+  shared?: number;
   score?: number;
 }
 
@@ -89,6 +92,7 @@ function toEntry(r: EntryRow): KnowledgeEntry {
     ...(r.value !== null ? { value: r.value } : {}),
     ...(r.parent_value !== null ? { parentValue: r.parent_value } : {}),
     ...(r.gain !== null ? { gain: r.gain } : {}),
+    ...(r.shared ? { shared: true } : {}),
   };
 }
 
@@ -121,6 +125,11 @@ export class SqliteKnowledgeStore implements KnowledgeStore {
         throw new Error(`it has schema version ${version}, newer than this autolab understands (${VERSION})`);
       }
       this.db.exec(SCHEMA);
+      // Version 1 stores lack `shared`: their entries stay with their project.
+      const columns = this.db.prepare("PRAGMA table_info(entries)").all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === "shared")) {
+        this.db.exec("ALTER TABLE entries ADD COLUMN shared INTEGER NOT NULL DEFAULT 0");
+      }
       this.fts = opts.fts !== false && tryFts(this.db);
       if (version < VERSION) this.db.exec(`PRAGMA user_version = ${VERSION}`);
     } catch (err) {
@@ -129,11 +138,16 @@ export class SqliteKnowledgeStore implements KnowledgeStore {
     }
   }
 
-  record(entries: readonly KnowledgeEntry[]): number {
-    if (!entries.length) return 0;
+  /**
+   * Texts are the researchers': every string of an entry passes the secret redactor
+   * (src/core/secrets.ts) first, so no key a researcher wrote reaches the store.
+   */
+  record(given: readonly KnowledgeEntry[]): number {
+    if (!given.length) return 0;
+    const entries = given.map((e) => redactSecretsDeep(e));
     const insert = this.db.prepare(
       `INSERT OR IGNORE INTO entries (project, project_name, run, n, date, hypothesis, mechanism, action,
-         reason, metric, direction, value, parent_value, gain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         reason, metric, direction, value, parent_value, gain, shared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const index = this.fts
       ? this.db.prepare(
@@ -159,6 +173,7 @@ export class SqliteKnowledgeStore implements KnowledgeStore {
           num(e.value),
           num(e.parentValue),
           num(e.gain),
+          e.shared ? 1 : 0,
         );
         if (Number(res.changes) !== 1) continue;
         added++;
@@ -176,8 +191,16 @@ export class SqliteKnowledgeStore implements KnowledgeStore {
     const terms = queryTerms(query);
     if (!terms.length || k <= 0) return [];
     const ex = opts.exclude;
-    const notRun = ex ? "AND NOT (e.project = ? AND e.run = ?)" : "";
-    const exArgs: SQLInputValue[] = ex ? [ex.project, ex.run] : [];
+    const sc = opts.scope;
+    const notRun =
+      (ex ? "AND NOT (e.project = ? AND e.run = ?) " : "") +
+      (sc
+        ? `AND e.metric = ? AND e.direction = ? AND (e.project = ?${sc.shared ? " OR e.shared = 1" : ""})`
+        : "");
+    const exArgs: SQLInputValue[] = [
+      ...(ex ? [ex.project, ex.run] : []),
+      ...(sc ? [sc.metric, sc.direction, sc.project] : []),
+    ];
     if (this.fts) {
       // Each word quoted (FTS5 query syntax never sees the user's text), any of them matching.
       const match = terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(" OR ");

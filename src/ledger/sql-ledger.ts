@@ -17,6 +17,7 @@ import type {
 } from "../core/ledger.ts";
 import type { EventFeed, NotebookReader } from "../core/notebook-reader.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
+import { redactingWrites } from "./redacting-sql.ts";
 import {
   type AdviceRow,
   type ExperimentRow,
@@ -89,7 +90,8 @@ export class SqlLedger implements Ledger, NotebookReader {
   protected readonly sql: Sql;
 
   constructor(sql: Sql, opts: SqlLedgerOptions = {}) {
-    this.sql = sql;
+    // Every written string without secrets (redacting-sql.ts).
+    this.sql = redactingWrites(sql);
     this.caching = opts.cache ?? true;
   }
 

@@ -11,10 +11,11 @@ import { adviceDue, parseAdvice } from "../core/advisor.ts";
 import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { bestOf } from "../core/experiments.ts";
 import { formatMetric, shortLine } from "../core/format.ts";
-import { priorWorkQuery } from "../core/knowledge.ts";
+import { knowledgeScope, priorWorkQuery } from "../core/knowledge.ts";
 import { runLoop } from "../core/loop.ts";
 import { frontierNode } from "../core/loop-deps.ts";
 import { runStep } from "../core/propose.ts";
+import { redactSecrets } from "../core/secrets.ts";
 import type { Agent } from "../core/types.ts";
 import {
   agentAlarms,
@@ -38,8 +39,10 @@ export interface LabMcpOptions {
 }
 
 type ToolResult = { content: { type: "text"; text: string }[]; isError?: boolean };
+// Every tool's answer passes the secret redactor (src/core/secrets.ts): the second line of
+// defense after the notebook's write boundary (a notebook written before it, a diff, a log).
 const text = (t: string, isError = false): ToolResult => ({
-  content: [{ type: "text", text: t }],
+  content: [{ type: "text", text: redactSecrets(t) }],
   ...(isError ? { isError } : {}),
 });
 
@@ -165,8 +168,8 @@ export function createLabMcpServer(opts: LabMcpOptions = {}): {
         if (!s.deps.priorWork)
           return "Prior work is off for this run (program.md's prior_work: false, or AUTOLAB_KNOWLEDGE=off).";
         const hits = searchPriorWork(query?.trim() ? query : priorWorkQuery(s.lab.program), k ?? 5, {
-          project: s.run.programPath,
-          run: s.run.tag,
+          exclude: { project: s.run.programPath, run: s.run.tag },
+          scope: knowledgeScope(s.lab.program, s.run.programPath, s.run),
         });
         if (!hits.length) return "No prior results from other runs match.";
         const names = holdoutNames(s.lab.program, s.run);

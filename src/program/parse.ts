@@ -172,7 +172,11 @@ export function parseProgram(text: string, path: string): Program {
       : {}),
     ...(fm.executor?.slurm ? { executor: { slurm: toSlurm(fm.executor.slurm) } } : {}),
     directions: split.body,
-    ...(fm.prior_work ? {} : { priorWork: false }),
+    ...(fm.prior_work === false
+      ? { priorWork: false }
+      : fm.prior_work === "machine"
+        ? { priorWork: "machine" }
+        : {}),
     ...(fm.executor?.fleet ? { executor: { fleet: { db: fm.executor.fleet.db } } } : {}),
   };
 }

@@ -563,7 +563,12 @@ const topShape = {
     })
     .optional(),
   /** Prior work from other runs on this machine in the researcher's context (docs/program.md). */
-  prior_work: z.boolean().default(true),
+  prior_work: z
+    .union([z.boolean(), z.enum(["project", "machine"])], {
+      error:
+        "is true or project (this project's other runs, the default), machine (share with other projects that opted in) or false",
+    })
+    .default(true),
   /**
    * The notebook on PostgreSQL (docs/distributed.md); read by app/lab.ts's locateNotebook.
    * Never with a password: program.md is committed (PGPASSWORD or ~/.pgpass carry it).
@@ -676,7 +681,7 @@ export const EXAMPLES: Record<string, string> = {
     "holdout: [data/test.txt]   # hidden from the command and from researchers; only evaluate reads them",
   db: "db: postgres://autolab@db.lab.internal/autolab?schema=nanogpt   # the notebook on PostgreSQL (password: PGPASSWORD or ~/.pgpass)",
   prior_work:
-    "prior_work: false   # default true: the closest results of other runs on this machine go into the researcher's context",
+    "prior_work: machine   # default project: the closest results of this project's other runs go into the researcher's context; machine: share with (and see) other projects that opted in; false: none",
   outputs:
     "outputs: [out/model.json]   # what the command writes for the evaluate step (files or directories)",
   sandbox:

@@ -1,10 +1,17 @@
 import { closeSync, openSync, writeSync } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
+import { SecretLineStream } from "../core/secrets.ts";
 
 /**
  * A log file that never grows past `capBytes`. The head (the first quarter of the cap) is written
  * as it arrives, so a running trial's log can be read; after that a rolling tail (the rest of the
  * cap) is kept in memory and written on close, after a marker line `[autolab: N bytes elided]`.
  * The tail gets most of the room because that is where a crash explains itself.
+ *
+ * Secrets never reach the file (docs/security.md "Secrets are never recorded"): what arrives is
+ * decoded as UTF-8 and passed a line at a time through the secret redactor (src/core/secrets.ts)
+ * before anything is written or kept; a partial line waits for its newline (or for close).
+ * `bytes` counts what arrived, the cap applies to what is written.
  */
 export class CappedLog {
   readonly path: string;
@@ -16,7 +23,11 @@ export class CappedLog {
   #tail: Buffer[] = [];
   #tailBytes = 0;
   #total = 0;
+  /** Bytes after redaction: what head, elided and tail add up to. */
+  #kept = 0;
   #closed = false;
+  readonly #decoder = new StringDecoder("utf8");
+  readonly #secrets = new SecretLineStream();
   /** Set when a write failed (e.g. ENOSPC: disk full); the log stops there, the trial goes on. */
   error: NodeJS.ErrnoException | undefined;
 
@@ -38,6 +49,12 @@ export class CappedLog {
   write(chunk: Buffer): void {
     if (this.#closed) return;
     this.#total += chunk.length;
+    const text = this.#secrets.push(this.#decoder.write(chunk));
+    if (text) this.#keep(Buffer.from(text));
+  }
+
+  #keep(chunk: Buffer): void {
+    this.#kept += chunk.length;
     let rest = chunk;
     if (this.#headWritten < this.#headCap) {
       const n = Math.min(rest.length, this.#headCap - this.#headWritten);
@@ -58,6 +75,12 @@ export class CappedLog {
   /** Writes the tail (and the elision marker, if anything was dropped) and closes the file. */
   close(): void {
     if (this.#closed) return;
+    try {
+      const last = this.#secrets.push(this.#decoder.end()) + this.#secrets.flush();
+      if (last) this.#keep(Buffer.from(last));
+    } catch {
+      // A log must never take the harness down.
+    }
     this.#closed = true;
     try {
       let tail = Buffer.concat(this.#tail, this.#tailBytes);
@@ -67,7 +90,7 @@ export class CappedLog {
         const nl = tail.indexOf(10);
         if (nl !== -1 && nl < 4096) tail = tail.subarray(nl + 1);
       }
-      const elided = this.#total - this.#headWritten - tail.length;
+      const elided = this.#kept - this.#headWritten - tail.length;
       if (elided > 0) {
         const lead = this.#lastHeadByte === 10 ? "" : "\n";
         this.#safeWrite(Buffer.from(`${lead}[autolab: ${elided} bytes elided]\n`));

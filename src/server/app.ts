@@ -20,6 +20,7 @@ import { AutolabError, isAutolabError } from "../core/errors.ts";
 import { lastResult } from "../core/experiments.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
+import { redactSecrets } from "../core/secrets.ts";
 import type { Program } from "../core/types.ts";
 import { holdoutNames, redactHoldouts, redactHoldoutsDeep } from "../core/views.ts";
 import type { FleetUrl } from "../fleet/db.ts";
@@ -169,6 +170,24 @@ export function createApp(deps: AppDeps): LabApp {
       await next();
     });
   }
+
+  // Second line of defense after the notebook's write boundary (src/core/secrets.ts): no answer
+  // of the API carries a secret value or a key-shaped token — a diff of the researcher's commit,
+  // a log, a notebook written before redaction. The event stream is redacted event by event.
+  app.use("/api/*", async (c, next) => {
+    await next();
+    const type = c.res.headers.get("content-type") ?? "";
+    if (!/^(application\/json|text\/plain)/.test(type)) return;
+    const body = await c.res.text();
+    const clean = redactSecrets(body);
+    if (clean === body) {
+      c.res = new Response(body, c.res);
+      return;
+    }
+    const headers = new Headers(c.res.headers);
+    headers.delete("content-length");
+    c.res = new Response(clean, { status: c.res.status, statusText: c.res.statusText, headers });
+  });
 
   app.use(async (c, next) => {
     // The notebook's version as this request saw it: a client compares it with the event
@@ -320,7 +339,8 @@ export function createApp(deps: AppDeps): LabApp {
     const run = lab.run(tag);
     // The program as it is now; without one, the query is made of what the run recorded.
     const now = programFor(run);
-    const program: Pick<Program, "name" | "directions" | "objective" | "priorWork"> = now ?? {
+    const program: Pick<Program, "name" | "directions" | "objective" | "priorWork" | "path"> = now ?? {
+      path: run.programPath,
       name: run.programName,
       directions: "",
       objective: { metric: run.metric, direction: run.direction },
@@ -422,7 +442,7 @@ export function createApp(deps: AppDeps): LabApp {
       let wake: (() => void) | undefined;
       const unsubscribe = hub.subscribe((e) => {
         if (only && e.run !== only) return;
-        queue.push(JSON.stringify(e));
+        queue.push(redactSecrets(JSON.stringify(e)));
         wake?.();
       });
       let closed = false;

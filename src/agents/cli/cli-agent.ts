@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { AgentFailure } from "../../core/agent-failure.ts";
 import { AutolabError } from "../../core/errors.ts";
 import { firstLine, formatDuration } from "../../core/format.ts";
+import { redactSecrets } from "../../core/secrets.ts";
 import type {
   Agent,
   AgentConfig,
@@ -85,7 +86,10 @@ export function createCliAgent(
       const realHome = process.env.HOME ?? homedir();
       const home = preset.isolateHome === false ? undefined : join(ctx.logDir, "home");
       if (home) mkdirSync(home, { recursive: true });
-      const prompt = buildPrompt(ctx, preset.summaryTool ? { summaryTool: preset.summaryTool } : {});
+      // The prompt is recorded (prompt.md): no secret in it (src/core/secrets.ts).
+      const prompt = redactSecrets(
+        buildPrompt(ctx, preset.summaryTool ? { summaryTool: preset.summaryTool } : {}),
+      );
       const promptFile = join(ctx.logDir, "prompt.md");
       writeFileSync(promptFile, prompt);
       const inv = await preset.invocation({
@@ -117,7 +121,7 @@ export function createCliAgent(
       const command = inv.shell ?? [executablePath ?? "", ...inv.args].map(shellQuote).join(" ");
       const stdoutPath = join(ctx.logDir, "agent.stdout.log");
       const stderrPath = join(ctx.logDir, "agent.stderr.log");
-      writeFileSync(join(ctx.logDir, "agent.command.txt"), `${command}\n`);
+      writeFileSync(join(ctx.logDir, "agent.command.txt"), `${redactSecrets(command)}\n`);
 
       // Sandboxed: the model endpoints only, through the egress proxy (stopped after the CLI).
       const egress = sandbox ? await openEgress(preset, config, join(ctx.logDir, "egress.log")) : undefined;

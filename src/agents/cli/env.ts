@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { AutolabError } from "../../core/errors.ts";
+import { registerSecretName } from "../../core/secrets.ts";
 import type { AgentConfig } from "../../core/types.ts";
 import type { CliPreset } from "./preset.ts";
 
@@ -25,6 +26,8 @@ export const PLACEHOLDER_KEY = "autolab-no-key";
  */
 export function resolveApiKey(config: AgentConfig, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (config.apiKeyEnv) {
+    // Its value is a secret whatever the variable's name: never recorded (src/core/secrets.ts).
+    registerSecretName(config.apiKeyEnv);
     const v = env[config.apiKeyEnv];
     if (!v) {
       throw new AutolabError(

@@ -13,6 +13,7 @@ import {
 } from "ai";
 import { AgentFailure, type AgentFailureKind } from "../../core/agent-failure.ts";
 import { formatSpokenTimeout } from "../../core/format.ts";
+import { redactSecrets } from "../../core/secrets.ts";
 import type { Agent, AgentConfig, Program, Proposal, ProposalContext } from "../../core/types.ts";
 import { createFileTools, type ToolState } from "./file-tools.ts";
 import { ADVISE_PROMPT, NUDGE_PROMPT, PROPOSE_PROMPT, researcherInstructions } from "./instructions.ts";
@@ -64,7 +65,10 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
         if (!logging) return;
         try {
           mkdirSync(ctx.logDir, { recursive: true });
-          appendFileSync(transcriptPath, `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
+          appendFileSync(
+            transcriptPath,
+            `${redactSecrets(JSON.stringify({ at: new Date().toISOString(), ...entry }))}\n`,
+          );
         } catch {
           logging = false;
         }

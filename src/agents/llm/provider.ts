@@ -3,6 +3,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel } from "ai";
 import { AutolabError } from "../../core/errors.ts";
+import { registerSecretName } from "../../core/secrets.ts";
 import type { AgentConfig } from "../../core/types.ts";
 
 export const PROVIDERS = ["openai-compatible", "anthropic", "openai"] as const;
@@ -51,6 +52,8 @@ export function resolveModel(config: AgentConfig, env: NodeJS.ProcessEnv = proce
   }
   const baseUrl = config.baseUrl?.replace(/\/+$/, "");
   const keyEnv = config.apiKeyEnv ?? DEFAULT_KEY_ENV[provider];
+  // The key is a secret whatever its variable's name: never recorded (src/core/secrets.ts).
+  if (keyEnv) registerSecretName(keyEnv);
   const key = keyEnv ? env[keyEnv]?.trim() : undefined;
   if (keyEnv && !key && (config.apiKeyEnv || provider !== "openai-compatible")) {
     throw new AutolabError(
