@@ -57,6 +57,46 @@ remeasure: ${remeasure}
     expect(raw.cells[0]?.baseline).toBeCloseTo(5 + noise(1), 9);
   });
 
+  it("a failed re-measurement trial counts as failed, not as absent: the cell is a failed one", async () => {
+    // Issue #38: a kept change that crashes on one fresh seed in five used to be scored on the
+    // four that worked (a clean +40%). The change crashes only on re-measurement seed 1,001,002.
+    const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const p = valueProject();
+    const fragile = () =>
+      createScriptedAgent(
+        [
+          {
+            hypothesis: "X = 3, fragile",
+            edits: {
+              "value.mjs":
+                'export const X = 3;\nif (process.env.AUTOLAB_SEED === "1001002") process.exit(3);\n',
+            },
+          },
+        ],
+        "fragile",
+      );
+    writeFileSync(
+      join(work, "suite.yaml"),
+      `programs:
+  - { path: ${p}, split: held-out, name: p }
+configurations:
+  fragile: { agent: fragile, acceptance: greedy }
+budget: { experiments: 1 }
+seeds: [1]
+`,
+    );
+    const suite = loadSuite(join(work, "suite.yaml"));
+    expect(suite.remeasure).toBe(5); // the default: at least 5 fresh seeds
+    const run = await runBench(suite, { out: join(work, "out"), agents: { fragile } });
+    const [c] = run.cells;
+    expect(c?.runBest).toBe(3); // the run kept it: its own trials never hit the bad seed
+    expect(c?.remeasured).toEqual({ trials: 5, failed: 1 });
+    expect(c?.status).toBe("failed");
+    expect(c?.improvement).toBe(0);
+    expect(c?.success).toBe(false);
+    expect(c?.error).toMatch(/1 of the best kept commit's 5 trials failed/);
+  });
+
   it("a time budget: each cell stops at the time, its curve counts trials, the report says so", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
     const p = knobProject({ score: "(X - 2) ** 2", knob: "{ low: 0, high: 10 }" });
@@ -171,7 +211,7 @@ layers: ["good vs bad", "good-again vs good", "crashing vs bad"]
     const again2 = await runBench(suite, { out, agents: AGENTS });
     expect(again2.ranNow).toBe(0);
     expect(benchSummary(suite, again2).verdicts.map((v) => v.line)).toEqual(s.verdicts.map((v) => v.line));
-  }, 300_000);
+  }, 600_000); // 24 cells, each re-measured on 5 fresh seeds (the default), on a shared machine
 
   it("curriculum order: every program once first, the reasons recorded", async () => {
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
