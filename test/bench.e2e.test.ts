@@ -226,6 +226,7 @@ configurations:
   good: { agent: good, acceptance: greedy }
 budget: { experiments: 1 }
 seeds: 2
+remeasure: 3 # not what this test is about: fewer trials than the default 5
 order: curriculum
 `,
     );
@@ -260,6 +261,7 @@ configurations:
   single: { org: false, acceptance: greedy, set: { prior_work: false } }
 budget: { experiments: 2 }
 seeds: [7]
+remeasure: 3 # not what this test is about: fewer trials than the default 5
 layers: ["org vs single"]
 `,
     );
@@ -502,6 +504,7 @@ configurations:
   greedy2: { acceptance: greedy, agent: builtin }
 budget: { experiments: 2 }
 seeds: 2
+remeasure: 3 # not what this test is about: fewer trials than the default 5
 layers: ["greedy2 vs greedy"]
 `,
     );

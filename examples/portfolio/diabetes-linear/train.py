@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 # ---------------------------------------------------------------------------------------
 # Knobs (`NAME = value`, rewritten by the built-in optimizer; ranges in program.md).
 HIDDEN = 0
-LEARNING_RATE = 0.1
+LEARNING_RATE = 0.01
 EPOCHS = 5
 BATCH_SIZE = 4
 MOMENTUM = 0.9

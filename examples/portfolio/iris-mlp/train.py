@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 # ---------------------------------------------------------------------------------------
 # Knobs (`NAME = value`, rewritten by the built-in optimizer; ranges in program.md).
 HIDDEN = 8
-LEARNING_RATE = 0.3
+LEARNING_RATE = 0.1
 EPOCHS = 10
 BATCH_SIZE = 8
 MOMENTUM = 0.9
