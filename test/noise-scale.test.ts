@@ -79,6 +79,27 @@ describe("the noise model's scale", () => {
     ).toBe("raw");
   });
 
+  it("how often the choice errs (seeded counts): additive noise rarely goes to logs, multiplicative usually does", () => {
+    // Two configurations 10× apart, 3 repeats each: the fewest a run compares. Additive noise
+    // (σ 4.4 at both levels) taken as multiplicative would shrink σ at the fast end.
+    const r = mulberry32(7);
+    const g = () => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+    const runs = 1000;
+    let additiveToLog = 0;
+    let multiplicativeToLog = 0;
+    for (let i = 0; i < runs; i++) {
+      const add = [220, 22].map((m, n) => ({ n, values: [g(), g(), g()].map((z) => m + 4.4 * z) }));
+      const mul = [220, 22].map((m, n) => ({
+        n,
+        values: [g(), g(), g()].map((z) => m * Math.exp(0.05 * z)),
+      }));
+      if (chooseScale(add).scale === "log") additiveToLog++;
+      if (chooseScale(mul).scale === "log") multiplicativeToLog++;
+    }
+    expect(additiveToLog / runs).toBeLessThanOrEqual(0.05);
+    expect(multiplicativeToLog / runs).toBeGreaterThanOrEqual(0.75);
+  });
+
   it("a pinned scale is honoured", () => {
     const groups = [
       { n: 0, values: additive(220, 2, 6) },
