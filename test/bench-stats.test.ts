@@ -166,7 +166,7 @@ describe("bench statistics", () => {
     expect(v.interval.hi).toBeCloseTo(Math.max(v.bootstrap.hi, v.t.hi), 9);
     expect(v.ships).toBe(false);
     expect(v.line).toMatch(/does not ship$/);
-    expect(v.line).toContain("Student's t over 3 programs");
+    expect(v.line).toContain("and Student's t over 3 programs, [");
   });
 
   it("one held-out program: the interval is over its seeds, and the line says it is a claim about that program", () => {
@@ -182,7 +182,7 @@ describe("bench statistics", () => {
     );
     expect(Number.isFinite(v.t.lo)).toBe(true);
     expect(v.ships).toBe(true);
-    expect(v.line).toContain("one program: over its 5 seeds");
+    expect(v.line).toContain("Student's t over its 5 seeds (one program: a claim about it alone)");
   });
 
   it("the mean curve carries each cell's last value forward", () => {

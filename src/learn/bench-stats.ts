@@ -183,7 +183,7 @@ export function layerVerdict(
   const ships = interval.lo > 0;
   const half = (interval.hi - interval.lo) / 2;
   const tOver = one
-    ? `one program: over its ${units.length} seeds`
+    ? `Student's t over its ${units.length} seeds (one program: a claim about it alone)`
     : `Student's t over ${boot.programs} programs`;
   return {
     ...layer,
@@ -191,7 +191,7 @@ export function layerVerdict(
     bootstrap: { lo: boot.lo, hi: boot.hi },
     t: { lo: wide.t[0], hi: wide.t[1] },
     ships,
-    line: `${head}: ${signed(interval.mean)}% ± ${Number.isFinite(half) ? half.toFixed(2) : "∞"} (95% CI [${signed(interval.lo)}, ${signed(interval.hi)}], the wider of the bootstrap's [${signed(boot.lo)}, ${signed(boot.hi)}] and ${tOver}'s [${signed(wide.t[0])}, ${signed(wide.t[1])}]; ${interval.programs} program${interval.programs === 1 ? "" : "s"} × seeds, ${interval.cells} pairs), ${ships ? "ships" : "does not ship"}`,
+    line: `${head}: ${signed(interval.mean)}% ± ${Number.isFinite(half) ? half.toFixed(2) : "∞"} (95% CI [${signed(interval.lo)}, ${signed(interval.hi)}], the wider of the bootstrap's [${signed(boot.lo)}, ${signed(boot.hi)}] and ${tOver}, [${signed(wide.t[0])}, ${signed(wide.t[1])}]; ${interval.programs} program${interval.programs === 1 ? "" : "s"} × seeds, ${interval.cells} pairs), ${ships ? "ships" : "does not ship"}`,
   };
 }
 
