@@ -1,10 +1,13 @@
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../src/core/random.ts";
 import {
   type CellOutcome,
   clusterBootstrap,
   improvementPct,
   layerVerdict,
+  MIN_REMEASURE,
   meanCurve,
+  requireRemeasured,
 } from "../src/learn/bench-stats.ts";
 
 const cell = (
@@ -78,6 +81,21 @@ describe("bench statistics", () => {
     expect(worse.interval.hi).toBeLessThan(0);
   });
 
+  it(`a verdict on values re-measured on fewer than ${MIN_REMEASURE} fresh seeds never ships, and says why`, () => {
+    const cells: CellOutcome[] = [];
+    for (const p of ["p1", "p2", "p3"])
+      for (const seed of [1, 2]) cells.push(cell("good", p, seed, 20), cell("bad", p, seed, 2));
+    const v = layerVerdict({ label: "good vs bad", candidate: "good", baseline: "bad" }, cells, 500, 1);
+    expect(v.ships).toBe(true);
+    expect(requireRemeasured(v, 5)).toBe(v);
+    const three = requireRemeasured(v, 3);
+    expect(three.ships).toBe(false);
+    expect(three.line).toMatch(
+      /, does not ship \(re-measured on 3 fresh seeds; a verdict needs at least 5\)$/,
+    );
+    expect(requireRemeasured(v, 0).line).toMatch(/the runs' own records, not re-measured/);
+  });
+
   it("no held-out pairs: no verdict, does not ship", () => {
     const v = layerVerdict(
       { label: "a vs b", candidate: "a", baseline: "b" },
@@ -87,6 +105,84 @@ describe("bench statistics", () => {
     );
     expect(v.ships).toBe(false);
     expect(v.line).toMatch(/no paired held-out cells/);
+  });
+
+  it("under the null (no true difference) over 2–3 held-out programs the gate ships at most its nominal 2.5%", () => {
+    // The finding of issue #38: the percentile bootstrap alone over 2–3 programs shipped a layer
+    // that changes nothing 8.45% of the time at a nominal 2.5%. A seeded simulation (counts, not
+    // times): each bench has 2 or 3 held-out programs, 2–5 paired seeds each, every program's true
+    // difference 0, and seed noise whose size differs from program to program (as real ones do).
+    const rand = mulberry32(2026);
+    const gauss = () => Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
+    const benches = 2000;
+    let ships = 0;
+    let bootstrapAlone = 0;
+    for (let b = 0; b < benches; b++) {
+      const cells: CellOutcome[] = [];
+      const programs = 2 + Math.floor(rand() * 2);
+      for (let p = 0; p < programs; p++) {
+        const sigma = 0.5 + 4 * rand();
+        const seeds = 2 + Math.floor(rand() * 4);
+        for (let seed = 1; seed <= seeds; seed++)
+          cells.push(cell("layer", `p${p}`, seed, sigma * gauss()), cell("simpler", `p${p}`, seed, 0));
+      }
+      const v = layerVerdict(
+        { label: "layer vs simpler", candidate: "layer", baseline: "simpler" },
+        cells,
+        400,
+        b,
+      );
+      if (v.ships) ships++;
+      if (v.bootstrap.lo > 0) bootstrapAlone++;
+    }
+    // The old gate (the bootstrap's lower bound alone) ships about twice its nominal rate here …
+    expect(bootstrapAlone / benches).toBeGreaterThan(0.04);
+    // … the wider of the bootstrap and Student's t over programs holds it.
+    expect(ships / benches).toBeLessThanOrEqual(0.025);
+  });
+
+  it("the verdict's interval is the wider of the cluster bootstrap's and Student's t over programs", () => {
+    // Three programs that agree in sign but not in size: the bootstrap alone calls it a win.
+    const cells: CellOutcome[] = [];
+    const gains: Record<string, number[]> = { a: [0.8, 1.1, 0.9], b: [6, 6.4, 5.8], c: [1.6, 1.4, 1.5] };
+    for (const [p, xs] of Object.entries(gains))
+      xs.forEach((x, i) => {
+        cells.push(cell("layer", p, i + 1, x), cell("simpler", p, i + 1, 0));
+      });
+    const v = layerVerdict(
+      { label: "layer vs simpler", candidate: "layer", baseline: "simpler" },
+      cells,
+      2000,
+      1,
+    );
+    expect(v.bootstrap.lo).toBeGreaterThan(0);
+    const means = [0.9333333, 6.0666667, 1.5];
+    const m = means.reduce((s, x) => s + x, 0) / 3;
+    const sd = Math.sqrt(means.reduce((s, x) => s + (x - m) ** 2, 0) / 2);
+    const half = 4.302653 * (sd / Math.sqrt(3)); // t(0.975, 2 df)
+    expect(v.t.lo).toBeCloseTo(m - half, 3);
+    expect(v.t.hi).toBeCloseTo(m + half, 3);
+    expect(v.interval.lo).toBeCloseTo(Math.min(v.bootstrap.lo, v.t.lo), 9);
+    expect(v.interval.hi).toBeCloseTo(Math.max(v.bootstrap.hi, v.t.hi), 9);
+    expect(v.ships).toBe(false);
+    expect(v.line).toMatch(/does not ship$/);
+    expect(v.line).toContain("and Student's t over 3 programs, [");
+  });
+
+  it("one held-out program: the interval is over its seeds, and the line says it is a claim about that program", () => {
+    const cells: CellOutcome[] = [];
+    [2, 2.5, 1.5, 2.2, 1.8].forEach((x, i) => {
+      cells.push(cell("layer", "only", i + 1, x), cell("simpler", "only", i + 1, 0));
+    });
+    const v = layerVerdict(
+      { label: "layer vs simpler", candidate: "layer", baseline: "simpler" },
+      cells,
+      2000,
+      1,
+    );
+    expect(Number.isFinite(v.t.lo)).toBe(true);
+    expect(v.ships).toBe(true);
+    expect(v.line).toContain("Student's t over its 5 seeds (one program: a claim about it alone)");
   });
 
   it("the mean curve carries each cell's last value forward", () => {

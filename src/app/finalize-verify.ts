@@ -18,6 +18,7 @@ import { mean } from "../core/stats.ts";
 import { graderFor, pristineForTrial } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
+import { decideConstraints } from "../trust/greedy-judge.ts";
 import { fitNoise } from "../trust/noise-model.ts";
 import { git } from "../workspace/git.ts";
 import type { GitWorkspace } from "../workspace/git-workspace.ts";
@@ -145,8 +146,10 @@ export async function verifyBranches(
 /**
  * Each of `commits` measured on each of `seeds` in the run's own session (its lock, program,
  * sandbox, a worktree of its own), outside the notebook: `autolab bench` re-measures a cell's
- * baseline and best on seeds the run never used. Returns the objective's values per commit,
- * failed trials left out.
+ * baseline and best on seeds the run never used. Returns, per commit, the objective's values
+ * of the trials that succeeded and how many failed (crashed, timed out, broke a constraint or
+ * gave no finite objective): the caller decides what a failure means, it is never dropped
+ * silently.
  */
 export async function remeasure(o: {
   program: string;
@@ -156,7 +159,7 @@ export async function remeasure(o: {
   executor?: Executor;
   /** The run's trials ran on this worker fleet: so do these (the same machines, not this one). */
   fleet?: string;
-}): Promise<Map<string, number[]>> {
+}): Promise<Map<string, { values: number[]; failed: number }>> {
   const session = await openRunSession({
     program: o.program,
     tag: o.tag,
@@ -175,16 +178,19 @@ export async function remeasure(o: {
       setupStamp: join(ws.gitDir, "autolab-setup-done"),
     };
     await runSetup(deps, () => {});
-    const out = new Map<string, number[]>();
+    const out = new Map<string, { values: number[]; failed: number }>();
     for (const commit of o.commits) {
       if (out.has(commit)) continue;
       const values: number[] = [];
+      let failed = 0;
       for (const seed of o.seeds) {
         const r = await trial(deps, ws, commit, seed, `${commit.slice(0, 12)}-s${seed}`);
         const v = r.metrics[deps.program.objective.metric];
-        if (r.status === "ok" && v !== undefined && Number.isFinite(v)) values.push(v);
+        const broken = decideConstraints(deps.program, r) !== undefined;
+        if (r.status === "ok" && !broken && v !== undefined && Number.isFinite(v)) values.push(v);
+        else failed++;
       }
-      out.set(commit, values);
+      out.set(commit, { values, failed });
     }
     return out;
   } finally {

@@ -14,7 +14,9 @@ import {
   improvementIntervals,
   type LayerVerdict,
   layerVerdict,
+  MIN_REMEASURE,
   meanCurve,
+  requireRemeasured,
 } from "./bench-stats.ts";
 import type { Suite } from "./suite.ts";
 
@@ -54,7 +56,9 @@ export function benchSummary(suite: Suite, run: BenchRun): BenchSummary {
     order: suite.order,
     complete: run.cells.length === suite.configurations.length * suite.programs.length * suite.seeds.length,
     intervals: improvementIntervals(run.cells, configs, resamples, seed),
-    verdicts: suite.layers.map((l) => layerVerdict(l, run.cells, resamples, seed)),
+    verdicts: suite.layers.map((l) =>
+      requireRemeasured(layerVerdict(l, run.cells, resamples, seed), suite.remeasure),
+    ),
     curves,
     curriculum: suite.order === "curriculum" ? run.order : [],
     cells: run.cells,
@@ -167,7 +171,7 @@ export function renderBenchMarkdown(s: BenchSummary): string {
   for (const v of s.verdicts) lines.push(`- **${cell(v.label)}**: ${cell(v.line)}`);
   lines.push(
     "",
-    "A layer ships when the 95% bootstrap interval of its paired gain over the simpler configuration (same held-out program, same seed, same budget; programs resampled, then seeds) lies above zero.",
+    `A layer ships when the wider of two 95% intervals of its paired gain over the simpler configuration (same held-out program, same seed, same budget) lies above zero: the cluster bootstrap's (programs resampled, then seeds) and Student's t over the held-out programs' mean gains (over the seeds when there is one program). Values must be re-measured on at least ${MIN_REMEASURE} fresh seeds, and a failed re-measurement trial makes its cell a failed one (no improvement).`,
     "",
     "## Final improvement per configuration",
     "",

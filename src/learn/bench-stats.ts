@@ -4,6 +4,8 @@
  * per layer on held-out programs. Pure: no files, no runs.
  */
 import { mulberry32 } from "../core/random.ts";
+import { mean } from "../core/stats.ts";
+import { widerInterval } from "./tournament-stats.ts";
 
 /** One cell's result as the statistics need it. */
 export interface CellOutcome {
@@ -112,23 +114,37 @@ export interface LayerVerdict {
   label: string;
   candidate: string;
   baseline: string;
-  /** Paired differences candidate − baseline (percentage points of improvement), held-out only. */
+  /**
+   * Paired differences candidate − baseline (percentage points of improvement), held-out only:
+   * the deciding interval, the wider of `bootstrap` and `t`.
+   */
   interval: Interval;
+  /** The cluster bootstrap's 95% interval (programs, then seeds). */
+  bootstrap: { lo: number; hi: number };
+  /**
+   * Student's t 95% interval over the programs' mean differences (over the seeds when there is
+   * one program); infinite when there is one unit.
+   */
+  t: { lo: number; hi: number };
   ships: boolean;
   /** "org vs single on held-out programs: +x% ± y, ships" (or why there is no verdict). */
   line: string;
 }
 
 function signed(x: number, digits = 2): string {
+  if (!Number.isFinite(x)) return x > 0 ? "+∞" : "−∞";
   const s = x.toFixed(digits);
   return x >= 0 ? `+${s}` : s;
 }
 
 /**
- * The verdict on a layer: on held-out programs, the candidate's final improvement minus the
- * baseline configuration's, paired by (program, seed) — same program, same seed, same budget —
- * with the cluster bootstrap's 95% interval. It ships when the interval's lower bound is above
- * zero: the layer credibly beats the simpler one on programs nobody tuned on.
+ * The verdict on a layer (issue #38): on held-out programs, the candidate's final improvement
+ * minus the baseline configuration's, paired by (program, seed) — same program, same seed, same
+ * budget. It ships only when the lower bound of the wider of two 95% intervals is above zero:
+ * the cluster bootstrap's (programs, then seeds) and Student's t over the programs' mean
+ * differences (`widerInterval`, the tournament's rule). The claim is about programs not yet
+ * seen, so the programs are the units: over 2–3 of them the bootstrap alone is far too narrow.
+ * With one held-out program the units are its seeds, and the claim is about that program only.
  */
 export function layerVerdict(
   layer: { label: string; candidate: string; baseline: string },
@@ -146,21 +162,60 @@ export function layerVerdict(
     const b = base.get(`${c.program}\u0000${c.seed}`);
     if (b) pairs.push({ ...c, improvement: c.improvement - b.improvement });
   }
-  const interval = clusterBootstrap(
-    byProgram(pairs, (c) => c.improvement),
-    resamples,
-    seed,
-  );
+  const groups = byProgram(pairs, (c) => c.improvement);
+  const boot = clusterBootstrap(groups, resamples, seed);
   const head = `${layer.candidate} vs ${layer.baseline} on held-out programs`;
-  if (interval.cells === 0)
-    return { ...layer, interval, ships: false, line: `${head}: no paired held-out cells, does not ship` };
+  if (boot.cells === 0) {
+    const none = { lo: Number.NaN, hi: Number.NaN };
+    return {
+      ...layer,
+      interval: boot,
+      bootstrap: none,
+      t: none,
+      ships: false,
+      line: `${head}: no paired held-out cells, does not ship`,
+    };
+  }
+  const one = boot.programs === 1;
+  const units = one ? ([...groups.values()][0] as number[]) : [...groups.values()].map((g) => mean(g));
+  const wide = widerInterval(units, [boot.lo, boot.hi], 0.95);
+  const interval: Interval = { ...boot, lo: wide.lo, hi: wide.hi };
   const ships = interval.lo > 0;
   const half = (interval.hi - interval.lo) / 2;
+  const tOver = one
+    ? `Student's t over its ${units.length} seeds (one program: a claim about it alone)`
+    : `Student's t over ${boot.programs} programs`;
   return {
     ...layer,
     interval,
+    bootstrap: { lo: boot.lo, hi: boot.hi },
+    t: { lo: wide.t[0], hi: wide.t[1] },
     ships,
-    line: `${head}: ${signed(interval.mean)}% ± ${half.toFixed(2)} (95% CI [${signed(interval.lo)}, ${signed(interval.hi)}], ${interval.programs} program${interval.programs === 1 ? "" : "s"} × seeds, ${interval.cells} pairs), ${ships ? "ships" : "does not ship"}`,
+    line: `${head}: ${signed(interval.mean)}% ± ${Number.isFinite(half) ? half.toFixed(2) : "∞"} (95% CI [${signed(interval.lo)}, ${signed(interval.hi)}], the wider of the bootstrap's [${signed(boot.lo)}, ${signed(boot.hi)}] and ${tOver}, [${signed(wide.t[0])}, ${signed(wide.t[1])}]; ${interval.programs} program${interval.programs === 1 ? "" : "s"} × seeds, ${interval.cells} pairs), ${ships ? "ships" : "does not ship"}`,
+  };
+}
+
+/**
+ * Fresh seeds each cell's baseline and best must be re-measured on for a verdict to ship (issue
+ * #38; the suite's default `remeasure`): fewer leave the winner's curse of a rule that keeps
+ * lucky trials inside the verdict, and the runs' own records (`remeasure: 0`) are that curse.
+ */
+export const MIN_REMEASURE = 5;
+
+/**
+ * A verdict on values re-measured on fewer than MIN_REMEASURE fresh seeds never ships: its
+ * interval is reported as it is, and the line says why it does not ship.
+ */
+export function requireRemeasured(v: LayerVerdict, remeasure: number): LayerVerdict {
+  if (!v.ships || remeasure >= MIN_REMEASURE) return v;
+  const why =
+    remeasure === 0
+      ? "the runs' own records, not re-measured"
+      : `re-measured on ${remeasure} fresh seed${remeasure === 1 ? "" : "s"}`;
+  return {
+    ...v,
+    ships: false,
+    line: v.line.replace(/, ships$/, `, does not ship (${why}; a verdict needs at least ${MIN_REMEASURE})`),
   };
 }
 

@@ -61,7 +61,8 @@ export interface CellRecord extends CellOutcome {
   /** The run's own baseline and best when they were re-measured (Suite.remeasure). */
   runBaseline?: number;
   runBest?: number;
-  remeasured?: { trials: number; note?: string };
+  /** Fresh-seed trials per commit, and how many of them failed (then the cell is a failed one). */
+  remeasured?: { trials: number; failed?: number };
 }
 
 export interface OrderEntry extends CellKey {
@@ -228,7 +229,12 @@ function cellResult(
  * (greedy), so a verdict between rules would favour it: the baseline and the best kept commit
  * are measured again on `n` seeds the run never used (from 1,000,000 + 1,000 × the cell's seed),
  * and the cell's improvement is computed from those means. The run's own figures stay in
- * `runBaseline`/`runBest`; a re-measurement that fails keeps the run's and says so.
+ * `runBaseline`/`runBest`.
+ *
+ * A re-measurement trial that fails counts as failed, not as absent (issue #38): a kept change
+ * that crashes, breaks a constraint or gives no objective on a fresh seed is not a gain measured
+ * on fewer seeds, so the cell is a failed one (no improvement), saying which trials failed. A
+ * rule that keeps fragile changes pays for them in the verdict.
  */
 async function remeasureCell(
   r: Omit<CellRecord, "dir" | "stoppedBecause">,
@@ -244,7 +250,7 @@ async function remeasureCell(
     .sort((a, b) => b.n - a.n)[0];
   const bestCommit = kept?.commit ?? baseCommit;
   const seeds = Array.from({ length: n }, (_, i) => 1_000_000 + 1000 * key.seed + i);
-  const values = await remeasure({
+  const measured = await remeasure({
     program: p.path,
     tag: "bench",
     commits: [baseCommit, bestCommit],
@@ -252,18 +258,28 @@ async function remeasureCell(
     // On the fleet the run's trials ran on the workers: its re-measurement runs there too.
     ...(fleet ? { fleet } : {}),
   });
-  const b = values.get(baseCommit) ?? [];
-  const k = values.get(bestCommit) ?? [];
+  const b = measured.get(baseCommit) ?? { values: [], failed: n };
+  const k = measured.get(bestCommit) ?? { values: [], failed: n };
   r.runBaseline = r.baseline;
   r.runBest = r.best;
-  if (!b.length || !k.length) {
-    r.remeasured = { trials: n, note: "a re-measurement trial failed: the run's own figures are used" };
+  const failed = bestCommit === baseCommit ? b.failed : b.failed + k.failed;
+  r.remeasured = { trials: n, ...(failed ? { failed } : {}) };
+  if (failed > 0) {
+    const which = [
+      b.failed ? `${b.failed} of the baseline's` : "",
+      bestCommit !== baseCommit && k.failed ? `${k.failed} of the best kept commit's` : "",
+    ]
+      .filter(Boolean)
+      .join(" and ");
+    r.status = "failed";
+    r.error = `re-measurement on fresh seeds: ${which} ${n} trials failed (a failed trial counts as a failure, not as a missing value)`;
+    r.improvement = 0;
+    r.success = false;
     return;
   }
-  r.baseline = mean(b);
-  r.best = mean(k);
+  r.baseline = mean(b.values);
+  r.best = mean(k.values);
   r.improvement = improvementPct(r.baseline, r.best, p.objective.direction);
-  r.remeasured = { trials: n };
   r.success = kept !== undefined && r.improvement > 0;
 }
 

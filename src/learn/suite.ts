@@ -70,7 +70,7 @@ const SuiteSchema = z
     seeds: z.union([z.number().int().positive().max(1000), z.array(z.number().int().nonnegative()).min(1)]),
     layers: z.array(z.string()).default([]),
     order: z.enum(["grid", "curriculum"]).default("grid"),
-    remeasure: z.number().int().min(0).max(64).default(3),
+    remeasure: z.number().int().min(0).max(64).default(5),
     bootstrap: z
       .object({
         resamples: z.number().int().min(100).max(100_000).optional(),

@@ -510,7 +510,13 @@ export function createNoiseJudge(
           floor: model.floor,
           floored: model.source === "floor",
         };
-        return { noise, model, cand: sigmaOf(model, CANDIDATE), best: sigmaOf(model, best.n) };
+        // The scale hook (issue #38): on the log scale each side's σ is a share of its own value.
+        return {
+          noise,
+          model,
+          cand: sigmaOf(model, CANDIDATE, values.length ? mean(values) : raw),
+          best: sigmaOf(model, best.n, raw),
+        };
       };
       /** The test on the candidate's first n trials (what the judge saw after trial n). */
       const assess = (n: number) => {

@@ -20,8 +20,17 @@
  * were repeated and every repeat was identical, the objective is deterministic: decisions compare
  * exact values. With one repeated configuration, or none, σ is unknown and the judge measures
  * before it decides. Values that are not finite are left out; they never make a σ of 0.
+ *
+ * The scale (issue #38). Noise that grows with the value — timings, whose spread is a share of
+ * the time — is constant on the log scale, not in the metric's units: pooled in milliseconds
+ * over configurations ten times apart, σ is the slow ones' and nothing at the fast end can be
+ * kept. `chooseScale` picks the scale from the repeated groups themselves (Box-Cox's likelihood
+ * of λ = 0 against λ = 1 with a mean per group; the log scale only when every value is positive
+ * and the data favour it clearly), the pool, the F test and the floor are then computed on log
+ * values, and σ is reported in the metric's units at a level: `sigma` at the reference,
+ * `sigmaOf(model, n, level)` at a configuration's own value (σ_log × |level|, the delta method).
  */
-import { formatMetricTo } from "../core/format.ts";
+import { formatMetricTo, formatShare } from "../core/format.ts";
 import { fCdf, sumSquares } from "./stats.ts";
 
 /** One configuration's finite objective values (trials of one experiment at the full budget). */
@@ -43,7 +52,15 @@ export interface NoiseModelOptions {
    * the rest's. Default 0.01.
    */
   heteroAlpha?: number;
+  /** The scale σ is constant on: chosen from the data ("auto", the default) or pinned. */
+  scale?: "auto" | NoiseScale;
 }
+
+/**
+ * "raw": σ is constant in the metric's own units (additive noise). "log": σ is constant on the
+ * log scale, a share of the value (multiplicative noise, timings).
+ */
+export type NoiseScale = "raw" | "log";
 
 /** Where σ came from. */
 export type NoiseSource =
@@ -60,8 +77,11 @@ export type NoiseSource =
 
 export interface NoisierConfig {
   n: number;
+  /** Its own σ in metric units at the reference (on the log scale: logSigma × |reference|). */
   sigma: number;
   df: number;
+  /** On the log scale: its own σ of log values. */
+  logSigma?: number;
 }
 
 export interface NoiseModel {
@@ -84,11 +104,46 @@ export interface NoiseModel {
    * re-measured.
    */
   exact: number[];
-  /** One sentence: the σ and where it came from. */
+  /** One sentence: the σ, where it came from, and on which scale it is constant. */
   explain: string;
+  /** The scale the pool was computed on (see NoiseScale); σs above are in metric units at `reference`. */
+  scale: NoiseScale;
+  /** On the log scale: σ of log values (about σ as a share of the value); absent on the raw scale. */
+  logSigma?: number;
+  /** The level `sigma`, `measured` and `floor` are given at (the best's value). */
+  reference: number;
 }
 
-const DEFAULTS = { sigmaFloor: 0, relativeSigmaFloor: 1e-6, heteroAlpha: 0.001 };
+const DEFAULTS = { sigmaFloor: 0, relativeSigmaFloor: 1e-6, heteroAlpha: 0.001, scale: "auto" as const };
+
+/**
+ * How clearly the data must favour the log scale: twice the log-likelihood ratio of Box-Cox's
+ * λ = 0 against λ = 1 above χ²₁'s 95% point. Raw is the default: with levels close together the
+ * two scales fit alike and nothing changes.
+ */
+const LOG_SCALE_LR = 3.841;
+
+/**
+ * The scale on which the repeated groups' noise is constant. With a mean per group, Box-Cox's
+ * profile log-likelihood of λ = 0 against λ = 1 is N·ln(SS_raw / (ġ²·SS_log)), N the values of
+ * the repeated groups, ġ their geometric mean, SS the within-group sums of squares of the values
+ * and of their logs. It needs two or more repeated groups whose levels differ (with one, or
+ * with equal levels, both scales fit alike) and every value above zero.
+ */
+export function chooseScale(groups: readonly ConfigValues[]): { scale: NoiseScale; lr: number } {
+  const all = clean(groups);
+  const repeated = all.filter((g) => g.values.length >= 2);
+  const values = repeated.flatMap((g) => g.values);
+  // Every value of the run, repeated or not, must be positive: a log is taken of each.
+  if (repeated.length < 2 || all.some((g) => g.values.some((v) => !(v > 0))))
+    return { scale: "raw", lr: Number.NaN };
+  const ssRaw = repeated.reduce((a, g) => a + sumSquares(g.values), 0);
+  const ssLog = repeated.reduce((a, g) => a + sumSquares(g.values.map(Math.log)), 0);
+  if (!(ssRaw > 0 && ssLog > 0)) return { scale: "raw", lr: Number.NaN };
+  const logG = values.reduce((a, v) => a + Math.log(v), 0) / values.length;
+  const lr = values.length * (Math.log(ssRaw) - Math.log(ssLog) - 2 * logG);
+  return { scale: lr > LOG_SCALE_LR ? "log" : "raw", lr };
+}
 
 /**
  * Identical repeats a configuration needs, while other configurations vary, before its value is
@@ -111,23 +166,41 @@ export function fitNoise(
   options: NoiseModelOptions = {},
 ): NoiseModel {
   const o = { ...DEFAULTS, ...options };
-  const floor = Math.max(
-    o.sigmaFloor,
-    o.relativeSigmaFloor * Math.abs(Number.isFinite(reference) ? reference : 0),
-  );
+  const level = Math.abs(Number.isFinite(reference) ? reference : 0);
+  const positive = clean(groups).every((g) => g.values.every((v) => v > 0));
+  const scale: NoiseScale =
+    o.scale === "auto"
+      ? level > 0
+        ? chooseScale(groups).scale
+        : "raw"
+      : o.scale === "log" && positive && level > 0
+        ? "log"
+        : "raw";
+  const log = scale === "log";
+  // On the log scale everything below is in log units (a share of the value) until `toMetric`.
+  const toMetric = (x: number) => (log ? x * level : x);
+  const floor = log
+    ? Math.max(o.sigmaFloor / level, o.relativeSigmaFloor)
+    : Math.max(o.sigmaFloor, o.relativeSigmaFloor * level);
   const all = clean(groups)
     .filter((g) => g.values.length >= 2)
     .map((g) => {
       // Identical values are tested as such: their mean can differ from them in the last bit.
       const same = g.values.every((v) => v === g.values[0]);
-      return { n: g.n, ss: same ? 0 : sumSquares(g.values), df: g.values.length - 1 };
+      return {
+        n: g.n,
+        ss: same ? 0 : sumSquares(log ? g.values.map(Math.log) : g.values),
+        df: g.values.length - 1,
+      };
     });
   // A configuration whose repeats were identical while others varied is exact (deterministic
   // itself): its zeros would pull the pool's σ down for everyone else, so it is left out.
   const varied = all.some((g) => g.ss > 0);
   const exact = varied ? all.filter((g) => g.ss === 0 && g.df + 1 >= EXACT_REPEATS).map((g) => g.n) : [];
   const repeated = all.filter((g) => !exact.includes(g.n));
-  const prior = o.prior && o.prior.sigma > 0 && o.prior.df > 0 ? o.prior : undefined;
+  const given = o.prior && o.prior.sigma > 0 && o.prior.df > 0 ? o.prior : undefined;
+  // A prior is in metric units at the reference: on the log scale, a share of it.
+  const prior = given && log ? { sigma: given.sigma / level, df: given.df } : given;
   const priorSs = prior ? prior.df * prior.sigma ** 2 : 0;
   const priorDf = prior?.df ?? 0;
 
@@ -141,7 +214,8 @@ export function fitNoise(
     if (!(restDf > 0 && restVar > 0)) break;
     const f = g.ss / g.df / restVar;
     if (1 - fCdf(f, g.df, restDf) >= o.heteroAlpha) break;
-    noisier.push({ n: g.n, sigma: Math.sqrt(g.ss / g.df), df: g.df });
+    const own = Math.sqrt(g.ss / g.df);
+    noisier.push({ n: g.n, sigma: toMetric(own), df: g.df, ...(log ? { logSigma: own } : {}) });
     pool = rest;
   }
   const ss = pool.reduce((a, r) => a + r.ss, 0);
@@ -149,20 +223,36 @@ export function fitNoise(
   const trials = pool.reduce((a, r) => a + r.df + 1, 0);
   const configs = pool.length;
   const measured = dfRepeats > 0 && ss > 0 ? Math.sqrt(ss / dfRepeats) : dfRepeats > 0 ? 0 : Number.NaN;
-  const base = { measured, floor, configs, trials, noisier, exact };
+  const base = {
+    measured: toMetric(measured),
+    floor: toMetric(floor),
+    configs,
+    trials,
+    noisier,
+    exact,
+    scale,
+    reference,
+  };
   const from = `${configs} configuration${configs === 1 ? "" : "s"} and ${trials} trials`;
-  const priorText = prior
-    ? ` and the prior σ ${formatMetricTo(prior.sigma, 3)} (${prior.df} degrees of freedom)`
+  const priorText = given
+    ? ` and the prior σ ${formatMetricTo(given.sigma, 3)} (${given.df} degrees of freedom)`
+    : "";
+  /** σ in the metric's units, and on the log scale as the share of the value it is. */
+  const sigmaText = (x: number) =>
+    log ? `${formatMetricTo(toMetric(x), 3)} (${formatShare(x)} of the value)` : formatMetricTo(x, 3);
+  const scaleText = log
+    ? "; on the log scale: the spread grows with the value, so σ is a share of each configuration's value"
     : "";
 
   if (dfRepeats === 0 || (ss === 0 && !prior)) {
     if (dfRepeats === 0 && prior) {
       return {
         ...base,
-        sigma: Math.max(prior.sigma, floor),
+        sigma: toMetric(Math.max(prior.sigma, floor)),
+        ...(log ? { logSigma: Math.max(prior.sigma, floor) } : {}),
         df: prior.df,
         source: "prior",
-        explain: `σ ${formatMetricTo(Math.max(prior.sigma, floor), 3)} is the prior (nothing repeated yet)`,
+        explain: `σ ${sigmaText(Math.max(prior.sigma, floor))} is the prior (nothing repeated yet)`,
       };
     }
     if (ss === 0 && configs >= 2 && noisier.length === 0) {
@@ -187,7 +277,7 @@ export function fitNoise(
   }
   const pooled = Math.sqrt((ss + priorSs) / (dfRepeats + priorDf));
   const noisierText = noisier.length
-    ? `; ${noisier.map((c) => `#${c.n}`).join(", ")} ${noisier.length === 1 ? "is" : "are"} clearly noisier (σ ${noisier.map((c) => formatMetricTo(c.sigma, 3)).join(", ")}) and ${noisier.length === 1 ? "is" : "are"} judged with ${noisier.length === 1 ? "its" : "their"} own`
+    ? `; ${noisier.map((c) => `#${c.n}`).join(", ")} ${noisier.length === 1 ? "is" : "are"} clearly noisier (σ ${noisier.map((c) => (c.logSigma !== undefined ? sigmaText(c.logSigma) : formatMetricTo(c.sigma, 3))).join(", ")}) and ${noisier.length === 1 ? "is" : "are"} judged with ${noisier.length === 1 ? "its" : "their"} own`
     : "";
   const named = exact.filter((n) => n >= 0);
   const exactText = named.length
@@ -196,18 +286,20 @@ export function fitNoise(
   if (pooled < floor) {
     return {
       ...base,
-      sigma: floor,
+      sigma: toMetric(floor),
+      ...(log ? { logSigma: floor } : {}),
       df: dfRepeats + priorDf,
       source: "floor",
-      explain: `σ ${formatMetricTo(floor, 3)} is the floor (1e-6 of the best, the digits metrics are shown with): the repeats of ${from} were ${ss === 0 ? "identical" : `nearly identical (σ ${formatMetricTo(Math.sqrt(ss / dfRepeats), 3)})`}${noisierText}${exactText}`,
+      explain: `σ ${formatMetricTo(toMetric(floor), 3)} is the floor (1e-6 of the best, the digits metrics are shown with): the repeats of ${from} were ${ss === 0 ? "identical" : `nearly identical (σ ${sigmaText(Math.sqrt(ss / dfRepeats))})`}${noisierText}${exactText}${scaleText}`,
     };
   }
   return {
     ...base,
-    sigma: pooled,
+    sigma: toMetric(pooled),
+    ...(log ? { logSigma: pooled } : {}),
     df: dfRepeats + priorDf,
     source: "pooled",
-    explain: `σ ${formatMetricTo(pooled, 3)} pooled from ${from}${priorText}${noisierText}${exactText}`,
+    explain: `σ ${sigmaText(pooled)} pooled from ${from}${priorText}${noisierText}${exactText}${scaleText}`,
   };
 }
 
@@ -218,11 +310,22 @@ export function fitNoise(
 export function sigmaOf(
   model: NoiseModel,
   n: number,
+  /**
+   * The configuration's value (its mean): on the log scale σ is a share of it, so a fast
+   * configuration's σ is smaller than a slow one's. Default: the reference. Ignored on the raw scale.
+   */
+  level?: number,
 ): { sigma: number; df: number; own: boolean; exact: boolean } {
   if (model.exact.includes(n)) return { sigma: 0, df: 0, own: true, exact: true };
   const own = model.noisier.find((c) => c.n === n);
-  if (own) return { sigma: Math.max(own.sigma, model.floor), df: own.df, own: true, exact: false };
-  return { sigma: model.sigma, df: model.df, own: false, exact: false };
+  // σ given at the reference, moved to `level` on the log scale (σ_log × |level|).
+  const at = (x: number) => {
+    if (model.scale !== "log" || level === undefined || !Number.isFinite(level)) return x;
+    const ref = Math.abs(model.reference);
+    return ref > 0 ? (x * Math.abs(level)) / ref : x;
+  };
+  if (own) return { sigma: at(Math.max(own.sigma, model.floor)), df: own.df, own: true, exact: false };
+  return { sigma: at(model.sigma), df: model.df, own: false, exact: false };
 }
 
 /** Every value identical across the run (a constant metric): nothing can ever be better. */

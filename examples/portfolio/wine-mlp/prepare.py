@@ -1,0 +1,45 @@
+# wine-mlp (portfolio): the data. PROTECTED: experiments may not edit this file.
+#
+# Writes a fixed split of scikit-learn's wine (178 wines, 13 chemical measurements, 3 cultivars) under ./data, the same rows on every
+# machine (the split's own seed, never the trial's):
+#   train_x.npy, train_y.npy   50 training rows: few, so training is noisy
+#   val_x.npy                  64 validation rows (features)    val_y.npy: their targets
+#   test_x.npy                 64 test rows (features)         test_y.npy: their targets
+# val_y.npy and test_y.npy are holdout files: only evaluate.py reads them.
+import os
+
+import numpy as np
+
+DATA_DIR = os.path.join(os.getcwd(), "data")
+VERSION = "wine-mlp-1"
+ROWS = {"train": 50, "val": 64, "test": 64}
+
+
+def load():
+    """The whole data set as (features, targets), from scikit-learn (bundled or generated)."""
+    from sklearn.datasets import load_wine
+    d = load_wine()
+    return d.data, d.target
+
+
+def prepare():
+    stamp = os.path.join(DATA_DIR, "version.txt")
+    if os.path.exists(stamp) and open(stamp).read() == VERSION:
+        return False
+    x, y = load()
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    order = np.random.default_rng(102).permutation(len(x))
+    a, b = ROWS["train"], ROWS["train"] + ROWS["val"]
+    parts = {"train": order[:a], "val": order[a:b], "test": order[b : b + ROWS["test"]]}
+    os.makedirs(DATA_DIR, exist_ok=True)
+    for part, idx in parts.items():
+        np.save(os.path.join(DATA_DIR, f"{part}_x.npy"), x[idx])
+        np.save(os.path.join(DATA_DIR, f"{part}_y.npy"), y[idx])
+    with open(stamp, "w") as f:
+        f.write(VERSION)
+    return True
+
+
+if __name__ == "__main__":
+    print(f"prepare: {'wrote' if prepare() else 'up to date'} {DATA_DIR}")
