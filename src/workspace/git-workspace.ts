@@ -421,7 +421,7 @@ export class GitWorkspace implements Workspace {
       ps.map((p) => normalizeRel(this.toRepoPath(p))).filter((p) => p !== ".." && !p.startsWith("../"));
     await removeStrays({ root: this.worktree, tree, keep: repoPaths(keep) });
     await this.g(["reset", "-q", "--hard", commit]);
-    return outputs.length ? refuseOutputs(this.worktree, repoPaths(outputs)) : [];
+    return outputs.length ? refuseOutputs(this.worktree, repoPaths(outputs), tree) : [];
   }
 
   async ratchetLastMove(): Promise<string> {

@@ -212,8 +212,14 @@ export async function removeStrays(input: ResetInput): Promise<void> {
  * where a file was declared) is removed here, before evaluate could open or follow it. A missing
  * output is not refused here (the caller reports it as not written).
  */
-export async function refuseOutputs(root: string, outputs: string[]): Promise<string[]> {
+export async function refuseOutputs(
+  root: string,
+  outputs: string[],
+  /** The commit's entries: the directories they need are never removed. */
+  tree: Map<string, number>,
+): Promise<string[]> {
   const rootKey = byteKey(root);
+  const committedDirs = ancestors(tree.keys());
   const reasons: string[] = [];
   for (const out of outputs) {
     const key = byteKey(out);
@@ -223,6 +229,15 @@ export async function refuseOutputs(root: string, outputs: string[]): Promise<st
     if (!problem) continue;
     reasons.push(`${shownPath(key)} ${problem}`);
     await removeAt(rootKey, key, st);
+    // Directories that held only the refused output go with it, as the walk would have removed them.
+    for (const dir of [...ancestors([key])].reverse()) {
+      if (committedDirs.has(dir)) break;
+      const names = await readdir(at(rootKey, dir)).catch(() => ["?"]);
+      if (names.length > 0) break;
+      await rmdir(at(rootKey, dir)).catch((err: unknown) => {
+        throw failed(dir, "removed", err);
+      });
+    }
   }
   return reasons;
 }
