@@ -365,6 +365,22 @@ for f in json.loads(sys.stdin.read()):
     );
   });
 
+  it("lists what setup leaves as the reset sees it: empty directories and FIFOs too (untrackedPaths)", async () => {
+    await ws.cleanTree(base, []);
+    apply(ws.worktree, [
+      op(["made"], "dir"),
+      op(["pipe"], "fifo"),
+      op(["d", "x"], "file"),
+      op(["data", "new.csv"], "file"),
+      op(["data", "deep", "empty"], "dir"),
+    ]);
+    expect(await ws.untrackedPaths()).toEqual(["d/", "data/deep/empty/", "data/new.csv", "made/", "pipe"]);
+    await ws.cleanTree(base, ["made", "pipe"]);
+    expect(await ws.untrackedPaths()).toEqual(["made/", "pipe"]);
+    await ws.cleanTree(base, []);
+    expect(await ws.untrackedPaths()).toEqual([]);
+  });
+
   it("names what it cannot remove (RESET_FAILED) instead of leaving it", async () => {
     let immutable = true;
     const f = join(ws.worktree, "pinned");

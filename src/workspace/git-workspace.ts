@@ -8,7 +8,7 @@ import { fileMatcher, isGlob, literalBase } from "../core/file-patterns.ts";
 import type { DiffStats } from "../core/ledger.ts";
 import type { Snapshot, Workspace } from "../core/workspace.ts";
 import { git, gitRaw, SAFE_GIT_CONFIG } from "./git.ts";
-import { parseTree, refuseOutputs, removeStrays } from "./reset.ts";
+import { parseTree, refuseOutputs, removeStrays, strays } from "./reset.ts";
 
 export interface RepoInfo {
   /** Top level of the user's git checkout. */
@@ -394,23 +394,12 @@ export class GitWorkspace implements Workspace {
   }
 
   async untrackedPaths(): Promise<string[]> {
-    return (await this.listUntracked()).map((p) => this.fromRepoPath(p));
-  }
-
-  /** Untracked and ignored entries, repo-relative, directories collapsed ("data/"). */
-  private async listUntracked(): Promise<string[]> {
-    const out = await this.g([
-      "status",
-      "--porcelain=v1",
-      "-z",
-      "--ignored=traditional",
-      "--untracked-files=normal",
-      "--no-renames",
-    ]);
-    return out
-      .split("\0")
-      .filter((e) => e.startsWith("?? ") || e.startsWith("!! "))
-      .map((e) => e.slice(3));
+    // The reset's own view (src/workspace/reset.ts), not git status's: an empty directory or a
+    // FIFO setup made is setup's, kept in every trial like its files.
+    const tree = parseTree(await gitBuffer(this.worktree, ["ls-tree", "-r", "-z", "--full-tree", "HEAD"]));
+    return (await strays(this.worktree, tree)).map((p) =>
+      this.fromRepoPath(Buffer.from(p, "latin1").toString("utf8")),
+    );
   }
 
   async cleanTree(commit: string, keep: string[], outputs: string[] = []): Promise<string[]> {

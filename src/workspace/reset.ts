@@ -206,6 +206,39 @@ export async function removeStrays(input: ResetInput): Promise<void> {
 }
 
 /**
+ * What the walk would remove, without removing it: the top-most entries of `root` that are not
+ * the commit's nor on the way to them (empty directories, FIFOs and names of any bytes included),
+ * as byte-string paths, directories with a trailing "/". How setup's files are found (a
+ * directory setup made, even empty, is setup's). Committed entries of the wrong kind are not
+ * listed, and a directory that cannot be read is not entered.
+ */
+export async function strays(root: string, tree: Map<string, number>): Promise<string[]> {
+  const rootKey = byteKey(root);
+  const dirs = ancestors(tree.keys());
+  const out: string[] = [];
+  const walk = async (rel: string): Promise<void> => {
+    let names: Buffer[];
+    try {
+      names = await readdir(at(rootKey, rel), { encoding: "buffer" });
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const name = n.toString("latin1");
+      if (rel === "" && name === ".git") continue;
+      const child = rel ? `${rel}/${name}` : name;
+      if (tree.has(child)) continue;
+      const st = await statAt(rootKey, child);
+      if (!st) continue;
+      if (dirs.has(child) && st.isDirectory()) await walk(child);
+      else if (!dirs.has(child)) out.push(st.isDirectory() ? `${child}/` : child);
+    }
+  };
+  await walk("");
+  return out.sort();
+}
+
+/**
  * Declared outputs (repo-relative) that evaluate must not open, each with its reason: an output
  * is a regular file, or a directory whose tree holds regular files (at least one) and
  * directories only. Anything else (a FIFO, a socket, a device, a symlink, an empty directory
