@@ -18,7 +18,7 @@ const E2E = [
   "test/**/*.e2e.test.ts",
   "test/adversarial/**/*.test.ts",
   "test/{builtin-parallel,cli,dashboard.browser,disk-full,export-trajectories,file-patterns,holdout-redaction,ladder,library,loop}.test.ts",
-  "test/{parallel,resume,run-budget,run-start,runner,sandbox,search-faults,slurm-executor,tiny-lm,trust-holdout-alarm,workspace}.test.ts",
+  "test/{parallel,resume,run-budget,run-start,runner,sandbox,search-faults,slurm-executor,tiny-lm,trust-holdout-alarm,workspace,workspace-reset}.test.ts",
 ];
 
 export default defineConfig({

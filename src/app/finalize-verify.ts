@@ -15,7 +15,7 @@ import type { LoopDeps } from "../core/loop-deps.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { runSetup, setupFilesOf } from "../core/setup.ts";
 import { mean } from "../core/stats.ts";
-import { graderFor, pristineForTrial } from "../core/trial-step.ts";
+import { graderFor, pristineForTrial, refusedOutputs } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
 import { decideConstraints } from "../trust/greedy-judge.ts";
@@ -231,7 +231,12 @@ async function trial(
     beforeEvaluate: async () => {
       const tampered = await ws.verifyProtected(allowed);
       if (tampered) return { status: "tampered", reason: tampered };
-      await ws.cleanTree(commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
+      const refused = await ws.cleanTree(
+        commit,
+        [...setupFiles, ...caches, ...program.outputs],
+        program.outputs,
+      );
+      if (refused.length) return { status: "crash", reason: refusedOutputs(refused) };
       const missing = program.outputs.filter((o) => !existsSync(join(ws.projectDir, o)));
       return missing.length
         ? { status: "crash", reason: `the command did not write ${missing.join(", ")}` }

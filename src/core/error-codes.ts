@@ -272,6 +272,12 @@ export const ERROR_CODES = {
   PROGRAM_UNREADABLE: { kind: "user", http: 400, meaning: "program.md cannot be read" },
   PROTECTED_CHANGED: { kind: "user", http: 409, meaning: "a protected file differs from its pinned hash" },
   RATCHET_MOVED: { kind: "user", http: 409, meaning: "the ratchet branch was moved outside autolab" },
+  RESET_FAILED: {
+    kind: "user",
+    http: 500,
+    meaning:
+      "something in a run's worktree cannot be removed, so a trial cannot start (or be scored) in a pristine tree",
+  },
   ROLE_INVALID: { kind: "user", http: 400, meaning: "an org role file does not validate" },
   RUBRIC_INVALID: {
     kind: "user",

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { crashPoint } from "./crash-points.ts";
-import { AutolabError } from "./errors.ts";
+import { AutolabError, isAutolabError } from "./errors.ts";
 import type { LoopEvent } from "./events.ts";
 import { bestOf } from "./experiments.ts";
 import type { Rung } from "./ladder.ts";
@@ -66,8 +66,14 @@ export function beforeEvaluateFor(
   return async () => {
     const tampered = await ws.verifyProtected(allowed);
     if (tampered) return { status: "tampered", reason: tampered };
-    // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs.
-    await ws.cleanTree(commit, [...setupFiles, ...caches, ...program.outputs], program.outputs);
+    // Evaluate runs on a pristine tree: the commit, setup's files and the declared outputs, each
+    // a regular file or a directory of them (a FIFO would hold evaluate until its timeout).
+    const refused = await ws.cleanTree(
+      commit,
+      [...setupFiles, ...caches, ...program.outputs],
+      program.outputs,
+    );
+    if (refused.length) return { status: "crash", reason: refusedOutputs(refused) };
     const missing = program.outputs.filter((o) => !existsSync(join(ws.projectDir, o)));
     if (missing.length === 0) return undefined;
     return {
@@ -75,6 +81,11 @@ export function beforeEvaluateFor(
       reason: `the command did not write its declared output${missing.length > 1 ? "s" : ""} ${missing.join(", ")} (outputs: in program.md; a symlink does not count)`,
     };
   };
+}
+
+/** A trial's reason for declared outputs refused before evaluate (the workspace's reasons). */
+export function refusedOutputs(refused: readonly string[]): string {
+  return `declared output refused before evaluate: ${refused.join("; ")} (outputs: in program.md are regular files or directories of them)`;
 }
 
 /**
@@ -138,7 +149,17 @@ export async function runTrial(
   // Whatever an earlier trial or researcher left behind is gone: the committed tree, setup's
   // files and declared caches, nothing else (docs/security.md).
   const setupFiles = setupFilesOf(deps);
-  const allowed = await pristineForTrial(deps, ws, exp0.commit);
+  // A tree that cannot be made pristine fails this trial closed, with the reason (the run goes
+  // on: TRIALS_FAILING stops it if nothing changes).
+  let allowed: string[];
+  let notPristine: string | undefined;
+  try {
+    allowed = await pristineForTrial(deps, ws, exp0.commit);
+  } catch (err) {
+    if (!isAutolabError(err) || err.code !== "RESET_FAILED") throw err;
+    notPristine = `the trial's tree could not be made pristine: ${err.message}`;
+    allowed = [...setupFiles, ...(deps.confinement?.projectCaches ?? []), ...program.outputs];
+  }
   const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
   const seed = run.seed + (seedIndex === "next" ? nextSeedIndex(program, run.seed, exp) : seedIndex);
@@ -188,39 +209,41 @@ export async function runTrial(
       : undefined;
   const prune = new AbortController();
   const sandbox = deps.confinement?.trial(ws, setupFiles, deps.slot?.env ?? {});
-  const result = await executor.runTrial({
-    cwd: ws.projectDir,
-    command: program.run.command,
-    ...(program.run.evaluate ? { evaluate: program.run.evaluate } : {}),
-    budgetMs,
-    graceMs: rung?.graceMs ?? program.run.graceMs,
-    evaluateTimeoutMs: program.run.evaluateTimeoutMs,
-    seed,
-    logDir,
-    env,
-    objective: program.objective.metric,
-    beforeEvaluate: beforeEvaluateFor(deps, ws, exp.commit, allowed),
-    ...(program.run.rubric
-      ? {
-          grade: graderFor(deps, ws.projectDir, logDir, seed - run.seed, signal, (m) =>
-            emit({ type: "warning", message: `#${exp.n} trial ${attempt}: ${m}` }),
-          ),
-        }
-      : {}),
-    ...(sandbox ? { sandbox } : {}),
-    onMetric: (name, value, elapsedMs) => {
-      if (name !== progressName) return;
-      const x = (elapsedMs ?? Date.now() - startedAt) / budgetMs;
-      curve.push([x, value]);
-      emit({ type: "progress", n: exp.n, name, value });
-      if (pruner && !prune.signal.aborted) {
-        const verdict = pruner.observe(x, value);
-        if (verdict.prune) prune.abort(verdict.reason);
-      }
-    },
-    ...(pruner ? { prune: prune.signal } : {}),
-    ...(signal ? { signal } : {}),
-  });
+  const result = notPristine
+    ? notRunResult({ seed, command: program.run.command }, "crash", notPristine)
+    : await executor.runTrial({
+        cwd: ws.projectDir,
+        command: program.run.command,
+        ...(program.run.evaluate ? { evaluate: program.run.evaluate } : {}),
+        budgetMs,
+        graceMs: rung?.graceMs ?? program.run.graceMs,
+        evaluateTimeoutMs: program.run.evaluateTimeoutMs,
+        seed,
+        logDir,
+        env,
+        objective: program.objective.metric,
+        beforeEvaluate: beforeEvaluateFor(deps, ws, exp.commit, allowed),
+        ...(program.run.rubric
+          ? {
+              grade: graderFor(deps, ws.projectDir, logDir, seed - run.seed, signal, (m) =>
+                emit({ type: "warning", message: `#${exp.n} trial ${attempt}: ${m}` }),
+              ),
+            }
+          : {}),
+        ...(sandbox ? { sandbox } : {}),
+        onMetric: (name, value, elapsedMs) => {
+          if (name !== progressName) return;
+          const x = (elapsedMs ?? Date.now() - startedAt) / budgetMs;
+          curve.push([x, value]);
+          emit({ type: "progress", n: exp.n, name, value });
+          if (pruner && !prune.signal.aborted) {
+            const verdict = pruner.observe(x, value);
+            if (verdict.prune) prune.abort(verdict.reason);
+          }
+        },
+        ...(pruner ? { prune: prune.signal } : {}),
+        ...(signal ? { signal } : {}),
+      });
   if (curve.length) result.progress = curve;
   if (
     result.status === "crash" &&

@@ -30,12 +30,14 @@ export interface Workspace {
    */
   changes(since: Snapshot): Promise<string[]>;
   /**
-   * Puts the worktree at `commit` and removes every untracked and ignored file except those
-   * under `keep` (setup's files, declared caches, declared outputs) and symlinks under
-   * `outputs`: what a trial wrote is gone, whatever it was. Fails closed (throws) when
-   * something cannot be removed.
+   * The byte-exact reset (docs/security.md): afterwards the worktree holds `commit`'s files with
+   * their committed modes, the paths under `keep` (setup's files, declared caches, declared
+   * outputs) and nothing else, whatever was there (any name, empty or unreadable directories,
+   * FIFOs, sockets, links). Returns why declared `outputs` that are not regular files or
+   * directories of them were refused (and removed), so evaluate never opens one. Fails closed:
+   * throws RESET_FAILED when something cannot be removed.
    */
-  cleanTree(commit: string, keep: string[], outputs?: string[]): Promise<void>;
+  cleanTree(commit: string, keep: string[], outputs?: string[]): Promise<string[]>;
   /** Untracked and ignored paths now (directories as "dir/"), relative to the program's directory. */
   untrackedPaths(): Promise<string[]>;
   /** Who or what last moved the ratchet branch, from git's reflog ("" when unknown). */

@@ -1,13 +1,14 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { appendFile, lstat, mkdir, readdir, readFile, realpath, rm } from "node:fs/promises";
+import { appendFile, lstat, mkdir, readFile, realpath, rm } from "node:fs/promises";
 import { basename, join, posix, relative, resolve, sep } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { fileMatcher, isGlob, literalBase } from "../core/file-patterns.ts";
 import type { DiffStats } from "../core/ledger.ts";
 import type { Snapshot, Workspace } from "../core/workspace.ts";
 import { git, gitRaw, SAFE_GIT_CONFIG } from "./git.ts";
+import { parseTree, refuseOutputs, removeStrays, strays } from "./reset.ts";
 
 export interface RepoInfo {
   /** Top level of the user's git checkout. */
@@ -393,56 +394,23 @@ export class GitWorkspace implements Workspace {
   }
 
   async untrackedPaths(): Promise<string[]> {
-    return (await this.listUntracked()).map((p) => this.fromRepoPath(p));
+    // The reset's own view (src/workspace/reset.ts), not git status's: an empty directory or a
+    // FIFO setup made is setup's, kept in every trial like its files.
+    const tree = parseTree(await gitBuffer(this.worktree, ["ls-tree", "-r", "-z", "--full-tree", "HEAD"]));
+    return (await strays(this.worktree, tree)).map((p) =>
+      this.fromRepoPath(Buffer.from(p, "latin1").toString("utf8")),
+    );
   }
 
-  /** Untracked and ignored entries, repo-relative, directories collapsed ("data/"). */
-  private async listUntracked(): Promise<string[]> {
-    const out = await this.g([
-      "status",
-      "--porcelain=v1",
-      "-z",
-      "--ignored=traditional",
-      "--untracked-files=normal",
-      "--no-renames",
-    ]);
-    return out
-      .split("\0")
-      .filter((e) => e.startsWith("?? ") || e.startsWith("!! "))
-      .map((e) => e.slice(3));
-  }
-
-  async cleanTree(commit: string, keep: string[], outputs: string[] = []): Promise<void> {
+  async cleanTree(commit: string, keep: string[], outputs: string[] = []): Promise<string[]> {
+    // One ls-tree and one walk (src/workspace/reset.ts), then git writes what the walk removed or
+    // what a trial changed: no per-file git call on this path (it runs twice per trial).
+    const tree = parseTree(await gitBuffer(this.worktree, ["ls-tree", "-r", "-z", "--full-tree", commit]));
+    const repoPaths = (ps: string[]) =>
+      ps.map((p) => normalizeRel(this.toRepoPath(p))).filter((p) => p !== ".." && !p.startsWith("../"));
+    await removeStrays({ root: this.worktree, tree, keep: repoPaths(keep) });
     await this.g(["reset", "-q", "--hard", commit]);
-    const keepAbs = keep.map((k) => resolve(this.projectDir, k));
-    const outAbs = outputs.map((k) => resolve(this.projectDir, k));
-    const within = (p: string, dir: string) => p === dir || p.startsWith(dir + sep);
-    // Walks an untracked path: kept, removed whole, or (when something kept lies inside) entered.
-    const visit = async (abs: string): Promise<void> => {
-      const st = await lstat(abs).catch(() => undefined);
-      if (!st) return;
-      const inOutput = outAbs.some((o) => within(abs, o));
-      if (st.isSymbolicLink() && inOutput) {
-        await rm(abs, { force: true }); // an output that points elsewhere is not the trial's output
-        return;
-      }
-      if (keepAbs.some((k) => within(abs, k))) {
-        if (inOutput && st.isDirectory()) for (const e of await readdir(abs)) await visit(join(abs, e));
-        return;
-      }
-      if (st.isDirectory() && keepAbs.some((k) => within(k, abs))) {
-        for (const e of await readdir(abs)) await visit(join(abs, e));
-        return;
-      }
-      await rm(abs, { recursive: true, force: true });
-    };
-    for (const p of await this.listUntracked()) {
-      const abs = resolve(this.worktree, p);
-      if (!within(abs, this.worktree) || abs === this.worktree) continue;
-      // The worktree's own .git file is git's, never a trial's.
-      if (abs === join(this.worktree, ".git")) continue;
-      await visit(abs);
-    }
+    return outputs.length ? refuseOutputs(this.worktree, repoPaths(outputs), tree) : [];
   }
 
   async ratchetLastMove(): Promise<string> {
