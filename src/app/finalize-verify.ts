@@ -15,6 +15,7 @@ import type { LoopDeps } from "../core/loop-deps.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { runSetup, setupFilesOf } from "../core/setup.ts";
 import { mean } from "../core/stats.ts";
+import { outsideSeeds, usedSeeds } from "../core/trial-seeds.ts";
 import { graderFor, pristineForTrial } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
@@ -70,6 +71,9 @@ export async function verifyBranches(
       `verify: ${opts.trials} trial${opts.trials === 1 ? "" : "s"} each of the base and every branch, ${deps.confinement?.description ?? "unsandboxed (no confinement given)"}`,
     );
     await runSetup(deps, () => {});
+    // Seeds no trial of the run used (src/core/trial-seeds.ts): code that remembers the seeds it
+    // has seen cannot recognise them. The same seeds for every commit: the comparisons are paired.
+    const seeds = outsideSeeds(run, usedSeeds(ledger.listExperiments(run.id)), opts.trials);
     const measured = new Map<string, number[]>(); // tree → objective values (failed trials left out)
     const failures = new Map<string, string>();
     const measure = async (commit: string, label: string): Promise<string> => {
@@ -78,7 +82,7 @@ export async function verifyBranches(
       const values: number[] = [];
       for (let i = 0; i < opts.trials; i++) {
         progress(`verify: ${label} trial ${i + 1}/${opts.trials}`);
-        const r = await trial(deps, ws, commit, run.seed + i, `${tree.slice(0, 12)}-${i + 1}`);
+        const r = await trial(deps, ws, commit, seeds[i] as number, i, `${tree.slice(0, 12)}-${i + 1}`);
         const v = r.metrics[deps.program.objective.metric];
         if (r.status === "ok" && v !== undefined && Number.isFinite(v)) values.push(v);
         else failures.set(tree, `${r.status}${r.reason ? `: ${r.reason.split("\n")[0]}` : ""}`);
@@ -143,16 +147,17 @@ export async function verifyBranches(
 }
 
 /**
- * Each of `commits` measured on each of `seeds` in the run's own session (its lock, program,
+ * Each of `commits` measured on `seeds` fresh seeds in the run's own session (its lock, program,
  * sandbox, a worktree of its own), outside the notebook: `autolab bench` re-measures a cell's
- * baseline and best on seeds the run never used. Returns the objective's values per commit,
- * failed trials left out.
+ * baseline and best on seeds the run never used (drawn at random, the same for every commit).
+ * Returns the objective's values per commit, failed trials left out.
  */
 export async function remeasure(o: {
   program: string;
   tag: string;
   commits: string[];
-  seeds: number[];
+  /** How many seeds (each commit runs once on each). */
+  seeds: number;
   executor?: Executor;
   /** The run's trials ran on this worker fleet: so do these (the same machines, not this one). */
   fleet?: string;
@@ -175,12 +180,14 @@ export async function remeasure(o: {
       setupStamp: join(ws.gitDir, "autolab-setup-done"),
     };
     await runSetup(deps, () => {});
+    const run = session.deps.run;
+    const seeds = outsideSeeds(run, usedSeeds(session.lab.ledger.listExperiments(run.id)), o.seeds);
     const out = new Map<string, number[]>();
     for (const commit of o.commits) {
       if (out.has(commit)) continue;
       const values: number[] = [];
-      for (const seed of o.seeds) {
-        const r = await trial(deps, ws, commit, seed, `${commit.slice(0, 12)}-s${seed}`);
+      for (const [i, seed] of seeds.entries()) {
+        const r = await trial(deps, ws, commit, seed, i, `${commit.slice(0, 12)}-${i + 1}`);
         const v = r.metrics[deps.program.objective.metric];
         if (r.status === "ok" && v !== undefined && Number.isFinite(v)) values.push(v);
       }
@@ -201,6 +208,8 @@ async function trial(
   ws: GitWorkspace,
   commit: string,
   seed: number,
+  /** Which of the commit's re-measurements (rotates a rubric's judges). */
+  index: number,
   name: string,
 ): Promise<TrialResult> {
   const { program, executor } = deps;
@@ -231,9 +240,7 @@ async function trial(
         ? { status: "crash", reason: `the command did not write ${missing.join(", ")}` }
         : undefined;
     },
-    ...(program.run.rubric
-      ? { grade: graderFor(deps, ws.projectDir, logDir, seed - deps.run.seed, undefined) }
-      : {}),
+    ...(program.run.rubric ? { grade: graderFor(deps, ws.projectDir, logDir, index, undefined) } : {}),
     ...(sandbox ? { sandbox } : {}),
   });
 }

@@ -90,8 +90,11 @@ function trialsOf(
       .filter((t) => isFullBudget(program, t)) // the proxy ladder's cheaper rungs are not the judge's
       .map((t) => t.result)
       .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
-  const another = async (): Promise<boolean> => {
-    const r = await runTrial(deps, exp.n, finished().length, emit, signal);
+  // A judge that never pairs (greedy) gets every candidate trial on a fresh seed: it has no
+  // confirmation, so an unseen seed is its only guard against code that remembers seeds.
+  const alwaysFresh = exp.n !== 0 && deps.judge.pairs === false;
+  const another = async (fresh = false): Promise<boolean> => {
+    const r = await runTrial(deps, exp.n, fresh || alwaysFresh ? "fresh" : finished().length, emit, signal);
     return r.status !== "interrupted";
   };
   return { finished, another };
@@ -228,7 +231,20 @@ async function judgeCandidate(
         mechanismConfirmed: false,
       };
     } else if (verdict.incumbent && remeasure) {
-      // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
+      // The incumbent is evidence too: re-measured in this worktree on the challenger's next
+      // seed. A confirmation trial's fresh seed is the challenger's to run first (so its code
+      // cannot have seen it), then the incumbent's on the same seed (a pair).
+      if (verdict.fresh) {
+        if (trials.length >= judge.maxTrials) {
+          decision = {
+            action: "discard",
+            reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,
+            mechanismConfirmed: false,
+          };
+          continue;
+        }
+        if (!(await another(true))) return;
+      }
       const r = await runTrial(deps, parent.n, "next", emit, signal, undefined, exp.n);
       if (r.status === "interrupted") return;
       if (r.status !== "ok") {
@@ -245,7 +261,7 @@ async function judgeCandidate(
         reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,
         mechanismConfirmed: false,
       };
-    } else if (!(await another())) return;
+    } else if (!(await another(verdict.fresh === true))) return;
   }
   const decided = decision;
   await coordinationOf(deps).lock(() => recordDecision(deps, exp, decided, emit));

@@ -50,12 +50,19 @@ export interface MoreTrials {
    * again after it, before the challenger's next trial.
    */
   incumbent?: boolean;
+  /**
+   * The trial is a confirmation: on a seed no trial of the run has used (src/core/trial-seeds.ts),
+   * not the next slot's, so code that remembers the seeds it has seen cannot recognise it. With
+   * `incumbent`, the challenger's fresh trial runs first and the incumbent's on the same seed.
+   */
+  fresh?: boolean;
 }
 
 /**
  * The acceptance rule: turns a candidate's trials into a decision, always with a reason, or
- * asks for one more trial. The loop runs trial k with seed run.seed + k - 1, so candidate and
- * baseline share their seeds (common random numbers), and never runs more than maxTrials.
+ * asks for one more trial. The loop runs trial k on the run's k-th secret seed (a slot seed,
+ * src/core/trial-seeds.ts), so candidate and baseline share their seeds (common random numbers),
+ * unless the rule asks for a fresh one; it never runs more than maxTrials.
  */
 export interface Judge {
   readonly name: string;
@@ -63,6 +70,12 @@ export interface Judge {
   readonly baselineTrials: number;
   /** Upper bound of trials per candidate. */
   readonly maxTrials: number;
+  /**
+   * false: the rule never compares trials by seed (greedy), so every candidate trial runs on a
+   * fresh seed — a rule without confirmation trials has no other guard against code that
+   * remembers seeds. Absent or true: slot seeds, fresh ones where the rule asks (MoreTrials.fresh).
+   */
+  readonly pairs?: boolean;
   decide(input: JudgeInput): Decision | MoreTrials;
 }
 

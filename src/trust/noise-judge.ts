@@ -635,7 +635,12 @@ export function createNoiseJudge(
       // An incumbent whose value is exact (identical repeats while others vary) gains nothing.
       const now = noiseAfter(all.length);
       const bestExact = now.best.exact;
-      const more = (reason: string): MoreTrials =>
+      /** `fresh`: a confirmation trial, on a seed no trial of the run has used (MoreTrials.fresh). */
+      const more = (reason: string, fresh = false): MoreTrials => ({
+        ...moreOf(reason),
+        ...(fresh ? { fresh: true } : {}),
+      });
+      const moreOf = (reason: string): MoreTrials =>
         o.pooling === "run" &&
         o.remeasure &&
         !bestExact &&
@@ -726,6 +731,7 @@ export function createNoiseJudge(
         }
         return more(
           `confirming: ${cmp}; ${margin} (passed the keep test at trial ${passedAt}); running trial ${n + 1} of ${o.confirmTrials}${sigmaNote}`,
+          true,
         );
       }
       // Nothing repeated anywhere yet (a single baseline trial): σ would be the floor alone, so
@@ -749,6 +755,7 @@ export function createNoiseJudge(
         if (n >= o.confirmTrials) return keep(`${margin} ≥ ${fmtZ(threshold)}σ`);
         return more(
           `passed the keep test: ${cmp}; ${margin} ≥ ${fmtZ(threshold)}σ; confirming with trial ${n + 1} of ${o.confirmTrials}${sigmaNote}`,
+          true,
         );
       }
       if (n >= o.testTrials || (n >= 2 && z <= o.futilityZ)) {
