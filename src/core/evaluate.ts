@@ -90,11 +90,14 @@ function trialsOf(
       .filter((t) => isFullBudget(program, t)) // the proxy ladder's cheaper rungs are not the judge's
       .map((t) => t.result)
       .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
-  // A judge that never pairs (greedy) gets every candidate trial on a fresh seed: it has no
-  // confirmation, so an unseen seed is its only guard against code that remembers seeds.
-  const alwaysFresh = exp.n !== 0 && deps.judge.pairs === false;
   const another = async (fresh = false): Promise<boolean> => {
-    const r = await runTrial(deps, exp.n, fresh || alwaysFresh ? "fresh" : finished().length, emit, signal);
+    const done = finished().length;
+    // A candidate's first trial runs on a fresh seed (src/core/trial-seeds.ts): a rule may keep
+    // on one trial (greedy, an exact objective), so that one must be on a seed the candidate's
+    // code cannot have seen. Its later trials take the slots every experiment shares (pairs),
+    // except confirmations (fresh again).
+    const first = exp.n !== 0 && done === 0;
+    const r = await runTrial(deps, exp.n, fresh || first ? "fresh" : done, emit, signal);
     return r.status !== "interrupted";
   };
   return { finished, another };
@@ -252,7 +255,7 @@ async function judgeCandidate(
         ledger.addNote(
           run.id,
           parent.id,
-          `the incumbent #${parent.n} failed when re-measured on seed ${r.seed} (${r.status}${r.reason ? `: ${r.reason}` : ""}); it is judged on its other trials`,
+          `the incumbent #${parent.n} failed when re-measured (trial ${ledger.getExperiment(run.id, parent.n)?.trials.length ?? "?"}: ${r.status}${r.reason ? `: ${r.reason}` : ""}); it is judged on its other trials`,
         );
       }
     } else if (trials.length >= judge.maxTrials) {

@@ -62,7 +62,8 @@ export interface MoreTrials {
  * The acceptance rule: turns a candidate's trials into a decision, always with a reason, or
  * asks for one more trial. The loop runs trial k on the run's k-th secret seed (a slot seed,
  * src/core/trial-seeds.ts), so candidate and baseline share their seeds (common random numbers),
- * unless the rule asks for a fresh one; it never runs more than maxTrials.
+ * except a candidate's first trial and those the rule asks to be fresh (never-used seeds); it
+ * never runs more than maxTrials.
  */
 export interface Judge {
   readonly name: string;
@@ -70,12 +71,6 @@ export interface Judge {
   readonly baselineTrials: number;
   /** Upper bound of trials per candidate. */
   readonly maxTrials: number;
-  /**
-   * false: the rule never compares trials by seed (greedy), so every candidate trial runs on a
-   * fresh seed — a rule without confirmation trials has no other guard against code that
-   * remembers seeds. Absent or true: slot seeds, fresh ones where the rule asks (MoreTrials.fresh).
-   */
-  readonly pairs?: boolean;
   decide(input: JudgeInput): Decision | MoreTrials;
 }
 

@@ -8,13 +8,16 @@
  * - slot seeds: trial slot k of every experiment gets the run's k-th seed (`slotSeed`), so the
  *   judge's paired comparison holds (docs/trust.md "Common seeds"): seed-tied noise cancels
  *   between a candidate's trial k and the best's;
- * - fresh seeds: confirmation trials, greedy candidates' trials and `finalize --verify` /
- *   `bench` re-measurements get a seed no trial of the run has used (`freshSeed`), so code that
- *   remembers the seeds it has seen (a cache) cannot recognise them.
+ * - fresh seeds: a candidate's first trial (a rule may keep on one: greedy, an exact objective)
+ *   and its confirmation trials (MoreTrials.fresh) get a seed no trial of the run has used
+ *   (`freshSeed`); `finalize --verify` and the bench's re-measurement get seeds drawn outside the
+ *   run (`outsideSeeds`). Code that remembers the seeds it has seen (a cache) cannot recognise them;
+ * - an incumbent re-measured for a challenger runs on the challenger's seeds it lacks (after the
+ *   challenger ran them), else its next slot: pairs again.
  *
- * Which trial of its experiment a trial is says nothing about its seed, and a trial cannot tell a
- * slot seed from a fresh one. The key and each trial's seed are in the notebook: a run is
- * reproduced from it (the same key gives the same seeds, trial_starts.seed is each trial's).
+ * Which trial of its experiment a trial is says nothing about its seed's value. The key and each
+ * trial's seed are in the notebook: a run is reproduced from it (the same key gives the same
+ * seeds; trial_starts.seed is each trial's, and AUTOLAB_SEED in its recorded env).
  *
  * Runs recorded before the key existed have none: their slot k keeps seed + k (resuming them keeps
  * their pairs), and their fresh seeds are drawn from crypto randomness.

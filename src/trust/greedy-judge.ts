@@ -62,8 +62,6 @@ export const greedyJudge: Judge = {
   name: "greedy",
   baselineTrials: 1,
   maxTrials: 1,
-  // One trial, no confirmation: each candidate's runs on a fresh seed (src/core/trial-seeds.ts).
-  pairs: false,
   decide({ program, trials, best }: JudgeInput): Decision {
     const t = trials[trials.length - 1];
     if (!t) return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };

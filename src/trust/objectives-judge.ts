@@ -143,7 +143,6 @@ export function createObjectivesJudge(inner: Judge, objectives: Objectives): Jud
     name: `${inner.name}+${mode}`,
     baselineTrials: inner.baselineTrials,
     maxTrials: inner.maxTrials,
-    ...(inner.pairs === false ? { pairs: false } : {}),
     decide(input: JudgeInput): Verdict {
       const { trials } = input;
       if (trials.length === 0)
