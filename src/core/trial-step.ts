@@ -186,8 +186,14 @@ export async function runTrial(
   const bestCurve = bestExp?.trials.find(
     (t) => isFullBudget(program, t) && t.result?.status === "ok" && t.result.progress?.length,
   )?.result?.progress;
+  // Only a challenger's first full-budget trial is pruned (issue #38 item 5): a prune never
+  // overturns trials that completed, and the baseline and the incumbent, whose re-measurements
+  // are never pruned, would otherwise be measured by another rule than their challengers.
+  const firstTrial = !exp.trials.some(
+    (t) => isFullBudget(program, t) && t.result && t.result.status !== "interrupted",
+  );
   const pruner: TrialPruner | undefined =
-    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n && !rung
+    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n && !rung && firstTrial
       ? deps.makePruner(bestCurve)
       : undefined;
   const prune = new AbortController();

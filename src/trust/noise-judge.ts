@@ -438,6 +438,16 @@ function meanText(m: number, se: number, n: number): string {
   return `${formatMetric(m)} ± ${seText} (${n} trial${n === 1 ? "" : "s"})`;
 }
 
+/**
+ * A prune may stop a candidate's first trial (a curve clearly worse than the best's: discarded);
+ * it never overturns trials that completed (issue #38 item 5). A pruned trial after the first
+ * says nothing the judge can weigh — the incumbent's re-measurements are never pruned — so it is
+ * left out, and the candidate is judged on its completed trials.
+ */
+function withoutLaterPrunes(trials: TrialResult[]): TrialResult[] {
+  return trials.filter((t, i) => i === 0 || t.status !== "pruned");
+}
+
 function failed(program: JudgeInput["program"], trials: TrialResult[]): Decision | undefined {
   for (let i = 0; i < trials.length; i++) {
     const t = trials[i] as TrialResult;
@@ -466,7 +476,8 @@ export function createNoiseJudge(
     baselineTrials: o.baselineTrials,
     maxTrials,
     options: o,
-    decide(input: JudgeInput): Decision | MoreTrials {
+    decide(given: JudgeInput): Decision | MoreTrials {
+      const input = { ...given, trials: withoutLaterPrunes(given.trials) };
       const { program, trials, best } = input;
       if (trials.length === 0)
         return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
