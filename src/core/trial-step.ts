@@ -13,6 +13,7 @@ import { bestOf } from "./experiments.ts";
 import type { Rung } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
+import { referenceCurve } from "./reference-curve.ts";
 import { setupFilesOf } from "./setup.ts";
 import { freshSeed, nextSlot, slotSeed, usedSeeds } from "./trial-seeds.ts";
 import { isFullBudget, notRunResult } from "./trial-values.ts";
@@ -182,10 +183,13 @@ export async function runTrial(
   const progressName = program.metrics.progress;
   const curve: Array<[number, number]> = [];
   const startedAt = Date.now();
-  const bestExp = bestOf(ledger.listExperiments(run.id));
-  const bestCurve = bestExp?.trials.find(
-    (t) => isFullBudget(program, t) && t.result?.status === "ok" && t.result.progress?.length,
-  )?.result?.progress;
+  const exps = ledger.listExperiments(run.id);
+  const bestExp = bestOf(exps);
+  const bestCurve = referenceCurve(
+    program,
+    bestExp,
+    exps.find((e) => e.n === 0),
+  );
   // Only a challenger's first full-budget trial is pruned (issue #38 item 5): a prune never
   // overturns trials that completed, and the baseline and the incumbent, whose re-measurements
   // are never pruned, would otherwise be measured by another rule than their challengers.
