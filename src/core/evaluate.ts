@@ -247,6 +247,8 @@ async function judgeCandidate(
           continue;
         }
         if (!(await another(true))) return;
+        // The budget may have run out with the challenger's trial: the judge decides without the pair.
+        if (spent()) continue;
       }
       const r = await runTrial(deps, parent.n, "next", emit, signal, undefined, exp.n);
       if (r.status === "interrupted") return;
