@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { ExperimentRecord } from "../src/core/ledger.ts";
 import {
   freshSeed,
   newSeedKey,
@@ -10,7 +11,7 @@ import {
   slotSeed,
   usedSeeds,
 } from "../src/core/trial-seeds.ts";
-import { redactSeeds, SEED_REDACTED } from "../src/core/views.ts";
+import { failuresText, redactSeeds, SEED_REDACTED } from "../src/core/views.ts";
 import { SqliteLedger } from "../src/ledger/sqlite-ledger.ts";
 
 describe("trial seeds (docs/security.md 'Seeds the candidate cannot predict')", () => {
@@ -67,6 +68,16 @@ describe("trial seeds (docs/security.md 'Seeds the candidate cannot predict')", 
     expect(out).toBe(
       `exited with code 3: my seed is ${SEED_REDACTED}; AUTOLAB_SEED=${SEED_REDACTED}; ${s}1 and 2.5 stay`,
     );
+    // `autolab failures` (and the MCP tool of that name) show log tails: redacted too.
+    const crashed = {
+      n: 1,
+      hypothesis: "h",
+      trials: [{ seed: s, result: { status: "crash", logTail: `seed ${s}\nTraceback` } }],
+      decision: { action: "crash", reason: `exited: seed ${s}` },
+    } as unknown as ExperimentRecord;
+    const shown = failuresText([crashed], []);
+    expect(shown).not.toContain(String(s));
+    expect(shown).toContain(SEED_REDACTED);
   });
 
   it("the notebook keeps the key (runs.seed_key)", () => {

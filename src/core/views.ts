@@ -551,7 +551,8 @@ export function agentAlarms(alarms: readonly Alarm[], holdout: Holdouts): Alarm[
 export function failuresText(exps: ExperimentRecord[], holdout: Holdouts): string {
   const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
   if (!failed.length) return "No crashed or rejected experiments.";
-  const r = (s: string) => redactHoldouts(s, holdout);
+  const seeds = seedsOf(exps);
+  const r = (s: string) => redactSeeds(redactHoldouts(s, holdout), seeds);
   const lines: string[] = [];
   for (const e of failed) {
     lines.push(
