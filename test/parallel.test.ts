@@ -222,8 +222,8 @@ describe("parallel slots", () => {
   });
 
   it("never re-measures the incumbent twice on one seed when slots judge against it at once", async () => {
-    // Three clearly better candidates start together; each asks for the incumbent's next seed
-    // before its second trial. Concurrent re-measurements must take different seeds: the same
+    // Three clearly better candidates start together; each asks for the incumbent to run on its
+    // seeds (or the incumbent's next slot). Concurrent re-measurements must take different seeds: the same
     // seed twice is the same measurement twice (here the noise is a function of the seed).
     const dir = valueProject({ acceptance: "noise", noise: 0.05 });
     writeFileSync(

@@ -179,6 +179,26 @@ describe("createNoiseJudge", () => {
     expect(d.reason).toMatch(/trial 2 of 2: constraint: peak_rss_mb 500 > 100/);
   });
 
+  it("a prune may stop a candidate's first trial, never overturn trials that completed (issue #38 item 5)", () => {
+    const pruned: TrialResult = {
+      ...simTrial(0, 9, "val_bpb"),
+      status: "pruned",
+      reason: "train_loss worse than the best's curve by 3.1 standard errors at 40% of the budget",
+      metrics: { train_loss: 4 },
+    };
+    // A first trial stopped for its curve: discarded, saying so.
+    const first = judge.decide({ ...input([]), trials: [pruned] });
+    expect(first.action).toBe("discard");
+    expect(first.reason).toMatch(/^pruned: /);
+    // Three completed trials with a clear gain, then a pruned fourth: judged on the three (kept or
+    // more trials), never "refuted" by the prune.
+    const later = judge.decide({ ...input([]), trials: [...trials(2.8, 2.79, 2.81), pruned] });
+    expect(later.action).not.toBe("discard");
+    expect(later.reason).not.toMatch(/pruned/);
+    const sameAsWithout = judge.decide(input([2.8, 2.79, 2.81]));
+    expect(later.action).toBe(sameAsWithout.action);
+  });
+
   it("identical repeats of two configurations: a deterministic objective, compared exactly (dust is no gain)", () => {
     const same = [3, 3, 3];
     const mk = (xs: number[]) => input(xs, { best: { n: 0, metric: 3, values: same }, baseline: same });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRng } from "../src/agents/builtin/rng.ts";
+import { curveAgrees, type MeasuredCurve } from "../src/core/reference-curve.ts";
 import { type Curve, createPruner, curveNoise, shouldPrune, valueAt } from "../src/trust/pruner.ts";
 
 /** loss(t) = a + (4 − a)·exp(−r t) sampled at `steps` points, plus noise. */
@@ -106,5 +107,43 @@ describe("createPruner", () => {
     const p = createPruner(best, { direction: "minimize" });
     const slow = curve(1, 4.6, 100, 0.03, 5);
     expect(slow.some(([x, y]) => p.observe(x, y).prune)).toBe(false);
+  });
+});
+
+describe("curves are claims (issue #34 class 4)", () => {
+  it("never prunes with a point noise of 0 or an infinite margin: a printed constant is no evidence", () => {
+    const fake: Curve = Array.from({ length: 50 }, (_, k) => [(k + 1) / 50, 0.01] as [number, number]);
+    const honest = curve(2, 3, 100, 0, 1, 0.6);
+    const v = shouldPrune(fake, honest.slice(0, 40), { direction: "minimize", sigma: 0 });
+    expect(v.prune).toBe(false);
+    expect(v.reason).toMatch(/no noise estimate/);
+    // Estimated from two noiseless curves (second differences of a line are 0): no prune either.
+    const line = (b: number): Curve =>
+      Array.from({ length: 50 }, (_, k) => [(k + 1) / 50, b] as [number, number]);
+    expect(shouldPrune(line(0.01), line(3).slice(0, 40), { direction: "minimize" }).prune).toBe(false);
+    const p = createPruner(fake, { direction: "minimize", sigma: 0 });
+    for (const [x, y] of honest) expect(p.observe(x, y).prune).toBe(false);
+  });
+
+  it("a curve is a reference only when it agrees with the evaluated value of the same trial", () => {
+    const base = { curve: curve(3, 3) as Curve, value: 3.1 };
+    // Honest: the curve ends 30% lower, the evaluator measured 25% lower.
+    const honest = { curve: curve(2, 3).map(([x, y]) => [x, y - 0.09] as [number, number]), value: 2.3 };
+    expect(curveAgrees(honest, base, "minimize")).toBe(true);
+    // Fake: the curve says 99.7% lower, the evaluator 3%.
+    const fake = { curve: [[0.5, 0.01] as [number, number], [1, 0.01] as [number, number]], value: 3.0 };
+    expect(curveAgrees(fake, base, "minimize")).toBe(false);
+    // Worse by the evaluator, better by its curve: contradicted.
+    expect(curveAgrees({ curve: honest.curve, value: 3.5 }, base, "minimize")).toBe(false);
+    // Maximize: the same, mirrored.
+    const up = (c: MeasuredCurve): MeasuredCurve => ({
+      curve: c.curve.map(([x, y]) => [x, -y] as [number, number]),
+      value: -c.value,
+    });
+    expect(curveAgrees(up(honest), up(base), "maximize")).toBe(true);
+    expect(curveAgrees(up(fake), up(base), "maximize")).toBe(false);
+    // No finite curve or value: never a reference.
+    expect(curveAgrees({ curve: [], value: 2 }, base, "minimize")).toBe(false);
+    expect(curveAgrees({ ...honest, value: Number.NaN }, base, "minimize")).toBe(false);
   });
 });

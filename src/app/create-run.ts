@@ -8,6 +8,7 @@ import { runLoop } from "../core/loop.ts";
 import type { LoopDeps, LoopSummary } from "../core/loop-deps.ts";
 import { runParallel } from "../core/scheduler.ts";
 import { refreshSecrets, registerSecretName } from "../core/secrets.ts";
+import { newSeedKey } from "../core/trial-seeds.ts";
 import type { Agent, AgentConfig, Executor, Program } from "../core/types.ts";
 import { parseFleetUrl } from "../fleet/db.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
@@ -69,7 +70,14 @@ export interface RunOptions {
    * (`--fleet`; else program.md's `executor: { fleet: { db } }`). docs/distributed.md "Worker fleet".
    */
   fleet?: string;
+  /** The run's seed: the built-in researcher's and the tree frontier's (not the trials'). */
   seed?: number;
+  /**
+   * The secret trial seeds derive from (src/core/trial-seeds.ts), for a new run: default 32
+   * random bytes. Pass one to reproduce a run's seeds (it is in the notebook); never one a
+   * researcher could know.
+   */
+  seedKey?: string;
   allowDirty?: boolean;
   /**
    * false: no prior work from other runs in the researcher's context (`--no-prior-work`), as
@@ -286,6 +294,7 @@ export async function openRunSession(
         baseCommit,
         protectedHashes: await hashesAt(repo, baseCommit, pinnedFiles(program), program.files.holdout),
         seed: opts.seed ?? 0,
+        seedKey: opts.seedKey ?? newSeedKey(),
         contract,
         ...(start?.blob ? { programBlob: start.blob } : {}),
       });

@@ -15,6 +15,7 @@ import type { LoopDeps } from "../core/loop-deps.ts";
 import type { ReadableNotebook } from "../core/notebook-reader.ts";
 import { runSetup, setupFilesOf } from "../core/setup.ts";
 import { mean } from "../core/stats.ts";
+import { outsideSeeds, usedSeeds } from "../core/trial-seeds.ts";
 import { graderFor, pristineForTrial, refusedOutputs } from "../core/trial-step.ts";
 import type { Agent, Executor, TrialResult } from "../core/types.ts";
 import { FleetExecutor } from "../fleet/fleet-executor.ts";
@@ -71,6 +72,9 @@ export async function verifyBranches(
       `verify: ${opts.trials} trial${opts.trials === 1 ? "" : "s"} each of the base and every branch, ${deps.confinement?.description ?? "unsandboxed (no confinement given)"}`,
     );
     await runSetup(deps, () => {});
+    // Seeds no trial of the run used (src/core/trial-seeds.ts): code that remembers the seeds it
+    // has seen cannot recognise them. The same seeds for every commit: the comparisons are paired.
+    const seeds = outsideSeeds(run, usedSeeds(ledger.listExperiments(run.id)), opts.trials);
     const measured = new Map<string, number[]>(); // tree → objective values (failed trials left out)
     const failures = new Map<string, string>();
     const measure = async (commit: string, label: string): Promise<string> => {
@@ -79,7 +83,7 @@ export async function verifyBranches(
       const values: number[] = [];
       for (let i = 0; i < opts.trials; i++) {
         progress(`verify: ${label} trial ${i + 1}/${opts.trials}`);
-        const r = await trial(deps, ws, commit, run.seed + i, `${tree.slice(0, 12)}-${i + 1}`);
+        const r = await trial(deps, ws, commit, seeds[i] as number, i, `${tree.slice(0, 12)}-${i + 1}`);
         const v = r.metrics[deps.program.objective.metric];
         if (r.status === "ok" && v !== undefined && Number.isFinite(v)) values.push(v);
         else failures.set(tree, `${r.status}${r.reason ? `: ${r.reason.split("\n")[0]}` : ""}`);
@@ -144,9 +148,9 @@ export async function verifyBranches(
 }
 
 /**
- * Each of `commits` measured on each of `seeds` in the run's own session (its lock, program,
+ * Each of `commits` measured on `seeds` fresh seeds in the run's own session (its lock, program,
  * sandbox, a worktree of its own), outside the notebook: `autolab bench` re-measures a cell's
- * baseline and best on seeds the run never used. Returns, per commit, the objective's values
+ * baseline and best on seeds the run never used (drawn at random, the same for every commit). Returns, per commit, the objective's values
  * of the trials that succeeded and how many failed (crashed, timed out, broke a constraint or
  * gave no finite objective): the caller decides what a failure means, it is never dropped
  * silently.
@@ -155,7 +159,8 @@ export async function remeasure(o: {
   program: string;
   tag: string;
   commits: string[];
-  seeds: number[];
+  /** How many seeds (each commit runs once on each). */
+  seeds: number;
   executor?: Executor;
   /** The run's trials ran on this worker fleet: so do these (the same machines, not this one). */
   fleet?: string;
@@ -178,13 +183,15 @@ export async function remeasure(o: {
       setupStamp: join(ws.gitDir, "autolab-setup-done"),
     };
     await runSetup(deps, () => {});
+    const run = session.deps.run;
+    const seeds = outsideSeeds(run, usedSeeds(session.lab.ledger.listExperiments(run.id)), o.seeds);
     const out = new Map<string, { values: number[]; failed: number }>();
     for (const commit of o.commits) {
       if (out.has(commit)) continue;
       const values: number[] = [];
       let failed = 0;
-      for (const seed of o.seeds) {
-        const r = await trial(deps, ws, commit, seed, `${commit.slice(0, 12)}-s${seed}`);
+      for (const [i, seed] of seeds.entries()) {
+        const r = await trial(deps, ws, commit, seed, i, `${commit.slice(0, 12)}-${i + 1}`);
         const v = r.metrics[deps.program.objective.metric];
         const broken = decideConstraints(deps.program, r) !== undefined;
         if (r.status === "ok" && !broken && v !== undefined && Number.isFinite(v)) values.push(v);
@@ -207,6 +214,8 @@ async function trial(
   ws: GitWorkspace,
   commit: string,
   seed: number,
+  /** Which of the commit's re-measurements (rotates a rubric's judges). */
+  index: number,
   name: string,
 ): Promise<TrialResult> {
   const { program, executor } = deps;
@@ -242,9 +251,7 @@ async function trial(
         ? { status: "crash", reason: `the command did not write ${missing.join(", ")}` }
         : undefined;
     },
-    ...(program.run.rubric
-      ? { grade: graderFor(deps, ws.projectDir, logDir, seed - deps.run.seed, undefined) }
-      : {}),
+    ...(program.run.rubric ? { grade: graderFor(deps, ws.projectDir, logDir, index, undefined) } : {}),
     ...(sandbox ? { sandbox } : {}),
   });
 }

@@ -128,7 +128,7 @@ cli
   .option("-a, --agent <name>", "researcher (default: program.md's agent)")
   .option(
     "--seed <n>",
-    "seed passed to trials as AUTOLAB_SEED (new runs only)",
+    "the run's seed: the built-in researcher's and the frontier's (new runs only; trial seeds are drawn at random, docs/security.md)",
     intFlag({ flag: "--seed", min: 0, what: "the run's seed", example: "--seed 1" }),
   )
   .option(

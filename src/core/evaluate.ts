@@ -90,8 +90,14 @@ function trialsOf(
       .filter((t) => isFullBudget(program, t)) // the proxy ladder's cheaper rungs are not the judge's
       .map((t) => t.result)
       .filter((r): r is NonNullable<typeof r> => r !== undefined && r.status !== "interrupted");
-  const another = async (): Promise<boolean> => {
-    const r = await runTrial(deps, exp.n, finished().length, emit, signal);
+  const another = async (fresh = false): Promise<boolean> => {
+    const done = finished().length;
+    // A candidate's first trial runs on a fresh seed (src/core/trial-seeds.ts): a rule may keep
+    // on one trial (greedy, an exact objective), so that one must be on a seed the candidate's
+    // code cannot have seen. Its later trials take the slots every experiment shares (pairs),
+    // except confirmations (fresh again).
+    const first = exp.n !== 0 && done === 0;
+    const r = await runTrial(deps, exp.n, fresh || first ? "fresh" : done, emit, signal);
     return r.status !== "interrupted";
   };
   return { finished, another };
@@ -228,7 +234,22 @@ async function judgeCandidate(
         mechanismConfirmed: false,
       };
     } else if (verdict.incumbent && remeasure) {
-      // The incumbent is evidence too: its next seed, in this worktree, before the challenger's.
+      // The incumbent is evidence too: re-measured in this worktree on the challenger's next
+      // seed. A confirmation trial's fresh seed is the challenger's to run first (so its code
+      // cannot have seen it), then the incumbent's on the same seed (a pair).
+      if (verdict.fresh) {
+        if (trials.length >= judge.maxTrials) {
+          decision = {
+            action: "discard",
+            reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,
+            mechanismConfirmed: false,
+          };
+          continue;
+        }
+        if (!(await another(true))) return;
+        // The budget may have run out with the challenger's trial: the judge decides without the pair.
+        if (spent()) continue;
+      }
       const r = await runTrial(deps, parent.n, "next", emit, signal, undefined, exp.n);
       if (r.status === "interrupted") return;
       if (r.status !== "ok") {
@@ -236,7 +257,7 @@ async function judgeCandidate(
         ledger.addNote(
           run.id,
           parent.id,
-          `the incumbent #${parent.n} failed when re-measured on seed ${r.seed} (${r.status}${r.reason ? `: ${r.reason}` : ""}); it is judged on its other trials`,
+          `the incumbent #${parent.n} failed when re-measured (trial ${ledger.getExperiment(run.id, parent.n)?.trials.length ?? "?"}: ${r.status}${r.reason ? `: ${r.reason}` : ""}); it is judged on its other trials`,
         );
       }
     } else if (trials.length >= judge.maxTrials) {
@@ -245,7 +266,7 @@ async function judgeCandidate(
         reason: `${verdict.reason}; no trials left (${judge.maxTrials})`,
         mechanismConfirmed: false,
       };
-    } else if (!(await another())) return;
+    } else if (!(await another(verdict.fresh === true))) return;
   }
   const decided = decision;
   await coordinationOf(deps).lock(() => recordDecision(deps, exp, decided, emit));

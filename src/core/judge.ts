@@ -50,12 +50,20 @@ export interface MoreTrials {
    * again after it, before the challenger's next trial.
    */
   incumbent?: boolean;
+  /**
+   * The trial is a confirmation: on a seed no trial of the run has used (src/core/trial-seeds.ts),
+   * not the next slot's, so code that remembers the seeds it has seen cannot recognise it. With
+   * `incumbent`, the challenger's fresh trial runs first and the incumbent's on the same seed.
+   */
+  fresh?: boolean;
 }
 
 /**
  * The acceptance rule: turns a candidate's trials into a decision, always with a reason, or
- * asks for one more trial. The loop runs trial k with seed run.seed + k - 1, so candidate and
- * baseline share their seeds (common random numbers), and never runs more than maxTrials.
+ * asks for one more trial. The loop runs trial k on the run's k-th secret seed (a slot seed,
+ * src/core/trial-seeds.ts), so candidate and baseline share their seeds (common random numbers),
+ * except a candidate's first trial and those the rule asks to be fresh (never-used seeds); it
+ * never runs more than maxTrials.
  */
 export interface Judge {
   readonly name: string;

@@ -18,7 +18,14 @@ export interface RunRecord {
   baseCommit: string;
   /** sha256 of each protected file at the base commit. */
   protectedHashes: Record<string, string>;
+  /** The run's seed: the built-in researcher's and the frontier's (trials' seeds come from seedKey). */
   seed: number;
+  /**
+   * The secret every trial seed of the run derives from (src/core/trial-seeds.ts): drawn at random
+   * when the run starts, never shown to a researcher. Absent for runs recorded before it, whose
+   * trial k ran with seed + k.
+   */
+  seedKey?: string;
   /** The program's contract when the run started (objective, commands, budget, files, holdouts). */
   contract?: Record<string, unknown>;
   /**

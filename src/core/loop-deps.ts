@@ -78,8 +78,11 @@ export interface LoopDeps {
 export interface Trials {
   /** Finished trials (a crash's included) at run.budget; an interrupted one does not count. */
   finished(): TrialResult[];
-  /** Runs the next trial; false when it was interrupted (the experiment stays pending). */
-  another(): Promise<boolean>;
+  /**
+   * Runs the next trial; false when it was interrupted (the experiment stays pending). `fresh`:
+   * on a seed no trial of the run has used (a confirmation trial), not the next slot's.
+   */
+  another(fresh?: boolean): Promise<boolean>;
 }
 
 /**

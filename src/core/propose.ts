@@ -25,7 +25,7 @@ import type { ExperimentRecord, HookRunRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
-import { buildContext, notebookExtras, toView } from "./views.ts";
+import { buildContext, notebookExtras, seedsOf, toView } from "./views.ts";
 import type { Snapshot } from "./workspace.ts";
 
 export interface StepOptions {
@@ -108,11 +108,12 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
   // What the researcher was shown, recorded with its row (the trajectory export, docs/learning.md).
   let contextText: string | undefined;
   try {
+    const runSeeds = seedsOf(exps);
     const ctx: ProposalContext = {
       worktree: ws.projectDir,
       program,
       best: { n: best.n, metric: bestMetric, ...(best.params ? { params: best.params } : {}) },
-      history: exps.map((e) => toView(e, program)),
+      history: exps.map((e) => toView(e, program, runSeeds)),
       contextText: buildContext(program, run, exps, {
         ...(deps.instructions
           ? { role: { name: deps.role ?? "researcher", instructions: deps.instructions } }

@@ -13,9 +13,11 @@ import { bestOf } from "./experiments.ts";
 import type { Rung } from "./ladder.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
+import { referenceCurve } from "./reference-curve.ts";
 import { setupFilesOf } from "./setup.ts";
+import { freshSeed, nextSlot, slotSeed, usedSeeds } from "./trial-seeds.ts";
 import { isFullBudget, notRunResult } from "./trial-values.ts";
-import type { Program, TrialPruner, TrialResult, TrialSpec } from "./types.ts";
+import type { TrialPruner, TrialResult, TrialSpec } from "./types.ts";
 import type { Workspace } from "./workspace.ts";
 
 /**
@@ -122,19 +124,22 @@ export function graderFor(
 const TRIAL_TOKEN = "AUTOLAB_TRIAL_TOKEN";
 
 /**
- * Runs one trial of experiment n. `seedIndex` is the number of trials already finished: trial
- * k of every experiment gets seed run.seed + k, so candidates and baseline share their seeds.
- * `rung`: a cheaper budget of the proxy ladder (default run.budget); such trials are not pruned.
+ * Runs one trial of experiment n. Its seed (src/core/trial-seeds.ts) is a slot seed — trial slot
+ * k of every experiment gets the run's k-th secret seed, so candidates and baseline share their
+ * seeds — or a fresh one no trial of the run used. `rung`: a cheaper budget of the proxy ladder
+ * (default run.budget); such trials are not pruned.
  */
 export async function runTrial(
   deps: LoopDeps,
   n: number,
   /**
-   * Which seed (run.seed + index). "next": the first index no full-budget trial of the
-   * experiment holds or is running — counted right before the start is recorded, so slots that
+   * Which seed: a slot index (the number of trials already finished); "next": for an incumbent
+   * re-measured `against` a challenger, the first of the challenger's seeds it lacks (a pair),
+   * else the first slot no full-budget trial of the experiment holds or is running; "fresh": a
+   * seed no trial of the run has used. Chosen right before the start is recorded, so slots that
    * re-measure the same incumbent at once take different seeds.
    */
-  seedIndex: number | "next",
+  seedChoice: SeedChoice,
   emit: (e: LoopEvent) => void,
   signal: AbortSignal | undefined,
   rung?: Rung,
@@ -162,7 +167,7 @@ export async function runTrial(
   }
   const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
-  const seed = run.seed + (seedIndex === "next" ? nextSeedIndex(program, run.seed, exp) : seedIndex);
+  const seed = seedFor(deps, exp, seedChoice, against);
   const logDir = join(deps.logDir, String(exp.n), String(attempt));
   // No await between counting the attempts and recording the start: parallel trials of one
   // experiment (the baseline's) must not take the same attempt number.
@@ -199,12 +204,21 @@ export async function runTrial(
   const progressName = program.metrics.progress;
   const curve: Array<[number, number]> = [];
   const startedAt = Date.now();
-  const bestExp = bestOf(ledger.listExperiments(run.id));
-  const bestCurve = bestExp?.trials.find(
-    (t) => isFullBudget(program, t) && t.result?.status === "ok" && t.result.progress?.length,
-  )?.result?.progress;
+  const exps = ledger.listExperiments(run.id);
+  const bestExp = bestOf(exps);
+  const bestCurve = referenceCurve(
+    program,
+    bestExp,
+    exps.find((e) => e.n === 0),
+  );
+  // Only a challenger's first full-budget trial is pruned (issue #38 item 5): a prune never
+  // overturns trials that completed, and the baseline and the incumbent, whose re-measurements
+  // are never pruned, would otherwise be measured by another rule than their challengers.
+  const firstTrial = !exp.trials.some(
+    (t) => isFullBudget(program, t) && t.result && t.result.status !== "interrupted",
+  );
   const pruner: TrialPruner | undefined =
-    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n && !rung
+    progressName && deps.makePruner && bestCurve && bestExp && bestExp.n !== n && !rung && firstTrial
       ? deps.makePruner(bestCurve)
       : undefined;
   const prune = new AbortController();
@@ -225,7 +239,7 @@ export async function runTrial(
         beforeEvaluate: beforeEvaluateFor(deps, ws, exp.commit, allowed),
         ...(program.run.rubric
           ? {
-              grade: graderFor(deps, ws.projectDir, logDir, seed - run.seed, signal, (m) =>
+              grade: graderFor(deps, ws.projectDir, logDir, attempt - 1, signal, (m) =>
                 emit({ type: "warning", message: `#${exp.n} trial ${attempt}: ${m}` }),
               ),
             }
@@ -286,17 +300,32 @@ export async function closeOpenTrials(deps: LoopDeps, exp: ExperimentRecord): Pr
   }
 }
 
+/** How runTrial picks a trial's seed (see its parameter). */
+export type SeedChoice = number | "next" | "fresh";
+
 /**
- * The first seed index that no full-budget trial of `exp` holds, finished (ok or failed: a failed
- * one is not re-run) or running; an interrupted trial's seed is free again.
+ * The seed of the trial about to start. No await between reading the notebook here and recording
+ * the start: parallel trials must not take the same seed.
  */
-function nextSeedIndex(program: Program, runSeed: number, exp: ExperimentRecord): number {
-  const taken = new Set(
+function seedFor(
+  deps: LoopDeps,
+  exp: ExperimentRecord,
+  choice: SeedChoice,
+  against: number | undefined,
+): number {
+  const { program, run, ledger } = deps;
+  if (typeof choice === "number") return slotSeed(run, choice);
+  if (choice === "fresh") return freshSeed(run, usedSeeds(ledger.listExperiments(run.id)));
+  const held = new Set(
     exp.trials
       .filter((t) => isFullBudget(program, t) && t.result?.status !== "interrupted")
-      .map((t) => t.seed - runSeed),
+      .map((t) => t.seed),
   );
-  let k = 0;
-  while (taken.has(k)) k++;
-  return k;
+  // The incumbent catches up on its challenger's seeds (the challenger ran them first: a fresh
+  // seed stays unseen by the challenger's code until the challenger's own trial).
+  const challenger = against !== undefined ? ledger.getExperiment(run.id, against) : undefined;
+  for (const t of challenger?.trials ?? []) {
+    if (isFullBudget(program, t) && t.result?.status === "ok" && !held.has(t.seed)) return t.seed;
+  }
+  return slotSeed(run, nextSlot(run, held));
 }

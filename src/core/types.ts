@@ -259,7 +259,7 @@ export interface TrialGradeOutcome {
 export type TrialGrader = (o: {
   cwd: string;
   logDir: string;
-  /** Which trial of its experiment (seed − run seed): rotates the judges, paces the canary. */
+  /** Which trial of its experiment (0 for the first): rotates the judges, paces the canary. */
   seedIndex: number;
   signal?: AbortSignal;
 }) => Promise<TrialGradeOutcome>;

@@ -19,9 +19,14 @@ import type { Alarm, ExperimentView, Program } from "./types.ts";
  * every text in it that a trial, a judge or an alarm wrote passes through redactHoldouts.
  */
 
-export function toView(e: ExperimentRecord, program: Program): ExperimentView {
+export function toView(
+  e: ExperimentRecord,
+  program: Program,
+  /** The run's trial seeds (seedsOf): default the experiment's own. */
+  seeds: ReadonlySet<number> = seedsOf([e]),
+): ExperimentView {
   const names = holdoutNames(program);
-  const r = (s: string) => redactHoldouts(s, names);
+  const r = (s: string) => redactSeeds(redactHoldouts(s, names), seeds);
   const v: ExperimentView = { n: e.n, hypothesis: r(e.hypothesis) };
   if (e.mechanism) v.mechanism = r(e.mechanism);
   if (e.params) v.params = e.params;
@@ -188,7 +193,7 @@ export function buildContext(
     lines.push("", ...priorHistory(opts.imported, metric, opts.importedRecent ?? 15, firstLine));
   if (opts.priorWork?.length) lines.push("", ...priorWorkLines(opts.priorWork, firstLine));
   // … and the whole text again (role instructions, directions).
-  const notebook = redactHoldouts(lines.join("\n"), names);
+  const notebook = redactSeeds(redactHoldouts(lines.join("\n"), names), seedsOf(exps));
   const given = opts.directives?.length ? `\n\n${directiveLines(opts.directives).join("\n")}` : "";
   const directions =
     program.directions.trim() || given
@@ -455,12 +460,36 @@ export function buildAdvisorContext(
     "Answer with tagged lines only: up to three lines `IDEA: <idea>` (to try a discarded experiment again on the new best: `IDEA: revisit #<n>: <why now>`), or one line `STOP: <reason>`.",
     "Do not edit any file.",
   ].join("\n");
-  let text = redactHoldouts(lines.join("\n"), names);
+  let text = redactSeeds(redactHoldouts(lines.join("\n"), names), seedsOf(exps));
   const maxChars = opts.maxChars ?? 8_000;
   if (text.length > maxChars)
     text = `${text.slice(0, maxChars - 40)}\n… (brief truncated to ${maxChars} chars)`;
   text += question;
   return text;
+}
+
+/** What a trial seed is replaced with in agent views. */
+export const SEED_REDACTED = "[seed]";
+
+/** Every seed the experiments' trials ran with (what redactSeeds hides). */
+export function seedsOf(exps: readonly ExperimentRecord[]): Set<number> {
+  const out = new Set<number>();
+  for (const e of exps) for (const t of e.trials) out.add(t.seed);
+  return out;
+}
+
+/**
+ * `text` with every trial seed of the run (as a whole decimal number) replaced by [seed]: a
+ * researcher that knew the seeds its candidates are measured on could write code that is good
+ * only on them (docs/security.md "Seeds the candidate cannot predict"). A trial's output, a
+ * failure's reason, a note: whatever a trial printed its seed into. Seeds below 1000 (a run from
+ * before the secret key, whose seeds are its trials' indexes) are no secret and stay.
+ */
+export function redactSeeds(text: string, seeds: ReadonlySet<number>): string {
+  const secret = [...seeds].filter((x) => x >= 1000).map(String);
+  if (!secret.length || !/\d{4}/.test(text)) return text;
+  const re = new RegExp(`(?<![0-9])(?:${secret.join("|")})(?![0-9])`, "g");
+  return text.replace(re, SEED_REDACTED);
 }
 
 /** What a holdout value is replaced with in agent views. */
@@ -570,7 +599,8 @@ export function agentAlarms(alarms: readonly Alarm[], holdout: Holdouts): Alarm[
 export function failuresText(exps: ExperimentRecord[], holdout: Holdouts): string {
   const failed = exps.filter((e) => e.decision?.action === "crash" || e.decision?.action === "reject");
   if (!failed.length) return "No crashed or rejected experiments.";
-  const r = (s: string) => redactHoldouts(s, holdout);
+  const seeds = seedsOf(exps);
+  const r = (s: string) => redactSeeds(redactHoldouts(s, holdout), seeds);
   const lines: string[] = [];
   for (const e of failed) {
     lines.push(

@@ -227,7 +227,7 @@ function cellResult(
 /**
  * The run's own best is its luckiest kept measurement under a rule that keeps lucky trials
  * (greedy), so a verdict between rules would favour it: the baseline and the best kept commit
- * are measured again on `n` seeds the run never used (from 1,000,000 + 1,000 × the cell's seed),
+ * are measured again on `n` seeds the run never used (drawn at random: src/core/trial-seeds.ts),
  * and the cell's improvement is computed from those means. The run's own figures stay in
  * `runBaseline`/`runBest`.
  *
@@ -241,7 +241,6 @@ async function remeasureCell(
   experiments: readonly ExperimentRecord[],
   p: Program,
   baseCommit: string,
-  key: CellKey,
   n: number,
   fleet: string | undefined,
 ): Promise<void> {
@@ -249,12 +248,11 @@ async function remeasureCell(
     .filter((e) => e.n > 0 && e.decision?.action === "keep")
     .sort((a, b) => b.n - a.n)[0];
   const bestCommit = kept?.commit ?? baseCommit;
-  const seeds = Array.from({ length: n }, (_, i) => 1_000_000 + 1000 * key.seed + i);
   const measured = await remeasure({
     program: p.path,
     tag: "bench",
     commits: [baseCommit, bestCommit],
-    seeds,
+    seeds: n,
     // On the fleet the run's trials ran on the workers: its re-measurement runs there too.
     ...(fleet ? { fleet } : {}),
   });
@@ -320,7 +318,6 @@ async function runCell(
         experiments,
         outcome.lab.program,
         outcome.run.baseCommit,
-        key,
         suite.remeasure,
         opts.fleet,
       );

@@ -183,4 +183,10 @@ export const MIGRATIONS: readonly string[] = [
     text TEXT NOT NULL
   );
   `,
+  // 12: the run's secret seed key (src/core/trial-seeds.ts, docs/security.md "Seeds the candidate
+  // cannot predict"): every trial seed of the run derives from it; null for runs before it (their
+  // trials ran with seed + k)
+  `
+  ALTER TABLE runs ADD COLUMN seed_key TEXT;
+  `,
 ];

@@ -34,6 +34,7 @@ export interface RunRow {
   started_at: string;
   contract: string | null;
   program_blob?: string | null;
+  seed_key?: string | null;
 }
 
 /** An experiments row with its decision's columns (LEFT JOIN decisions: all null when undecided). */
@@ -144,6 +145,7 @@ export function toRun(r: RunRow): RunRecord {
     seed: r.seed,
     ...(r.contract ? { contract: JSON.parse(r.contract) } : {}),
     ...(typeof r.program_blob === "string" ? { programBlob: r.program_blob } : {}),
+    ...(typeof r.seed_key === "string" ? { seedKey: r.seed_key } : {}),
     startedAt: r.started_at,
   };
 }

@@ -99,7 +99,7 @@ export class SqlLedger implements Ledger, NotebookReader {
     const startedAt = now();
     const id = this.sql.insert(
       `INSERT INTO runs (tag, branch, program_path, program_name, metric, direction, base_commit,
-          protected_hashes, seed, started_at, contract, program_blob) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          protected_hashes, seed, started_at, contract, program_blob, seed_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       run.tag,
       run.branch,
       run.programPath,
@@ -112,6 +112,7 @@ export class SqlLedger implements Ledger, NotebookReader {
       startedAt,
       run.contract ? JSON.stringify(run.contract) : null,
       run.programBlob ?? null,
+      run.seedKey ?? null,
     );
     return { ...run, id: id, startedAt };
   }

@@ -438,6 +438,16 @@ function meanText(m: number, se: number, n: number): string {
   return `${formatMetric(m)} ± ${seText} (${n} trial${n === 1 ? "" : "s"})`;
 }
 
+/**
+ * A prune may stop a candidate's first trial (a curve clearly worse than the best's: discarded);
+ * it never overturns trials that completed (issue #38 item 5). A pruned trial after the first
+ * says nothing the judge can weigh — the incumbent's re-measurements are never pruned — so it is
+ * left out, and the candidate is judged on its completed trials.
+ */
+function withoutLaterPrunes(trials: TrialResult[]): TrialResult[] {
+  return trials.filter((t, i) => i === 0 || t.status !== "pruned");
+}
+
 function failed(program: JudgeInput["program"], trials: TrialResult[]): Decision | undefined {
   for (let i = 0; i < trials.length; i++) {
     const t = trials[i] as TrialResult;
@@ -466,7 +476,8 @@ export function createNoiseJudge(
     baselineTrials: o.baselineTrials,
     maxTrials,
     options: o,
-    decide(input: JudgeInput): Decision | MoreTrials {
+    decide(given: JudgeInput): Decision | MoreTrials {
+      const input = { ...given, trials: withoutLaterPrunes(given.trials) };
       const { program, trials, best } = input;
       if (trials.length === 0)
         return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
@@ -641,7 +652,12 @@ export function createNoiseJudge(
       // An incumbent whose value is exact (identical repeats while others vary) gains nothing.
       const now = noiseAfter(all.length);
       const bestExact = now.best.exact;
-      const more = (reason: string): MoreTrials =>
+      /** `fresh`: a confirmation trial, on a seed no trial of the run has used (MoreTrials.fresh). */
+      const more = (reason: string, fresh = false): MoreTrials => ({
+        ...moreOf(reason),
+        ...(fresh ? { fresh: true } : {}),
+      });
+      const moreOf = (reason: string): MoreTrials =>
         o.pooling === "run" &&
         o.remeasure &&
         !bestExact &&
@@ -732,6 +748,7 @@ export function createNoiseJudge(
         }
         return more(
           `confirming: ${cmp}; ${margin} (passed the keep test at trial ${passedAt}); running trial ${n + 1} of ${o.confirmTrials}${sigmaNote}`,
+          true,
         );
       }
       // Nothing repeated anywhere yet (a single baseline trial): σ would be the floor alone, so
@@ -755,6 +772,7 @@ export function createNoiseJudge(
         if (n >= o.confirmTrials) return keep(`${margin} ≥ ${fmtZ(threshold)}σ`);
         return more(
           `passed the keep test: ${cmp}; ${margin} ≥ ${fmtZ(threshold)}σ; confirming with trial ${n + 1} of ${o.confirmTrials}${sigmaNote}`,
+          true,
         );
       }
       if (n >= o.testTrials || (n >= 2 && z <= o.futilityZ)) {

@@ -179,6 +179,8 @@ export function createObjectivesJudge(inner: Judge, objectives: Objectives): Jud
         action: "more",
         reason,
         ...(incumbent ? { incumbent: true } : {}),
+        // The primary rule confirming: on a fresh seed (src/core/trial-seeds.ts).
+        ...(first.action === "more" && first.fresh ? { fresh: true } : {}),
       });
       const verdictOn = (m: ObjectiveMetric): Verdict =>
         m.metric === primary ? first : inner.decide(projectInput(input, m, primary));

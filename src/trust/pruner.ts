@@ -10,6 +10,9 @@
  *     point noise σ is given or estimated from both curves (second differences, robust to the
  *     trend), plus `relativeMargin` of the best's value; and only after `patience`
  *     consecutive checks agree.
+ * Never with a point noise of 0 or an infinite margin (a printed constant curve has both).
+ * Curves are claims (a trial prints them): the loop takes a candidate's curve as the reference
+ * only when it agrees with the evaluated value of the same trial (src/core/reference-curve.ts).
  * Pure functions plus a small stateful helper for the runner; x is an elapsed fraction of the
  * budget (total 1) or a step count (total = steps in the budget).
  */
@@ -124,10 +127,15 @@ export function shouldPrune(best: Curve, current: Curve, options: PrunerOptions)
   diff /= recent.length;
   ref /= recent.length;
   const sigma = o.sigma ?? estimateSigma(b, c);
+  const compared = `${formatMetric(ref + sign * diff)} vs best ${formatMetric(ref)} at ${formatWholePercent(at)} of the budget`;
+  // A noise of 0 (flat or perfectly smooth curves: a printed constant is one) makes any gap
+  // "infinitely many standard errors": no evidence, so no prune (docs/security.md "Curves are claims").
+  if (!(sigma > 0 && Number.isFinite(sigma)))
+    return keep(`no noise estimate (σ ${formatMetric(sigma)}): progress ${compared} is not compared`);
   const se = sigma * Math.sqrt(2 / recent.length);
   const need = o.z * se + o.relativeMargin * Math.abs(ref);
-  const margin = se > 0 ? diff / se : diff > 0 ? Number.POSITIVE_INFINITY : 0;
-  const compared = `${formatMetric(ref + sign * diff)} vs best ${formatMetric(ref)} at ${formatWholePercent(at)} of the budget`;
+  const margin = diff / se;
+  if (!Number.isFinite(margin)) return keep(`progress ${compared}: no finite margin`);
   if (diff > need) {
     return {
       prune: true,

@@ -263,6 +263,10 @@ export interface PyProjectOptions {
    * budget kill) are then tested on their own. Default: the program's default (sandboxed).
    */
   sandbox?: "on" | "off";
+  /** Absolute directories declared as caches (`sandbox: { caches: […] }`; with "off", nothing is declared). */
+  caches?: string[];
+  /** program.md `acceptance:` (default greedy: one trial per experiment). */
+  acceptance?: "greedy" | "noise";
 }
 
 /** The two ways every attack that needs no sandbox to fail is run. */
@@ -302,9 +306,13 @@ export function programMd(o: PyProjectOptions): string {
     "  holdout: [data/test.csv]",
     "outputs: [out/model.json]",
     "metrics: { holdout: [test_score] }",
-    "acceptance: greedy",
+    `acceptance: ${o.acceptance ?? "greedy"}`,
     ...(o.researcher ? ['agent: { backend: command, command: "sh researcher.sh", timeout: 30s }'] : []),
-    ...(o.sandbox === "off" ? ["sandbox: off"] : []),
+    ...(o.sandbox === "off"
+      ? ["sandbox: off"]
+      : o.caches?.length
+        ? [`sandbox: { caches: ${JSON.stringify(o.caches)} }`]
+        : []),
     "---",
     "# Research directions",
     "",

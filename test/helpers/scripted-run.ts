@@ -18,6 +18,8 @@ export async function runScripted(
     tag: "t",
     maxExperiments: max,
     agent: createScriptedAgent(steps),
+    // A fixed secret: the trial seeds (and so a seeded project's noise) are the same every time.
+    seedKey: "scripted-run",
     ...extra,
     onEvent: (e) => {
       events.push(e);

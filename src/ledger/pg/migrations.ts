@@ -203,4 +203,6 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   ${stamp("proposal_contexts")}
   `,
+  // 12: the run's secret seed key
+  "ALTER TABLE runs ADD COLUMN seed_key TEXT;",
 ];
