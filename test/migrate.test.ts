@@ -560,9 +560,7 @@ describe("export --format log-jsonl", () => {
     const lines = piLogJsonl(RUN, exps).trim().split("\n");
     expect(lines).toHaveLength(3);
     expect(lines.map((l) => JSON.parse(l).status)).toEqual([undefined, "keep", "discard"]);
-    const tsv = resultsTsv(RUN, exps)
-      .trim()
-      .split("\n");
+    const tsv = resultsTsv(RUN, exps).trim().split("\n");
     // peak_vram_mb 1000 printed: memory_gb is that in GB.
     expect(tsv[0]).toBe("commit\tval_bpb\tmemory_gb\tstatus\tdescription");
     expect(tsv.slice(1).map((l) => l.split("\t")[2])).toEqual(["1.0", "1.0"]);
