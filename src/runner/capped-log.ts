@@ -1,10 +1,14 @@
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, writeSync } from "node:fs";
+import { openUntrustedForWrite } from "../core/untrusted-file.ts";
 
 /**
  * A log file that never grows past `capBytes`. The head (the first quarter of the cap) is written
  * as it arrives, so a running trial's log can be read; after that a rolling tail (the rest of the
  * cap) is kept in memory and written on close, after a marker line `[autolab: N bytes elided]`.
  * The tail gets most of the room because that is where a crash explains itself.
+ *
+ * The file is opened through src/core/untrusted-file.ts: a symlink, FIFO or hard link at `path`
+ * (planted where a researcher can write) throws instead of being written through.
  */
 export class CappedLog {
   readonly path: string;
@@ -22,7 +26,7 @@ export class CappedLog {
 
   constructor(path: string, capBytes = 5 * 1024 * 1024) {
     this.path = path;
-    this.#fd = openSync(path, "w");
+    this.#fd = openUntrustedForWrite(path);
     const cap = Math.max(1024, capBytes);
     // Room for the marker line, so head + marker + tail stays within the cap.
     const usable = Number.isFinite(cap) ? cap - 64 : cap;

@@ -1,9 +1,10 @@
-import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, writeFile } from "node:fs/promises";
 import { isAbsolute, join, posix, relative, sep } from "node:path";
 import { tool } from "ai";
 import { z } from "zod";
 import { fileRules, isGlob, matchedFiles } from "../../core/file-patterns.ts";
 import type { Program } from "../../core/types.ts";
+import { readUntrusted } from "../../core/untrusted-file.ts";
 
 /**
  * The llm researcher's hands: list, read, edit and write files of the project, and finish.
@@ -108,8 +109,11 @@ export function createFileTools(root: string, program: Program, state: ToolState
   };
 
   const readText = async (rel: string): Promise<string> => {
-    const buf = await readFile(join(root, rel));
-    if (buf.length > MAX_FILE_BYTES) refuse(`${rel} is ${buf.length} bytes, too large to read.`);
+    // The worktree is written by trials and other processes: read through the one door.
+    const r = readUntrusted(join(root, rel), { maxBytes: MAX_FILE_BYTES });
+    if (!r.ok) refuse(`${rel} is ${r.reason}; it is not read.`);
+    if (r.truncated) refuse(`${rel} is ${r.size} bytes, too large to read.`);
+    const buf = r.bytes;
     if (buf.subarray(0, 8192).includes(0)) refuse(`${rel} is a binary file.`);
     return buf.toString("utf8");
   };

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import {
   APICallError,
@@ -14,6 +14,7 @@ import {
 import { AgentFailure, type AgentFailureKind } from "../../core/agent-failure.ts";
 import { formatSpokenTimeout } from "../../core/format.ts";
 import type { Agent, AgentConfig, Program, Proposal, ProposalContext } from "../../core/types.ts";
+import { writeUntrusted } from "../../core/untrusted-file.ts";
 import { createFileTools, type ToolState } from "./file-tools.ts";
 import { ADVISE_PROMPT, NUDGE_PROMPT, PROPOSE_PROMPT, researcherInstructions } from "./instructions.ts";
 import { costOf } from "./prices.ts";
@@ -64,7 +65,9 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
         if (!logging) return;
         try {
           mkdirSync(ctx.logDir, { recursive: true });
-          appendFileSync(transcriptPath, `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
+          writeUntrusted(transcriptPath, `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`, {
+            append: true,
+          });
         } catch {
           logging = false;
         }
