@@ -6,7 +6,6 @@
  * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
  * else, so it needs no LLM, no network and no API key.
  */
-import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
 import { fileRules, matchedFiles } from "../../core/file-patterns.ts";
@@ -21,7 +20,7 @@ import type {
   Proposal,
   ProposalContext,
 } from "../../core/types.ts";
-import { readUntrusted } from "../../core/untrusted-file.ts";
+import { readUntrusted, writeUntrusted } from "../../core/untrusted-file.ts";
 import {
   ACQUISITIONS,
   type Acquisition,
@@ -227,7 +226,7 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
     for (const name of changed) {
       if (locations.get(name)?.file === file.path) text = writeKnob(text, name, literals.get(name) as string);
     }
-    if (text !== file.text) await writeFile(path.join(ctx.worktree, file.path), text, "latin1");
+    if (text !== file.text) writeUntrusted(path.join(ctx.worktree, file.path), Buffer.from(text, "latin1"));
   }
 
   const hypothesis = changed
