@@ -8,7 +8,6 @@
  * data: a row in the notebook (Ledger.addHookRun), a note and a warning when it failed; it never
  * stops the run. The tail of its output reaches the researcher's next context (views.ts).
  */
-
 import { join } from "node:path";
 import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";

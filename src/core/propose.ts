@@ -4,7 +4,6 @@
  * proposal is decided at once, anything else is evaluated here (serial, MCP) or queued for a
  * slot (the scheduler: StepOptions.deferEvaluation).
  */
-
 import { join } from "node:path";
 import { type AgentFailure, isAgentFailure } from "./agent-failure.ts";
 import { commitMessage, DEFAULT_MAX_DIFF_LINES, NO_CHANGE, scopeViolation, tooLarge } from "./candidate.ts";
