@@ -1,8 +1,12 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { literalIn, writeKnob } from "../agents/builtin/knobs.ts";
 import type { ParallelHooks } from "../core/parallel-coordination.ts";
 import type { Program } from "../core/types.ts";
+import { readUntrusted } from "../core/untrusted-file.ts";
+
+/** Files larger than this are not replayed onto (a knob file is small). */
+const MAX_REBASE_BYTES = 64 * 1024 * 1024;
 
 type RebaseKnobs = NonNullable<ParallelHooks["rebaseKnobs"]>;
 
@@ -37,9 +41,17 @@ export function knobRebaser(program: Program): RebaseKnobs {
     if (literals.size === 0) return undefined;
     await ws.resetTo(onto);
     const snapshot = await ws.snapshot();
+    // All read before any is written: a committed symlink (or anything but a plain file) is
+    // neither read nor written through, and then nothing is replayed.
+    const texts: string[] = [];
     for (const path of paths) {
+      const read = readUntrusted(join(ws.projectDir, path), { maxBytes: MAX_REBASE_BYTES });
+      if (!read.ok || read.truncated) return undefined;
+      texts.push(read.bytes.toString("latin1"));
+    }
+    for (const [i, path] of paths.entries()) {
       const abs = join(ws.projectDir, path);
-      let text = await readFile(abs, "latin1");
+      let text = texts[i] as string;
       for (const [k, literal] of literals)
         if (literalIn(text, k) !== undefined) text = writeKnob(text, k, literal);
       await writeFile(abs, text, "latin1");

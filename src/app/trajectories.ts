@@ -6,7 +6,7 @@
  * appear: holdout metrics are left out of every metrics object, and every text passes through
  * the researchers' own redaction (src/core/views.ts) a second time.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { objectiveOf } from "../core/experiments.ts";
@@ -14,6 +14,7 @@ import type { ExperimentRecord, HookRunRecord, Ledger, RunRecord } from "../core
 import { mean } from "../core/stats.ts";
 import { isFullBudget, valuesAt } from "../core/trial-values.ts";
 import type { Program, TrialResult, TrialStatus } from "../core/types.ts";
+import { readUntrustedText, refusedText } from "../core/untrusted-file.ts";
 import { buildContext, holdoutNames, redactHoldoutsDeep } from "../core/views.ts";
 import { loadProgram } from "../program/index.ts";
 import { fitNoise, sigmaOf } from "../trust/noise-model.ts";
@@ -380,20 +381,44 @@ function contextOf(input: TrajectoryInput, e: ExperimentRecord): TrajectoryRecor
   };
 }
 
+/**
+ * The researcher wrote this directory: each transcript is read through the one door
+ * (src/core/untrusted-file.ts). A file there that is a symlink, a FIFO or anything but a plain
+ * file is not read: its text is the refusal (`[refused: … is a symbolic link; not read]`).
+ */
 function outputOf(input: TrajectoryInput, e: ExperimentRecord): TrajectoryRecord["output"] {
-  const dir = join(input.stateDir, "logs", input.run.tag, String(e.n), "agent");
+  const dir = agentLogDir(join(input.stateDir, "logs", input.run.tag, String(e.n)));
+  if (!dir) return null;
   for (const file of TRANSCRIPT_FILES) {
     const path = join(dir, file);
-    try {
-      if (!existsSync(path) || !statSync(path).isFile()) continue;
-      const all = readFileSync(path, "utf8");
-      const truncated = all.length > OUTPUT_CAP;
-      return { file, path, text: truncated ? all.slice(-OUTPUT_CAP) : all, truncated };
-    } catch {
-      // unreadable: try the next
+    // Bytes enough for OUTPUT_CAP characters of any UTF-8 text.
+    const r = readUntrustedText(path, { maxBytes: OUTPUT_CAP * 4, keep: "tail" });
+    if (!r.ok) {
+      if (r.missing) continue;
+      return { file, path, text: refusedText(path, r.reason), truncated: false };
     }
+    const cut = r.text.length > OUTPUT_CAP;
+    return { file, path, text: cut ? r.text.slice(-OUTPUT_CAP) : r.text, truncated: cut || r.truncated };
   }
   return null;
+}
+
+/** The proposal's agent log directory: `agent`, or its latest `agent-<k>` (proposed again after an interruption). */
+function agentLogDir(expDir: string): string | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(expDir);
+  } catch {
+    return undefined;
+  }
+  let best: { k: number; name: string } | undefined;
+  for (const name of names) {
+    const m = /^agent(?:-(\d+))?$/.exec(name);
+    if (!m) continue;
+    const k = m[1] ? Number(m[1]) : 1;
+    if (!best || k > best.k) best = { k, name };
+  }
+  return best ? join(expDir, best.name) : undefined;
 }
 
 async function diffOf(

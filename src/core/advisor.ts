@@ -10,7 +10,7 @@
  * the same. Every answer is recorded, garbage included (unparseable, too long, a crash, a
  * timeout, an edit: the advisor must not edit, its edits are reset); only a stop ends the run.
  */
-import { mkdir } from "node:fs/promises";
+
 import { join } from "node:path";
 import { isAgentFailure } from "./agent-failure.ts";
 import { crashPoint } from "./crash-points.ts";
@@ -20,6 +20,7 @@ import type { AdviceRecord, ExperimentRecord, NewAdvice, SessionRecord } from ".
 import { type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { Program, Proposal, ProposalContext } from "./types.ts";
+import { freshDir } from "./untrusted-file.ts";
 import { buildAdvisorContext } from "./views.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -183,8 +184,8 @@ export async function consultAdvisor(
   const ws = opts.workspace ?? deps.workspace;
   await ws.resetTo(best.exp.commit);
   const before = await ws.snapshot();
-  const logDir = join(deps.logDir, "advisor", String(previous.length + 1));
-  await mkdir(logDir, { recursive: true });
+  // Writable by the advisor's process: made now, never one an earlier (interrupted) advice filled.
+  const logDir = freshDir(join(deps.logDir, "advisor"), String(previous.length + 1));
   const decided = decidedInOrder(exps);
   const afterN = Math.max(0, ...decided.map((e) => e.n));
   opts.emit?.({ type: "advice_started", trigger, agent: advisor.name });

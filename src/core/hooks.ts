@@ -8,7 +8,6 @@
  * data: a row in the notebook (Ledger.addHookRun), a note and a warning when it failed; it never
  * stops the run. The tail of its output reaches the researcher's next context (views.ts).
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { crashPoint } from "./crash-points.ts";
 import type { LoopEvent } from "./events.ts";
@@ -17,6 +16,7 @@ import type { HookPhase, HookRunRecord, HookStatus } from "./ledger.ts";
 import type { LoopDeps } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { TrialStatus } from "./types.ts";
+import { freshDir } from "./untrusted-file.ts";
 
 /** The most of a hook's output (its last characters) the notebook and the researcher's context keep. */
 export const HOOK_OUTPUT_CHARS = 2048;
@@ -48,9 +48,9 @@ export async function runHook(
   const caches = deps.confinement?.projectCaches ?? [];
   const keep = [...setupFiles, ...caches];
   await ws.cleanTree(opts.at, keep);
-  const earlier = ledger.listHookRuns(run.id, n).filter((h) => h.phase === phase).length;
-  const logDir = join(deps.logDir, String(n), `hook-${phase}${earlier ? `-${earlier + 1}` : ""}`);
-  await mkdir(logDir, { recursive: true });
+  // hook-before, hook-before-2, …: a directory made now (src/core/untrusted-file.ts), never one
+  // an earlier process of the run could have filled.
+  const logDir = freshDir(join(deps.logDir, String(n)), `hook-${phase}`);
   const env = {
     ...(deps.slot?.env ?? {}),
     ...opts.env,

@@ -4,7 +4,6 @@
  * proposal is decided at once, anything else is evaluated here (serial, MCP) or queued for a
  * slot (the scheduler: StepOptions.deferEvaluation).
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type AgentFailure, failureForTerminal, isAgentFailure } from "./agent-failure.ts";
 import {
@@ -25,6 +24,7 @@ import type { ExperimentRecord, HookRunRecord } from "./ledger.ts";
 import { coordinationOf, type LoopDeps, measuredBest } from "./loop-deps.ts";
 import { setupFilesOf } from "./setup.ts";
 import type { DecisionAction, Proposal, ProposalContext } from "./types.ts";
+import { freshDir } from "./untrusted-file.ts";
 import { buildContext, notebookExtras, seedsOf, toView } from "./views.ts";
 import type { Snapshot } from "./workspace.ts";
 
@@ -101,8 +101,10 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
     ...(best.n !== ratchet.exp.n ? { parent: best.n } : {}),
   });
 
-  const agentLogDir = join(deps.logDir, String(n), "agent");
-  await mkdir(agentLogDir, { recursive: true });
+  // The researcher writes its log directory: each proposal gets one made now (agent, agent-2, …
+  // when #n is proposed again after an interruption), never the one an earlier researcher filled
+  // with symlinks or FIFOs for the harness to write through (docs/security.md).
+  const agentLogDir = freshDir(join(deps.logDir, String(n)), "agent");
   let proposal: Proposal;
   let failure: AgentFailure | undefined;
   // What the researcher was shown, recorded with its row (the trajectory export, docs/learning.md).
@@ -183,7 +185,9 @@ export async function runStep(deps: LoopDeps, opts: StepOptions = {}): Promise<S
         secret ??
         (ref.diff.insertions + ref.diff.deletions > maxDiff ? tooLarge(ref.diff, maxDiff) : undefined));
   if (reject) {
-    const action = failure ? "crash" : "reject";
+    // A researcher whose output the harness refused to read (src/core/untrusted-file.ts) broke a
+    // rule, as an out-of-scope edit does: a reject, not a crash.
+    const action = failure && failure.kind !== "refused" ? "crash" : "reject";
     ledger.decide(exp.id, { action, reason: reject, mechanismConfirmed: null });
     const bestNow = { n: ratchet.exp.n, metric: ratchet.metric };
     const shown = failure ? failureForTerminal(failure) : undefined;

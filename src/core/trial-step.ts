@@ -4,7 +4,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { crashPoint } from "./crash-points.ts";
 import { AutolabError, isAutolabError } from "./errors.ts";
@@ -18,6 +17,7 @@ import { setupFilesOf } from "./setup.ts";
 import { freshSeed, nextSlot, slotSeed, usedSeeds } from "./trial-seeds.ts";
 import { isFullBudget, notRunResult } from "./trial-values.ts";
 import type { TrialPruner, TrialResult, TrialSpec } from "./types.ts";
+import { freshDir } from "./untrusted-file.ts";
 import type { Workspace } from "./workspace.ts";
 
 /**
@@ -168,7 +168,6 @@ export async function runTrial(
   const exp = ledger.getExperiment(run.id, n) ?? exp0;
   const attempt = exp.trials.length + 1;
   const seed = seedFor(deps, exp, seedChoice, against);
-  const logDir = join(deps.logDir, String(exp.n), String(attempt));
   // No await between counting the attempts and recording the start: parallel trials of one
   // experiment (the baseline's) must not take the same attempt number.
   const env = {
@@ -187,7 +186,8 @@ export async function runTrial(
     env,
     ...(deps.slot ? { slot: deps.slot.index } : {}),
   });
-  await mkdir(logDir, { recursive: true });
+  // Made now, never reused (an attempt's number is new, and so is its directory).
+  const logDir = freshDir(join(deps.logDir, String(exp.n)), String(attempt));
   crashPoint("after-trial-start");
   emit({
     type: "trial_started",

@@ -17,6 +17,7 @@ import { AutolabError } from "../core/errors.ts";
 import type { LoopEvent } from "../core/events.ts";
 import type { KnowledgeEntry } from "../core/knowledge.ts";
 import type { ExperimentRecord } from "../core/ledger.ts";
+import { readUntrusted } from "../core/untrusted-file.ts";
 import { knowledgePath, openKnowledgeStore } from "../ledger/knowledge-store.ts";
 import { git, gitRaw } from "../workspace/git.ts";
 import { type Claim, signClaim } from "./claim.ts";
@@ -73,6 +74,8 @@ export interface ContributeOutcome {
 }
 
 const WAITING = new Set(["verifying", "checking"]);
+/** A trial log is hashed whole up to Node's limit of one read (logs are capped far below it). */
+const MAX_LOG_BYTES = 2 ** 31 - 1;
 
 export async function contribute(o: ContributeOptions): Promise<ContributeOutcome> {
   const client = new HubClient(o.hub);
@@ -322,7 +325,9 @@ async function claimOf(
     logs.update(`seed ${t.seed}\n`);
     for (const f of ["stdout.log", "stderr.log"]) {
       const p = t.result?.logDir ? join(resolve(dir, t.result.logDir), f) : undefined;
-      if (p && existsSync(p)) logs.update(await readFile(p));
+      // Through the one door (src/core/untrusted-file.ts): what is not a plain file is not read.
+      const read = p ? readUntrusted(p, { maxBytes: MAX_LOG_BYTES }) : undefined;
+      if (read?.ok) logs.update(read.bytes);
     }
   }
   return {

@@ -9,10 +9,11 @@
  * files are data read under the same rules as any protected step (no symlinks, nothing outside
  * the project).
  */
-import { lstatSync, readFileSync, realpathSync } from "node:fs";
+import { lstatSync, realpathSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { isAbsolute, join, relative, sep } from "node:path";
 import type { TrialGradeOutcome, TrialGrader } from "../core/types.ts";
+import { readUntrustedText } from "../core/untrusted-file.ts";
 import {
   type AskJudge,
   type GradeReport,
@@ -80,7 +81,10 @@ export function gradedText(cwd: string, files: string[]): { text: string } | { p
     if (rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) {
       return { problem: `the graded file ${f} lies outside the project: it is not read` };
     }
-    let body = readFileSync(real, "utf8");
+    // Checked above, read through the one door: the file may have been swapped since lstat.
+    const read = readUntrustedText(real, { maxBytes: MAX_GRADED_CHARS * 4 });
+    if (!read.ok) return { problem: `the graded file ${f} is ${read.reason}: it is not read` };
+    let body = read.text;
     if (body.length > MAX_GRADED_CHARS)
       body = `${body.slice(0, MAX_GRADED_CHARS)}\n[… cut at ${MAX_GRADED_CHARS} characters]`;
     parts.push(files.length > 1 ? `=== ${f} ===\n${body}` : body);

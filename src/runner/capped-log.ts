@@ -1,6 +1,7 @@
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, writeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { SecretLineStream } from "../core/secrets.ts";
+import { openUntrustedForWrite } from "../core/untrusted-file.ts";
 
 /**
  * A log file that never grows past `capBytes`. The head (the first quarter of the cap) is written
@@ -12,6 +13,9 @@ import { SecretLineStream } from "../core/secrets.ts";
  * decoded as UTF-8 and passed a line at a time through the secret redactor (src/core/secrets.ts)
  * before anything is written or kept; a partial line waits for its newline (or for close).
  * `bytes` counts what arrived, the cap applies to what is written.
+ *
+ * The file is opened through src/core/untrusted-file.ts: a symlink, FIFO or hard link at `path`
+ * (planted where a researcher can write) throws instead of being written through.
  */
 export class CappedLog {
   readonly path: string;
@@ -33,7 +37,7 @@ export class CappedLog {
 
   constructor(path: string, capBytes = 5 * 1024 * 1024) {
     this.path = path;
-    this.#fd = openSync(path, "w");
+    this.#fd = openUntrustedForWrite(path);
     const cap = Math.max(1024, capBytes);
     // Room for the marker line, so head + marker + tail stays within the cap.
     const usable = Number.isFinite(cap) ? cap - 64 : cap;

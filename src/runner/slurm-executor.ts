@@ -9,10 +9,11 @@
  * + grace after it started running, and when it has been pending past `pendingLimitMs`. Every
  * outcome is a TrialResult, never an exception.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { formatDuration, formatLimitSeconds } from "../core/format.ts";
 import type { Executor, SandboxSpec, SlurmConfig, TrialResult, TrialSpec } from "../core/types.ts";
+import { readUntrustedText } from "../core/untrusted-file.ts";
 import { LocalExecutor, type LocalExecutorOptions } from "./local-executor.ts";
 import { LogTail } from "./log-tail.ts";
 import { LineSplitter, parseMetricLine } from "./metrics.ts";
@@ -195,9 +196,8 @@ export class SlurmExecutor implements Executor {
     errLines.end();
     if (callbackError !== undefined) throw callbackError;
 
-    const status = parseExitStatus(
-      await readFile(join(spec.logDir, EXIT_STATUS_FILE), "utf8").catch(() => ""),
-    );
+    const statusFile = readUntrustedText(join(spec.logDir, EXIT_STATUS_FILE), { maxBytes: 64 * 1024 });
+    const status = parseExitStatus(statusFile.ok ? statusFile.text : "");
     const accounted = forgotten && !status ? await this.#tools.accounted(id) : undefined;
     const state = last && phaseOf(last.state) === "ended" ? last.state : accounted?.state;
     const exitCode = status?.exitCode ?? accounted?.exitCode ?? null;

@@ -6,6 +6,7 @@ import { basename, join, posix, relative, resolve, sep } from "node:path";
 import { AutolabError } from "../core/errors.ts";
 import { fileMatcher, isGlob, literalBase } from "../core/file-patterns.ts";
 import type { DiffStats } from "../core/ledger.ts";
+import { readUntrusted } from "../core/untrusted-file.ts";
 import type { Snapshot, Workspace } from "../core/workspace.ts";
 import { git, gitRaw, SAFE_GIT_CONFIG } from "./git.ts";
 import { parseTree, refuseOutputs, removeStrays, strays } from "./reset.ts";
@@ -246,6 +247,8 @@ export interface GitWorkspaceOptions {
 
 /** Git identity for harness commits when the user has none configured. */
 const IDENTITY = ["-c", "user.name=autolab", "-c", "user.email=autolab@localhost"];
+/** A protected file is hashed up to this size (Node's limit of one read); a larger one counts as changed. */
+const MAX_PROTECTED_BYTES = 2 ** 31 - 1;
 
 export class GitWorkspace implements Workspace {
   readonly branch: string;
@@ -531,14 +534,14 @@ export class GitWorkspace implements Workspace {
   async verifyProtected(allowed: readonly string[] = []): Promise<string | undefined> {
     const changed: string[] = [];
     for (const [file, expected] of Object.entries(this.opts.protectedHashes)) {
-      let actual: string;
-      try {
-        actual = sha256(await readFile(join(this.projectDir, file)));
-      } catch {
-        changed.push(`${file} (missing)`);
+      // A trial may have replaced the file: read through the one door (a FIFO is never waited
+      // on, a symlink never followed: either is a change).
+      const read = readUntrusted(join(this.projectDir, file), { maxBytes: MAX_PROTECTED_BYTES });
+      if (!read.ok) {
+        changed.push(`${file} (${read.missing ? "missing" : read.reason})`);
         continue;
       }
-      if (actual !== expected) changed.push(file);
+      if (read.truncated || sha256(read.bytes) !== expected) changed.push(file);
     }
     const added = await this.strayProtected(allowed);
     const reasons = [

@@ -6,7 +6,6 @@
  * Each proposal rewrites knob constant lines in the editable files of the worktree and nothing
  * else, so it needs no LLM, no network and no API key.
  */
-import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { AutolabError } from "../../core/errors.ts";
 import { fileRules, matchedFiles } from "../../core/file-patterns.ts";
@@ -21,6 +20,7 @@ import type {
   Proposal,
   ProposalContext,
 } from "../../core/types.ts";
+import { readUntrusted, writeUntrusted } from "../../core/untrusted-file.ts";
 import {
   ACQUISITIONS,
   type Acquisition,
@@ -226,7 +226,7 @@ async function propose(ctx: ProposalContext, opts: BuiltinAgentOptions): Promise
     for (const name of changed) {
       if (locations.get(name)?.file === file.path) text = writeKnob(text, name, literals.get(name) as string);
     }
-    if (text !== file.text) await writeFile(path.join(ctx.worktree, file.path), text, "latin1");
+    if (text !== file.text) writeUntrusted(path.join(ctx.worktree, file.path), Buffer.from(text, "latin1"));
   }
 
   const hypothesis = changed
@@ -301,20 +301,21 @@ async function readEditableFiles(worktree: string, files: Program["files"]): Pro
   const named = new Set(files.editable);
   const out: KnobFile[] = [];
   for (const rel of matchedFiles(root, files.editable, rules.editable)) {
-    const abs = path.join(root, rel);
-    try {
-      if (!named.has(rel) && (await stat(abs)).size > MAX_FOUND_FILE_BYTES) continue;
-      out.push({ path: rel, text: await readFile(abs, "latin1") });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== "ENOENT" && code !== "EISDIR") throw err;
-    }
+    // Through the one door (src/core/untrusted-file.ts): a FIFO or symlink a trial left in the
+    // worktree is skipped, never waited on or followed; a file over the cap is skipped (it is
+    // written back whole, so it is never read in part).
+    const r = readUntrusted(path.join(root, rel), {
+      maxBytes: named.has(rel) ? MAX_NAMED_FILE_BYTES : MAX_FOUND_FILE_BYTES,
+    });
+    if (r.ok && !r.truncated) out.push({ path: rel, text: r.bytes.toString("latin1") });
   }
   return out;
 }
 
 /** Files an editable directory or glob holds beyond this size are not searched for knobs. */
 const MAX_FOUND_FILE_BYTES = 4 * 1024 * 1024;
+/** A file named in files.editable is searched for knobs up to this size. */
+const MAX_NAMED_FILE_BYTES = 256 * 1024 * 1024;
 
 /** The objective value of a past experiment, or undefined when it failed or has no result yet. */
 function measuredValue(e: ExperimentView): number | undefined {

@@ -1,16 +1,6 @@
-import {
-  accessSync,
-  constants,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentFailure } from "../../core/agent-failure.ts";
 import { AutolabError } from "../../core/errors.ts";
@@ -25,6 +15,7 @@ import type {
   SandboxEgress,
   SandboxSpec,
 } from "../../core/types.ts";
+import { readUntrustedText, writeUntrusted } from "../../core/untrusted-file.ts";
 import { runProcess } from "../../runner/run-process.ts";
 import { openEgress } from "./egress.ts";
 import { agentEnv, resolveApiKey } from "./env.ts";
@@ -91,7 +82,7 @@ export function createCliAgent(
         buildPrompt(ctx, preset.summaryTool ? { summaryTool: preset.summaryTool } : {}),
       );
       const promptFile = join(ctx.logDir, "prompt.md");
-      writeFileSync(promptFile, prompt);
+      writeUntrusted(promptFile, prompt);
       const inv = await preset.invocation({
         config,
         ctx,
@@ -121,7 +112,7 @@ export function createCliAgent(
       const command = inv.shell ?? [executablePath ?? "", ...inv.args].map(shellQuote).join(" ");
       const stdoutPath = join(ctx.logDir, "agent.stdout.log");
       const stderrPath = join(ctx.logDir, "agent.stderr.log");
-      writeFileSync(join(ctx.logDir, "agent.command.txt"), `${redactSecrets(command)}\n`);
+      writeUntrusted(join(ctx.logDir, "agent.command.txt"), `${redactSecrets(command)}\n`);
 
       // Sandboxed: the model endpoints only, through the egress proxy (stopped after the CLI).
       const egress = sandbox ? await openEgress(preset, config, join(ctx.logDir, "egress.log")) : undefined;
@@ -159,10 +150,25 @@ export function createCliAgent(
       } finally {
         await egress?.close();
       }
-      const stdout = readText(stdoutPath);
-      const stderr = readText(stderrPath);
+      // The researcher can write its log directory: its logs are read through the one door
+      // (no symlink followed, no FIFO waited on), and a log it replaced is a refusal.
+      const stdoutRead = readLog(stdoutPath);
+      const stderrRead = readLog(stderrPath);
+      const stdout = stdoutRead.text;
+      const stderr = stderrRead.text;
       const detail = lastLines(stderr) || lastLines(stdout);
       const who = preset.executable ?? "the agent command";
+      const refused = stdoutRead.refused ?? stderrRead.refused;
+      if (refused && !out.spawnError && !out.interrupted) {
+        throw new AgentFailure(
+          "refused",
+          `${who} left its log ${refused}; the harness does not read it`,
+          "",
+          {
+            wallS: Math.round(out.wallS * 1000) / 1000,
+          },
+        );
+      }
       let parsed: ParsedOutput | undefined;
       let parseError: unknown;
       try {
@@ -344,12 +350,13 @@ function usageOf(parsed: ParsedOutput | undefined, wallS: number) {
   };
 }
 
-function readText(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
-  }
+/** A log the researcher could have replaced: its text (the end, when over the cap), or why it was refused. */
+function readLog(path: string): { text: string; refused?: string } {
+  const r = readUntrustedText(path, { maxBytes: LOG_CAP_BYTES, keep: "tail" });
+  if (r.ok) return { text: r.text };
+  // Never written (the process did not start): nothing to read, nothing refused.
+  if (r.missing) return { text: "" };
+  return { text: "", refused: `${basename(path)} as ${r.reason}` };
 }
 
 function lastLines(text: string, lines = 20, chars = 4000): string {

@@ -1,9 +1,10 @@
-import { lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir } from "node:fs/promises";
 import { isAbsolute, join, posix, relative, sep } from "node:path";
 import { tool } from "ai";
 import { z } from "zod";
 import { fileRules, isGlob, matchedFiles } from "../../core/file-patterns.ts";
 import type { Program } from "../../core/types.ts";
+import { readUntrusted, writeUntrusted } from "../../core/untrusted-file.ts";
 
 /**
  * The llm researcher's hands: list, read, edit and write files of the project, and finish.
@@ -108,10 +109,23 @@ export function createFileTools(root: string, program: Program, state: ToolState
   };
 
   const readText = async (rel: string): Promise<string> => {
-    const buf = await readFile(join(root, rel));
-    if (buf.length > MAX_FILE_BYTES) refuse(`${rel} is ${buf.length} bytes, too large to read.`);
+    // The worktree is written by trials and other processes: read through the one door.
+    const r = readUntrusted(join(root, rel), { maxBytes: MAX_FILE_BYTES });
+    if (!r.ok) refuse(`${rel} is ${r.reason}; it is not read.`);
+    if (r.truncated) refuse(`${rel} is ${r.size} bytes, too large to read.`);
+    const buf = r.bytes;
     if (buf.subarray(0, 8192).includes(0)) refuse(`${rel} is a binary file.`);
     return buf.toString("utf8");
+  };
+
+  // Written through the one door too: a symlink, FIFO or hard link put there since kindOf looked
+  // is refused, not written through.
+  const writeText = (rel: string, text: string): void => {
+    try {
+      writeUntrusted(join(root, rel), text);
+    } catch (err) {
+      refuse(`${rel} could not be written: ${(err as Error).message}`);
+    }
   };
 
   const describeEntry = async (rel: string): Promise<string> => {
@@ -232,7 +246,7 @@ export function createFileTools(root: string, program: Program, state: ToolState
           );
         }
         // Not String.replace: "$&" and friends in new_text must stay literal.
-        await writeFile(join(root, rel), text.slice(0, at) + new_text + text.slice(at + old_text.length));
+        writeText(rel, text.slice(0, at) + new_text + text.slice(at + old_text.length));
         state.changed.push(rel);
         const n = (s: string) => s.split("\n").length;
         return `Edited ${rel}: replaced ${n(old_text)} line(s) with ${n(new_text)} line(s).`;
@@ -252,7 +266,7 @@ export function createFileTools(root: string, program: Program, state: ToolState
         const kind = await kindOf(rel);
         if (kind !== "file" && kind !== "missing") refuse(`${rel} is not a regular file.`);
         if (kind === "missing") await mkdir(join(root, posix.dirname(rel)), { recursive: true });
-        await writeFile(join(root, rel), content);
+        writeText(rel, content);
         state.changed.push(rel);
         return `Wrote ${rel} (${Buffer.byteLength(content)} bytes).`;
       },

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import {
   APICallError,
@@ -15,6 +15,7 @@ import { AgentFailure, type AgentFailureKind } from "../../core/agent-failure.ts
 import { formatSpokenTimeout } from "../../core/format.ts";
 import { redactSecrets } from "../../core/secrets.ts";
 import type { Agent, AgentConfig, Program, Proposal, ProposalContext } from "../../core/types.ts";
+import { writeUntrusted } from "../../core/untrusted-file.ts";
 import { createFileTools, type ToolState } from "./file-tools.ts";
 import { ADVISE_PROMPT, NUDGE_PROMPT, PROPOSE_PROMPT, researcherInstructions } from "./instructions.ts";
 import { costOf } from "./prices.ts";
@@ -65,9 +66,10 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
         if (!logging) return;
         try {
           mkdirSync(ctx.logDir, { recursive: true });
-          appendFileSync(
+          writeUntrusted(
             transcriptPath,
             `${redactSecrets(JSON.stringify({ at: new Date().toISOString(), ...entry }))}\n`,
+            { append: true },
           );
         } catch {
           logging = false;

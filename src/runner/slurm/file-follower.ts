@@ -1,10 +1,12 @@
 /**
  * Reads a file as it grows (a Slurm job's `--output` on the shared file system): each `poll()`
  * hands the bytes written since the last one to `onChunk`. A file that does not exist yet is
- * simply not read; reading never throws (a trial's outcome is data).
+ * simply not read; reading never throws (a trial's outcome is data). Opened as every untrusted
+ * file is (src/core/untrusted-file.ts): no symlink followed, no FIFO waited on, regular files only.
  */
 import { close, fstat, open, read } from "node:fs";
 import { promisify } from "node:util";
+import { UNTRUSTED_READ_FLAGS, whyNotPlainFile } from "../../core/untrusted-file.ts";
 
 const openAsync = promisify(open);
 const fstatAsync = promisify(fstat);
@@ -32,12 +34,14 @@ export class FileFollower {
   async poll(): Promise<void> {
     let fd: number;
     try {
-      fd = await openAsync(this.path, "r");
+      fd = await openAsync(this.path, UNTRUSTED_READ_FLAGS);
     } catch {
       return;
     }
     try {
-      const { size } = await fstatAsync(fd);
+      const st = await fstatAsync(fd);
+      if (whyNotPlainFile(st)) return;
+      const { size } = st;
       // Truncated or replaced (a requeued job starts its output again): start over.
       if (size < this.#offset) this.#offset = 0;
       const buf = Buffer.alloc(Math.min(CHUNK, Math.max(0, size - this.#offset)));
