@@ -4,10 +4,17 @@
  * judge the share left of the tightest limit.
  */
 import { describe, expect, it } from "vitest";
+import { createScriptedAgent } from "../src/agents/scripted-agent.ts";
 import { createRun } from "../src/app/create-run.ts";
 import { formatWholeSeconds } from "../src/core/format.ts";
 import type { ExperimentRecord } from "../src/core/ledger.ts";
-import { budgetLeft, experimentsSpent, trialsUsed } from "../src/core/run-budget.ts";
+import {
+  budgetLeft,
+  costPreflight,
+  costReached,
+  experimentsSpent,
+  trialsUsed,
+} from "../src/core/run-budget.ts";
 import { knobProject } from "./helpers/knob-project.ts";
 import { runScripted } from "./helpers/scripted-run.ts";
 import { git, valueProject } from "./helpers/value-project.ts";
@@ -54,6 +61,65 @@ describe("the run's budget", () => {
     expect(formatWholeSeconds(8 * 3600_000)).toBe("8h");
     expect(formatWholeSeconds(400)).toBe("0s");
   });
+
+  it("--max-cost: spent plus in-flight proposals at the mean cost stop the next proposal (issue #36)", () => {
+    const priced = (n: number, costUsd?: number) =>
+      ({
+        n,
+        trials: [],
+        ...(costUsd !== undefined ? { usage: { costUsd } } : {}),
+      }) as unknown as ExperimentRecord;
+    const exps = [priced(0), priced(1, 0.4), priced(2, 0.6), priced(3)];
+    // $1 spent, $0.50 a proposal: a $2 cap allows the next one, not with two more in flight.
+    expect(costReached({ cost: 2 }, exps)).toBeUndefined();
+    expect(costReached({ cost: 2 }, exps, 2)).toBe(
+      "reached --max-cost $2.00 ($1.00 spent, 2 in flight at ~$0.50 each; the next proposal would cost ~$0.50)",
+    );
+    expect(costReached({ cost: 1 }, exps)).toMatch(/^reached --max-cost \$1\.00 \(\$1\.00 spent/);
+    // The parallel scheduler's issued count: proposals recorded beyond the ones decided are in flight.
+    expect(experimentsSpent({ cost: 1.4 }, exps, 3)).toMatch(/^reached --max-cost/);
+    // Before any proposal reported a cost, only what was spent counts.
+    expect(costReached({ cost: 0.1 }, [priced(0), priced(1)])).toBeUndefined();
+    expect(budgetLeft({ cost: 2 }, exps)).toEqual({ left: 100, total: 200 });
+    expect(costPreflight({ cost: 2 }, exps, "claude")).toBe(
+      "cost cap $2.00 for the researchers ($1.00 spent so far): ~$0.50 per proposal so far, so about 2 more proposals",
+    );
+    expect(costPreflight({ cost: 2 }, exps, "builtin")).toMatch(/will not stop this run/);
+    expect(costPreflight({ cost: 2 }, [priced(0)], "llm")).toMatch(/the first one sets the estimate/);
+  });
+
+  it("stops a run at --max-cost with the proposals' reported cost, saying so at the start", async () => {
+    const dir = valueProject();
+    const agent = createScriptedAgent(
+      [2, 3, 4, 1, 6, 7, 8, 9].map((x) => ({
+        hypothesis: `X to ${x}`,
+        edits: { "value.mjs": `export const X = ${x};\n` },
+        usage: { costUsd: 0.3, inputTokens: 1000, outputTokens: 100 },
+      })),
+    );
+    const warnings: string[] = [];
+    const outcome = await createRun({
+      program: dir,
+      tag: "t",
+      agent,
+      maxCostUsd: 1,
+      onEvent: (e) => {
+        if (e.type === "warning") warnings.push(e.message);
+      },
+    });
+    try {
+      // $0.30 each: after three ($0.90) a fourth would pass $1.
+      expect(outcome.stoppedBecause).toBe(
+        "reached --max-cost $1.00 ($0.90 spent; the next proposal would cost ~$0.30)",
+      );
+      expect(agent.calls).toBe(3);
+      expect(warnings[0]).toMatch(
+        /^cost cap \$1\.00 for the researchers \(\$0\.00 spent so far\): no proposal has reported a cost yet/,
+      );
+    } finally {
+      outcome.lab.ledger.close();
+    }
+  }, 120_000);
 
   it("stops a serial run at --max-trials with every experiment decided", async () => {
     const dir = noisy();

@@ -11,6 +11,8 @@ export interface ScriptedStep {
   edits: Record<string, string | ((old: string) => string) | null>;
   /** Simulated thinking time. */
   delayMs?: number;
+  /** What the proposal reports having cost (tokens, costUsd), as a model-backed researcher would. */
+  usage?: Record<string, number>;
 }
 
 /**
@@ -36,6 +38,7 @@ export function createScriptedAgent(steps: ScriptedStep[], name = "scripted"): A
         hypothesis: step.hypothesis,
         ...(step.mechanism ? { mechanism: step.mechanism } : {}),
         ...(step.expected ? { expected: step.expected } : {}),
+        ...(step.usage ? { usage: step.usage } : {}),
       };
     },
   };

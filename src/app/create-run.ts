@@ -46,6 +46,8 @@ export interface RunOptions {
   maxTrials?: number;
   /** Milliseconds after which this invocation starts no trial. */
   maxTimeMs?: number;
+  /** USD the researchers may spend over the run (--max-cost). */
+  maxCostUsd?: number;
   /** Overrides program.md's run.budget (ms). */
   budgetMs?: number;
   /**
@@ -107,6 +109,7 @@ export async function createRun(opts: RunOptions): Promise<RunOutcome> {
       ...(opts.maxExperiments !== undefined ? { maxExperiments: opts.maxExperiments } : {}),
       ...(opts.maxTrials !== undefined ? { maxTrials: opts.maxTrials } : {}),
       ...(opts.maxTimeMs !== undefined ? { maxTimeMs: opts.maxTimeMs } : {}),
+      ...(opts.maxCostUsd !== undefined ? { maxCostUsd: opts.maxCostUsd } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     };
@@ -169,7 +172,7 @@ export interface RunSession {
  * steps on it for an interactive agent.
  */
 export async function openRunSession(
-  opts: Omit<RunOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "signal">,
+  opts: Omit<RunOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "maxCostUsd" | "signal">,
 ): Promise<RunSession> {
   // Validate the program and find the repository before anything is written to disk, and keep
   // `.autolab/` out of git before anything is written under it (a failed first run must leave

@@ -11,6 +11,7 @@ import {
   type RunRecord,
   type SessionRecord,
 } from "../core/ledger.ts";
+import { costPerProposal, costSpent } from "../core/run-budget.ts";
 import type { Alarm, Program } from "../core/types.ts";
 import { type PredictedBest, predictedBest } from "../trust/posterior.ts";
 import { alarmsOf, ladderOf, noiseOf } from "./alarms.ts";
@@ -81,6 +82,11 @@ export interface StatusJson {
   advisor: StatusAdvisor | null;
   /** How the best's value was measured (src/core/evidence.ts); null without a best. */
   bestEvidence: Evidence | null;
+  /**
+   * What the researchers reported spending (usage.costUsd, USD) over the run, and per kept
+   * change; null where no proposal reported a cost.
+   */
+  cost: { usd: number; perKept: number | null } | null;
 }
 
 /** `status.advisor`: its answers so far, the newest ideas, and its stop when that ended the run. */
@@ -196,10 +202,19 @@ export function statusOf(
     imported: priorHistoryOf(org.imported ?? [], run.metric),
     front: frontOf(program, exps),
     advisor: advisorStatus(org.advice ?? [], org.sessions ?? []),
+    cost: costOfRun(exps, counts.keep),
     bestEvidence: best
       ? evidenceOf(best, { holdout: program?.metrics.holdout ?? [], notes: org.notes ?? [], alarms })
       : null,
   };
+}
+
+/** The run's researcher cost, and per kept change (the baseline's keep not counted). */
+function costOfRun(exps: ExperimentRecord[], keeps: number): StatusJson["cost"] {
+  if (costPerProposal(exps) === undefined) return null;
+  const usd = Math.round(costSpent(exps) * 10_000) / 10_000;
+  const kept = Math.max(0, keeps - 1);
+  return { usd, perKept: kept > 0 ? Math.round((usd / kept) * 10_000) / 10_000 : null };
 }
 
 function advisorStatus(

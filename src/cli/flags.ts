@@ -79,3 +79,20 @@ export function slotsFlag(flag: string): (raw: string) => number {
     rule: SLOT_COUNT,
   });
 }
+
+/** An amount of US dollars above zero, as digits with an optional decimal part ("5", "0.50", "$2"). */
+export function usdFlag(flag: string): (raw: string) => number {
+  return (raw) => {
+    const s = raw.trim().replace(/^\$/, "");
+    const v = Number(s);
+    if (!/^\d+(\.\d+)?$/.test(s) || !(v > 0)) {
+      throw bad(
+        flag,
+        raw,
+        "not an amount of dollars above zero",
+        `Pass ${flag} dollars, e.g. ${flag} 5 or ${flag} 0.50.`,
+      );
+    }
+    return v;
+  };
+}

@@ -10,7 +10,7 @@ import { directCommand } from "./direct-command.ts";
 import { doctorCommand } from "./doctor-command.ts";
 import { handleError } from "./errors.ts";
 import { finalizeCommand } from "./finalize-command.ts";
-import { durationFlag, intFlag, slotsFlag } from "./flags.ts";
+import { durationFlag, intFlag, slotsFlag, usdFlag } from "./flags.ts";
 import { contributeCommand, hubCommand } from "./hub-commands.ts";
 import { initCommand } from "./init-command.ts";
 import { knowledgeSearchCommand, knowledgeStatsCommand } from "./knowledge-command.ts";
@@ -118,6 +118,11 @@ cli
     "--max-time <duration>",
     "start no trial after this long (e.g. 8h, 90m)",
     durationFlag({ flag: "--max-time", example: "--max-time 8h" }),
+  )
+  .option(
+    "--max-cost <usd>",
+    "start no proposal once the researchers' reported cost, with those in flight, would pass this many dollars (over the run)",
+    usdFlag("--max-cost"),
   )
   .option("-b, --budget <duration>", "override program.md's run.budget for this invocation", budget)
   .option(

@@ -15,6 +15,7 @@ interface RunFlags {
   maxExperiments?: number;
   maxTrials?: number;
   maxTime?: number;
+  maxCost?: number;
   budget?: number;
   slots?: number;
   agent?: string;
@@ -91,6 +92,7 @@ export function runCommand(flags: RunFlags): Promise<void> {
         ...(flags.maxExperiments !== undefined ? { maxExperiments: flags.maxExperiments } : {}),
         ...(flags.maxTrials !== undefined ? { maxTrials: flags.maxTrials } : {}),
         ...(flags.maxTime !== undefined ? { maxTimeMs: flags.maxTime } : {}),
+        ...(flags.maxCost !== undefined ? { maxCostUsd: flags.maxCost } : {}),
         ...(flags.budget !== undefined ? { budgetMs: flags.budget } : {}),
         ...(flags.slots !== undefined ? { slots: flags.slots } : {}),
         ...(flags.agent ? { agent: flags.agent } : {}),

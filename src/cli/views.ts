@@ -17,6 +17,7 @@ import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { formatChange, formatClock, formatMetric, formatMetricTo, formatSeconds } from "../core/format.ts";
 import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
+import { formatUsd } from "../core/run-budget.ts";
 import { redactSecrets } from "../core/secrets.ts";
 import type { Program } from "../core/types.ts";
 import {
@@ -150,6 +151,10 @@ export async function statusCommand(flags: ViewFlags & { fleet?: string }): Prom
         lines.push(
           `Best:     ${formatMetric(s.best.metric ?? undefined)}${change}  #${s.best.id} ${s.best.commit.slice(0, 8)} ${s.best.hypothesis}`,
         );
+        if (s.cost)
+          lines.push(
+            `Cost:     ${formatUsd(s.cost.usd)} reported by the researchers${s.cost.perKept !== null ? ` (${formatUsd(s.cost.perKept)} per kept change)` : " (nothing kept yet)"}`,
+          );
         if (s.bestEvidence && s.best.id !== 0)
           lines.push(`Evidence: ${evidenceLabel(s.bestEvidence)} — ${s.bestEvidence.why}`);
       }

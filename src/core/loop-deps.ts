@@ -216,6 +216,8 @@ export interface LoopOptions {
   maxTrials?: number;
   /** Start no trial after this many milliseconds of this invocation. */
   maxTimeMs?: number;
+  /** USD the researchers may spend over the run (--max-cost; RunBudget.cost). */
+  maxCostUsd?: number;
   /** Changed lines (added + removed) above which a candidate is rejected. Default 5000. */
   maxDiffLines?: number;
   /** Consecutive failed proposals (crash, timeout, garbage, no change, out of scope) before the run stops. Default 5. */

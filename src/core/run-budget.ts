@@ -18,13 +18,39 @@ export interface RunBudget {
   trials?: number;
   /** This invocation's wall-clock window (epoch ms): no trial starts after `end`. */
   time?: { start: number; end: number };
+  /**
+   * USD the researchers may spend over the whole run (--max-cost): what their proposals
+   * reported (usage.costUsd), plus proposals in flight at the mean cost of one.
+   */
+  cost?: number;
+}
+
+/** USD the run's researchers reported (proposals without a price count 0). */
+export function costSpent(exps: readonly ExperimentRecord[]): number {
+  let usd = 0;
+  for (const e of exps) if (Number.isFinite(e.usage?.costUsd)) usd += e.usage?.costUsd as number;
+  return usd;
+}
+
+/** The mean cost of a priced proposal so far, or undefined before the first reported one. */
+export function costPerProposal(exps: readonly ExperimentRecord[]): number | undefined {
+  const priced = exps.filter((e) => Number.isFinite(e.usage?.costUsd));
+  return priced.length ? costSpent(priced) / priced.length : undefined;
+}
+
+/** "$0.42" (cents), "$0.0031" below a cent. */
+export function formatUsd(usd: number): string {
+  return usd >= 0.01 || usd === 0 ? `$${usd.toFixed(2)}` : `$${Number(usd.toPrecision(2))}`;
 }
 
 /** Whether the budget bounds anything (an unbounded run is judged the same way throughout). */
 export function isBounded(budget: RunBudget | undefined): budget is RunBudget {
   return (
     budget !== undefined &&
-    (budget.experiments !== undefined || budget.trials !== undefined || budget.time !== undefined)
+    (budget.experiments !== undefined ||
+      budget.trials !== undefined ||
+      budget.time !== undefined ||
+      budget.cost !== undefined)
   );
 }
 
@@ -59,6 +85,11 @@ export function budgetLeft(
     const total = Math.max(1, Math.round((budget.time.end - budget.time.start) / 1000));
     shares.push({ left: Math.max(0, Math.round((budget.time.end - now) / 1000)), total });
   }
+  if (budget.cost !== undefined && budget.cost > 0) {
+    // In cents, so the share is comparable with the other limits' whole units.
+    const total = Math.round(budget.cost * 100);
+    shares.push({ left: Math.max(0, Math.round((budget.cost - costSpent(exps)) * 100)), total });
+  }
   const share = (x: { left: number; total: number }) => (x.total > 0 ? x.left / x.total : 0);
   return shares.reduce((a, b) => (share(b) < share(a) ? b : a));
 }
@@ -77,7 +108,48 @@ export function experimentsSpent(
   if (budget.experiments !== undefined && issued >= budget.experiments) {
     return `reached --max-experiments ${budget.experiments}`;
   }
-  return trialsSpent(budget, exps, now);
+  const cost = costReached(budget, exps, Math.max(0, issued - exps.filter((e) => e.n > 0).length));
+  return cost ?? trialsSpent(budget, exps, now);
+}
+
+/**
+ * Why no new proposal may start on cost: what was spent, plus the proposals in flight and the
+ * next one at the mean cost of a proposal, would pass --max-cost. Before any proposal reported a
+ * cost, only what was spent counts (the first one sets the estimate).
+ */
+export function costReached(
+  budget: RunBudget | undefined,
+  exps: readonly ExperimentRecord[],
+  inFlight = 0,
+): string | undefined {
+  if (budget?.cost === undefined) return undefined;
+  const spent = costSpent(exps);
+  const each = costPerProposal(exps) ?? 0;
+  const expected = spent + (inFlight + 1) * each;
+  if (spent < budget.cost && expected <= budget.cost) return undefined;
+  const flight = inFlight ? `, ${inFlight} in flight at ~${formatUsd(each)} each` : "";
+  return `reached --max-cost ${formatUsd(budget.cost)} (${formatUsd(spent)} spent${flight}; the next proposal would cost ~${formatUsd(each)})`;
+}
+
+/**
+ * The pre-flight line of a run with --max-cost: what was spent, what a proposal costs so far
+ * and how many more fit; or why the cap cannot bind.
+ */
+export function costPreflight(
+  budget: RunBudget | undefined,
+  exps: readonly ExperimentRecord[],
+  agent: string,
+): string | undefined {
+  if (budget?.cost === undefined) return undefined;
+  const spent = costSpent(exps);
+  const each = costPerProposal(exps);
+  const head = `cost cap ${formatUsd(budget.cost)} for the researchers (${formatUsd(spent)} spent so far)`;
+  if (agent === "builtin")
+    return `${head}: the built-in researcher costs nothing, so --max-cost will not stop this run`;
+  if (each === undefined)
+    return `${head}: no proposal has reported a cost yet; the first one sets the estimate (a researcher that reports no cost, or a model missing from the price table without agent.price, is counted as free)`;
+  const more = each > 0 ? Math.max(0, Math.floor((budget.cost - spent) / each)) : Number.POSITIVE_INFINITY;
+  return `${head}: ~${formatUsd(each)} per proposal so far, so about ${Number.isFinite(more) ? more : "unlimited"} more proposal${more === 1 ? "" : "s"}`;
 }
 
 /** Why no further trial may start, or undefined while trials and time last. */

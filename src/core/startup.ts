@@ -11,7 +11,7 @@ import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
 import type { ExperimentRecord } from "./ledger.ts";
 import type { LoopDeps, LoopOptions, LoopSummary } from "./loop-deps.ts";
 import { reconcileBranch } from "./ratchet.ts";
-import { isBounded, type RunBudget } from "./run-budget.ts";
+import { costPreflight, isBounded, type RunBudget } from "./run-budget.ts";
 import { runSetup } from "./setup.ts";
 import { closest } from "./suggest.ts";
 import { closeOpenTrials } from "./trial-step.ts";
@@ -23,7 +23,7 @@ import type { Program, TrialResult } from "./types.ts";
  */
 export function withBudget(
   deps: LoopDeps,
-  opts: Pick<LoopOptions, "maxExperiments" | "maxTrials" | "maxTimeMs">,
+  opts: Pick<LoopOptions, "maxExperiments" | "maxTrials" | "maxTimeMs" | "maxCostUsd">,
 ): LoopDeps {
   // Infinity is no limit; 0 experiments catches up (setup, baseline, experiments cut short) and
   // stops (autolab mcp); 0 trials is refused below; 0 ms starts no trial after the baseline.
@@ -34,6 +34,7 @@ export function withBudget(
     ...(given(opts.maxTimeMs)
       ? { time: { start: Date.now(), end: Date.now() + Math.max(0, opts.maxTimeMs) } }
       : {}),
+    ...(given(opts.maxCostUsd) ? { cost: Math.max(0, opts.maxCostUsd) } : {}),
   };
   const baseline = deps.judge.baselineTrials;
   if (budget.trials !== undefined && budget.trials <= baseline) {
@@ -61,6 +62,8 @@ function startRun(deps: LoopDeps, slots: number, emit: (e: LoopEvent) => void): 
     ...(deps.confinement?.hint ? { sandboxHint: deps.confinement.hint } : {}),
   });
   ledger.startSession(run.id, slots, deps.confinement?.description);
+  const cost = costPreflight(deps.budget, exps, deps.agent.name);
+  if (cost) emit({ type: "warning", message: cost });
   return exps;
 }
 

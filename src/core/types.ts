@@ -55,6 +55,8 @@ export interface AgentConfig {
   /** Wall-clock limit of one proposal; the agent's process tree is killed after it. */
   timeoutMs?: number;
   maxTurns?: number;
+  /** USD per million input / output tokens (program.md agent.price), over the price table. */
+  price?: { input: number; output: number };
   /** backend command: the command line, with {prompt_file} and {workdir} substituted. */
   command?: string;
   /** Extra arguments for the CLI. */

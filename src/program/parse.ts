@@ -303,6 +303,7 @@ export function toAgentConfig(a: Frontmatter["agent"]): AgentConfig {
     ...(typeof full.api_key_env === "string" && { apiKeyEnv: full.api_key_env }),
     ...(typeof full.timeout === "number" && { timeoutMs: full.timeout }),
     ...(typeof full.max_turns === "number" && { maxTurns: full.max_turns }),
+    ...(full.price !== undefined && { price: full.price as { input: number; output: number } }),
     ...(typeof full.command === "string" && { command: full.command }),
     args: full.args,
     env: full.env,

@@ -280,6 +280,8 @@ const agentShape = {
     .optional(),
   timeout: optionalDuration(true),
   max_turns: z.number().int().positive().optional(),
+  /** USD per million input and output tokens, for a model missing from the price table. */
+  price: z.strictObject({ input: z.number().nonnegative(), output: z.number().nonnegative() }).optional(),
   command: text.optional(),
   args: z.array(z.string()).default([]),
   env: z.record(z.string(), z.string()).default({}),

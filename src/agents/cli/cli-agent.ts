@@ -176,7 +176,7 @@ export function createCliAgent(
       } catch (err) {
         parseError = err;
       }
-      const usage = usageOf(parsed, out.wallS);
+      const usage = usageOf(parsed, out.wallS, config.price);
 
       if (out.spawnError)
         throw new AgentFailure("crashed", `${who} could not be started: ${out.spawnError}`, detail, usage);
@@ -340,12 +340,22 @@ export function shellQuote(s: string): string {
   return /^[A-Za-z0-9_\-./:=@%+,]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-function usageOf(parsed: ParsedOutput | undefined, wallS: number) {
+function usageOf(
+  parsed: ParsedOutput | undefined,
+  wallS: number,
+  /** program.md's agent.price: a cost for a CLI that reports tokens but no cost. */
+  price?: { input: number; output: number },
+) {
   const u = parsed?.usage ?? {};
+  const costUsd =
+    u.costUsd ??
+    (price && u.inputTokens !== undefined && u.outputTokens !== undefined
+      ? (u.inputTokens * price.input + u.outputTokens * price.output) / 1e6
+      : undefined);
   return {
     ...(u.inputTokens !== undefined ? { inputTokens: u.inputTokens } : {}),
     ...(u.outputTokens !== undefined ? { outputTokens: u.outputTokens } : {}),
-    ...(u.costUsd !== undefined ? { costUsd: u.costUsd } : {}),
+    ...(costUsd !== undefined ? { costUsd } : {}),
     wallS: Math.round(wallS * 1000) / 1000,
   };
 }

@@ -89,7 +89,7 @@ export function createLlmAgent(config: AgentConfig, _program: Program, opts: Llm
       const usage = () => {
         const inputTokens = tokens.inputKnown ? tokens.input : undefined;
         const outputTokens = tokens.outputKnown ? tokens.output : undefined;
-        const costUsd = costOf(resolved.provider, resolved.modelId, inputTokens, outputTokens);
+        const costUsd = costOf(resolved.provider, resolved.modelId, inputTokens, outputTokens, config.price);
         return {
           ...(inputTokens !== undefined ? { inputTokens } : {}),
           ...(outputTokens !== undefined ? { outputTokens } : {}),

@@ -48,8 +48,10 @@ export function costOf(
   modelId: string,
   inputTokens: number | undefined,
   outputTokens: number | undefined,
+  /** program.md's agent.price: wins over the table (an endpoint the table does not list). */
+  configured?: { input: number; output: number },
 ): number | undefined {
-  const price = priceOf(provider, modelId);
+  const price = configured ? ([configured.input, configured.output] as const) : priceOf(provider, modelId);
   if (!price || inputTokens === undefined || outputTokens === undefined) return undefined;
   return (inputTokens * price[0] + outputTokens * price[1]) / 1e6;
 }
