@@ -23,6 +23,7 @@
  * interval excludes 0).
  *
  *   npm run bench -- search [--seeds=40] [--budgets=50,100,300] [--first-seed=0] [--no-optuna]
+ *                           [--rules=greedy-final,posterior] [--answer=kept]
  *   npm run bench -- search --slots=4 [...]   autolab and Optuna, serial vs 4 trials at once
  *
  * The default run is slow (Optuna to 300 trials, 120 studies in one process: it had not finished after 20 minutes on
@@ -32,6 +33,7 @@ import { spawnSync } from "node:child_process";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { suggestTpe } from "../src/agents/builtin/tpe.ts";
 import { greedyJudge } from "../src/trust/greedy-judge.ts";
+import { createJudge, DEFAULT_ACCEPTANCE } from "../src/trust/acceptance.ts";
 import { createNoiseJudge } from "../src/trust/noise-judge.ts";
 import type { Point } from "./_functions.ts";
 import { HELD_OUT, type NoisyFunction, SEARCH_SEEDS } from "./_heldout.ts";
@@ -62,17 +64,32 @@ function randomSearch(fn: NoisyFunction, seed: number, evals: number): number[] 
   return out;
 }
 
-type Arm = "autolab" | "autolab, EI only" | "autolab before #17" | "greedy";
+type Arm = "autolab" | "autolab, EI only" | "autolab before #17" | "greedy" | `autolab, ${string}`;
+
+/**
+ * `--rules=greedy,greedy-final,posterior`: arms "autolab, <rule>" — autolab's optimizer and
+ * answer with that acceptance rule instead of the default (issue #38). `--answer=kept` names the
+ * last kept configuration as these arms' answer instead of the predicted best.
+ */
+let ruleAnswer: "kept" | "predicted" = "predicted";
 
 /** Kept changes and truly worse ones among them, per arm over the whole run of the bench. */
 const keepCounts = new Map<Arm, { keeps: number; worse: number }>();
 
 function keepLoop(fn: NoisyFunction, seed: number, evals: number, arm: Arm): number {
-  const now = arm === "autolab" || arm === "autolab, EI only";
+  const rule = arm.startsWith("autolab, ") && arm !== "autolab, EI only" ? arm.slice(9) : undefined;
+  const now = arm === "autolab" || arm === "autolab, EI only" || rule !== undefined;
   const r = runKeepLoop({
     fn,
     sigma: fn.sigma,
-    judge: arm === "greedy" ? greedyJudge : createNoiseJudge(),
+    judge:
+      arm === "greedy"
+        ? greedyJudge
+        : rule
+          ? createJudge(rule)
+          : arm === "autolab before #17"
+            ? createNoiseJudge()
+            : createJudge(DEFAULT_ACCEPTANCE),
     totalTrials: evals,
     seed,
     proposer: now ? "gp" : "tpe",
@@ -82,6 +99,7 @@ function keepLoop(fn: NoisyFunction, seed: number, evals: number, arm: Arm): num
   });
   const c = keepCounts.get(arm) ?? { keeps: 0, worse: 0 };
   keepCounts.set(arm, { keeps: c.keeps + r.keeps.length, worse: c.worse + r.falseKeeps });
+  if (rule && ruleAnswer === "kept") return r.finalTrue - fn.optimum;
   return (now ? (r.posteriorTrue ?? r.finalTrue) : r.finalTrue) - fn.optimum;
 }
 
@@ -320,6 +338,8 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
   // --first-seed: an offset into the held-out seeds (seeds already looked at can be skipped).
   const first = SEARCH_SEEDS + numberFlag(f, "first-seed", 0);
   const seeds = Array.from({ length: seedCount }, (_, i) => first + i);
+  const rules = f.rules ? f.rules.split(",") : [];
+  if (f.answer === "kept") ruleAnswer = "kept";
   const t0 = performance.now();
   if (f.slots !== undefined) {
     const slots = numberFlag(f, "slots", 4);
@@ -343,6 +363,9 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
       const methods: Record<string, number[]> = {
         autolab: seeds.map((s) => keepLoop(fn, s, evals, "autolab")),
         "autolab, EI only": seeds.map((s) => keepLoop(fn, s, evals, "autolab, EI only")),
+        ...Object.fromEntries(
+          rules.map((rule) => [`autolab, ${rule}`, seeds.map((s) => keepLoop(fn, s, evals, `autolab, ${rule}`))]),
+        ),
         "autolab before #17": seeds.map((s) => keepLoop(fn, s, evals, "autolab before #17")),
         greedy: seeds.map((s) => keepLoop(fn, s, evals, "greedy")),
         random: random.map((r) => r[evals - 1] as number),
