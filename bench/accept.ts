@@ -85,7 +85,9 @@ export async function main(args: string[]): Promise<unknown> {
       );
       // The answer's value as re-measured: the mean of every trial it has at the end.
       const gapMean = estimate(
-        runs.map((r) => (r.finalValues.reduce((a, b) => a + b, 0) / r.finalValues.length - r.finalTrue) / sigma),
+        runs.map(
+          (r) => (r.finalValues.reduce((a, b) => a + b, 0) / r.finalValues.length - r.finalTrue) / sigma,
+        ),
       );
       const stuck = runs.filter(
         (r) => r.keeps.length === 0 && r.candidates.some((c) => c.improvement > 0 && c.trials >= 3),
@@ -115,8 +117,10 @@ export async function main(args: string[]): Promise<unknown> {
     const ref = (kept.greedy ? "greedy" : names[0]) as string;
     for (const name of names) {
       if (name === ref) continue;
-      const dk = estimate((kept[name] as number[]).map((x, i) => x - (kept[ref] as number[])[i]!));
-      const dp = estimate((predicted[name] as number[]).map((x, i) => x - (kept[ref] as number[])[i]!));
+      const dk = estimate((kept[name] as number[]).map((x, i) => x - ((kept[ref] as number[])[i] as number)));
+      const dp = estimate(
+        (predicted[name] as number[]).map((x, i) => x - ((kept[ref] as number[])[i] as number)),
+      );
       console.log(
         `${fn.name.padEnd(16)} ${`${name} − ${ref}`.padEnd(24)} kept ${show(dk)}σ  predicted ${show(dp)}σ`,
       );

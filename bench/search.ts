@@ -23,7 +23,7 @@
  * interval excludes 0).
  *
  *   npm run bench -- search [--seeds=40] [--budgets=50,100,300] [--first-seed=0] [--no-optuna]
- *                           [--rules=greedy-final,posterior] [--answer=kept]
+ *                           [--rules=greedy-final,posterior] [--answer=kept] [--lean]
  *   npm run bench -- search --slots=4 [...]   autolab and Optuna, serial vs 4 trials at once
  *
  * The default run is slow (Optuna to 300 trials, 120 studies in one process: it had not finished after 20 minutes on
@@ -32,8 +32,8 @@
 import { spawnSync } from "node:child_process";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { suggestTpe } from "../src/agents/builtin/tpe.ts";
-import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createJudge, DEFAULT_ACCEPTANCE } from "../src/trust/acceptance.ts";
+import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge } from "../src/trust/noise-judge.ts";
 import type { Point } from "./_functions.ts";
 import { HELD_OUT, type NoisyFunction, SEARCH_SEEDS } from "./_heldout.ts";
@@ -362,11 +362,19 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     budgets.forEach((evals, bi) => {
       const methods: Record<string, number[]> = {
         autolab: seeds.map((s) => keepLoop(fn, s, evals, "autolab")),
-        "autolab, EI only": seeds.map((s) => keepLoop(fn, s, evals, "autolab, EI only")),
+        // --lean: without the two arms of earlier sessions (EI only, before #17).
+        ...(f.lean
+          ? {}
+          : { "autolab, EI only": seeds.map((s) => keepLoop(fn, s, evals, "autolab, EI only")) }),
         ...Object.fromEntries(
-          rules.map((rule) => [`autolab, ${rule}`, seeds.map((s) => keepLoop(fn, s, evals, `autolab, ${rule}`))]),
+          rules.map((rule) => [
+            `autolab, ${rule}`,
+            seeds.map((s) => keepLoop(fn, s, evals, `autolab, ${rule}`)),
+          ]),
         ),
-        "autolab before #17": seeds.map((s) => keepLoop(fn, s, evals, "autolab before #17")),
+        ...(f.lean
+          ? {}
+          : { "autolab before #17": seeds.map((s) => keepLoop(fn, s, evals, "autolab before #17")) }),
         greedy: seeds.map((s) => keepLoop(fn, s, evals, "greedy")),
         random: random.map((r) => r[evals - 1] as number),
       };

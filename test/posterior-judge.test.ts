@@ -71,7 +71,12 @@ describe("createPosteriorJudge (acceptance: posterior)", () => {
 
   it("does not build on one lucky trial when the noise is large next to the spread (greedy would)", () => {
     // Incumbent: 4 trials, mean 0.95. Challenger's one trial 0.9 looks better; σ ≈ 0.2, τ small.
-    const best = { n: 4, metric: 0.95, values: [0.95, 0.95, 1.05, 0.85], trials: trials(0.95, 0.95, 1.05, 0.85) };
+    const best = {
+      n: 4,
+      metric: 0.95,
+      values: [0.95, 0.95, 1.05, 0.85],
+      trials: trials(0.95, 0.95, 1.05, 0.85),
+    };
     const over = { ...reserve, best, run: narrow.filter((g) => g.n !== 4) };
     const greedyFinal = createPosteriorJudge({ shrinkage: false });
     // greedy-final measures a challenger whose one trial beats the answer's mean to as many
@@ -111,7 +116,11 @@ describe("createPosteriorJudge (acceptance: posterior)", () => {
   });
 
   it("decides failures as every rule does", () => {
-    const crash: TrialResult = { ...simTrial(Number.NaN, 7, "loss"), status: "nonfinite_metric", reason: "loss is NaN" };
+    const crash: TrialResult = {
+      ...simTrial(Number.NaN, 7, "loss"),
+      status: "nonfinite_metric",
+      reason: "loss is NaN",
+    };
     expect(judge.decide({ ...input([]), trials: [crash] }).action).toBe("crash");
     expect(judge.decide({ ...input([]), trials: [] }).action).toBe("crash");
   });

@@ -147,7 +147,8 @@ export function createPosteriorJudge(
     options: o,
     decide(input: JudgeInput): Decision | MoreTrials {
       const { program, trials, best } = input;
-      if (trials.length === 0) return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
+      if (trials.length === 0)
+        return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
       const bad = failed(program, trials);
       if (bad) return bad;
       const metric = program.objective.metric;
@@ -209,9 +210,10 @@ export function createPosteriorJudge(
       // P(challenger truly better | data); 0.5 when there is no noise estimate to weigh by.
       const pBetter = sd > 0 ? normalCdf(gain / sd) : gain > 0 ? 1 : 0;
       const sigmaNote = known ? model.explain : `${model.explain}: plain means are compared`;
-      const c = o.shrinkage && known && Number.isFinite(prior.tau2)
-        ? `${cmp(m, mean(incumbentValues))}; posterior ${formatMetric(cand.mean)} vs ${formatMetric(inc.mean)}, P(better) ${formatShare(pBetter)}`
-        : cmp(m, mean(incumbentValues));
+      const c =
+        o.shrinkage && known && Number.isFinite(prior.tau2)
+          ? `${cmp(m, mean(incumbentValues))}; posterior ${formatMetric(cand.mean)} vs ${formatMetric(inc.mean)}, P(better) ${formatShare(pBetter)}`
+          : cmp(m, mean(incumbentValues));
       const canRemeasure = !bestExact && bestValues.length > 0 && known;
       const incumbentMore = (why: string): MoreTrials => ({
         action: "more",
@@ -230,9 +232,7 @@ export function createPosteriorJudge(
         metric: m,
         mechanismConfirmed: false,
       });
-      const better = o.shrinkage
-        ? gain > 0
-        : isBetter(program, m, mean(incumbentValues));
+      const better = o.shrinkage ? gain > 0 : isBetter(program, m, mean(incumbentValues));
 
       if (inReserve) {
         // The answer first: the incumbent is re-measured to finalTrials before anything else.
