@@ -115,6 +115,13 @@ describe("createPosteriorJudge (acceptance: posterior)", () => {
     expect(d.reason).toMatch(/no budget: the answer is not re-measured/);
   });
 
+  it("says when the budget is too small to re-measure the answer, with the smallest that can", () => {
+    const d = judge.decide(input([1.3], { budget: { left: 8, total: 10 } }));
+    expect(d.reason).toMatch(
+      /budget \(10\) is too small to re-measure the answer to 4 trials .*smallest that can: 20/,
+    );
+  });
+
   it("decides failures as every rule does", () => {
     const crash: TrialResult = {
       ...simTrial(Number.NaN, 7, "loss"),

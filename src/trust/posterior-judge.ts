@@ -166,12 +166,16 @@ export function createPosteriorJudge(
       const left =
         input.budget && input.budget.total > 0 ? input.budget.left / input.budget.total : undefined;
       const inReserve = left !== undefined && left <= o.reserve;
+      // The smallest budget whose reserve holds the answer's re-measurements.
+      const smallest = Math.ceil((o.finalTrials - 1) / Math.max(o.reserve, 1e-9));
+      const tooSmall =
+        input.budget && input.budget.total < smallest
+          ? `; the budget (${input.budget.total}) is too small to re-measure the answer to ${o.finalTrials} trials in its last ${formatShare(o.reserve)} (the smallest that can: ${smallest})`
+          : "";
       const budgetNote =
         left === undefined
           ? "no budget: the answer is not re-measured at the end"
-          : inReserve
-            ? `reserve (${formatShare(left)} of the budget left): the answer is re-measured to ${o.finalTrials} trials`
-            : `exploring (${formatShare(left)} of the budget left)`;
+          : `${inReserve ? `reserve (${formatShare(left)} of the budget left): the answer is re-measured to ${o.finalTrials} trials` : `exploring (${formatShare(left)} of the budget left)`}${tooSmall}`;
       const m = mean(values);
       const cmp = (a: number, b: number) =>
         `${metric} ${formatMetric(a)} (${values.length} trial${values.length === 1 ? "" : "s"}) vs best ${formatMetric(b)} (#${best.n}, ${incumbentValues.length} trial${incumbentValues.length === 1 ? "" : "s"})`;
@@ -257,7 +261,11 @@ export function createPosteriorJudge(
         if (canRemeasure && bestValues.length < 2) return incumbentMore("a close call");
         return { action: "more", reason: `a close call: ${c}; one more trial; ${budgetNote}` };
       }
-      return better ? keep("the better posterior mean") : discard("the incumbent's is better");
+      return better
+        ? keep(o.shrinkage ? "the better posterior mean" : "better than the incumbent's mean")
+        : discard(
+            o.shrinkage ? "the incumbent's posterior mean is better" : "the incumbent's mean is better",
+          );
     },
   };
 }
