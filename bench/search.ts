@@ -24,6 +24,7 @@
  *
  *   npm run bench -- search [--seeds=40] [--budgets=50,100,300] [--first-seed=0] [--no-optuna]
  *                           [--rules=greedy-final,posterior] [--answer=kept] [--lean]
+ *                           [--functions=six-hump-camel,hartmann6,tabular]
  *   npm run bench -- search --slots=4 [...]   autolab and Optuna, serial vs 4 trials at once
  *
  * The default run is slow (Optuna to 300 trials, 120 studies in one process: it had not finished after 20 minutes on
@@ -72,6 +73,10 @@ type Arm = "autolab" | "autolab, EI only" | "autolab before #17" | "greedy" | `a
  * last kept configuration as these arms' answer instead of the predicted best.
  */
 let ruleAnswer: "kept" | "predicted" = "predicted";
+
+/** `--functions=hartmann6,tabular`: some of the held-out functions (one process each, in parallel). */
+let onlyFunctions: string[] | undefined;
+const heldOut = () => HELD_OUT.filter((fn) => !onlyFunctions || onlyFunctions.includes(fn.name));
 
 /** Kept changes and truly worse ones among them, per arm over the whole run of the bench. */
 const keepCounts = new Map<Arm, { keeps: number; worse: number }>();
@@ -202,7 +207,7 @@ function runOptuna(
     seeds,
     budgets,
     slots,
-    functions: HELD_OUT.map((fn) => ({
+    functions: heldOut().map((fn) => ({
       name: fn.name,
       space: fn.space,
       optimum: fn.optimum,
@@ -249,7 +254,7 @@ function compareSlots(
     optuna: parallel.note,
   };
   const counts = { keeps: 0, worse: 0, rebased: 0, runs: 0 };
-  for (const fn of HELD_OUT) {
+  for (const fn of heldOut()) {
     budgets.forEach((evals, bi) => {
       const atSlots = (seed: number) => {
         const r = runSlotsLoop({
@@ -340,6 +345,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
   const seeds = Array.from({ length: seedCount }, (_, i) => first + i);
   const rules = f.rules ? f.rules.split(",") : [];
   if (f.answer === "kept") ruleAnswer = "kept";
+  if (f.functions) onlyFunctions = f.functions.split(",");
   const t0 = performance.now();
   if (f.slots !== undefined) {
     const slots = numberFlag(f, "slots", 4);
@@ -357,7 +363,7 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     budgets,
     optuna: optunaNote,
   };
-  for (const fn of HELD_OUT) {
+  for (const fn of heldOut()) {
     const random = seeds.map((s) => randomSearch(fn, s, Math.max(...budgets)));
     budgets.forEach((evals, bi) => {
       const methods: Record<string, number[]> = {
