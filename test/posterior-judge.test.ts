@@ -140,7 +140,7 @@ describe("createPosteriorJudge (acceptance: posterior)", () => {
     };
     const kept = judge.decide(input([0.999], { ...det, ...exploring }));
     expect(kept.action).toBe("keep");
-    expect(kept.notice).toMatch(/deterministic/);
+    expect((kept as { notice?: string }).notice).toMatch(/deterministic/);
     expect(judge.decide(input([1], { ...det, ...exploring })).action).toBe("discard");
   });
 
