@@ -111,6 +111,8 @@ export interface KeepLoopResult {
   falseKeeps: number;
   finalReported: number;
   finalTrue: number;
+  /** Every objective value the final best has at the end (its keep's trials and re-measurements). */
+  finalValues: number[];
   trialsUsed: number;
   experiments: number;
   /** Every decided candidate: true improvement over the best's true value (positive = better), trials, kept. */
@@ -122,6 +124,8 @@ export interface KeepLoopResult {
    * when `posterior` was asked for.
    */
   posteriorTrue?: number;
+  /** The GP's predicted value of that configuration (what `autolab status` reports for it). */
+  posteriorPredicted?: number;
 }
 
 /** Local search around the best: a Gaussian step in the unit cube, now and then a random point. */
@@ -279,11 +283,12 @@ export function runKeepLoop(o: KeepLoopOptions): KeepLoopResult {
   }
   const pb = o.posterior ? posteriorBest(fn.space, gpHistory, "minimize") : undefined;
   return {
-    ...(pb ? { posteriorTrue: trueOf[pb.index] as number } : {}),
+    ...(pb ? { posteriorTrue: trueOf[pb.index] as number, posteriorPredicted: pb.predicted } : {}),
     keeps,
     falseKeeps: keeps.filter((k) => k.trueNew > k.trueOld).length,
     finalReported: best.metric,
     finalTrue: best.true,
+    finalValues: best.values,
     trialsUsed: used,
     experiments: n,
     candidates,

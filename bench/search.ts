@@ -23,6 +23,8 @@
  * interval excludes 0).
  *
  *   npm run bench -- search [--seeds=40] [--budgets=50,100,300] [--first-seed=0] [--no-optuna]
+ *                           [--rules=greedy-final,posterior] [--answer=kept] [--lean]
+ *                           [--functions=six-hump-camel,hartmann6,tabular]
  *   npm run bench -- search --slots=4 [...]   autolab and Optuna, serial vs 4 trials at once
  *
  * The default run is slow (Optuna to 300 trials, 120 studies in one process: it had not finished after 20 minutes on
@@ -31,6 +33,7 @@
 import { spawnSync } from "node:child_process";
 import { createRng, mixSeed } from "../src/agents/builtin/rng.ts";
 import { suggestTpe } from "../src/agents/builtin/tpe.ts";
+import { createJudge, DEFAULT_ACCEPTANCE } from "../src/trust/acceptance.ts";
 import { greedyJudge } from "../src/trust/greedy-judge.ts";
 import { createNoiseJudge } from "../src/trust/noise-judge.ts";
 import type { Point } from "./_functions.ts";
@@ -62,17 +65,36 @@ function randomSearch(fn: NoisyFunction, seed: number, evals: number): number[] 
   return out;
 }
 
-type Arm = "autolab" | "autolab, EI only" | "autolab before #17" | "greedy";
+type Arm = "autolab" | "autolab, EI only" | "autolab before #17" | "greedy" | `autolab, ${string}`;
+
+/**
+ * `--rules=greedy,greedy-final,posterior`: arms "autolab, <rule>" — autolab's optimizer and
+ * answer with that acceptance rule instead of the default (issue #38). `--answer=kept` names the
+ * last kept configuration as these arms' answer instead of the predicted best.
+ */
+let ruleAnswer: "kept" | "predicted" = "predicted";
+
+/** `--functions=hartmann6,tabular`: some of the held-out functions (one process each, in parallel). */
+let onlyFunctions: string[] | undefined;
+const heldOut = () => HELD_OUT.filter((fn) => !onlyFunctions || onlyFunctions.includes(fn.name));
 
 /** Kept changes and truly worse ones among them, per arm over the whole run of the bench. */
 const keepCounts = new Map<Arm, { keeps: number; worse: number }>();
 
 function keepLoop(fn: NoisyFunction, seed: number, evals: number, arm: Arm): number {
-  const now = arm === "autolab" || arm === "autolab, EI only";
+  const rule = arm.startsWith("autolab, ") && arm !== "autolab, EI only" ? arm.slice(9) : undefined;
+  const now = arm === "autolab" || arm === "autolab, EI only" || rule !== undefined;
   const r = runKeepLoop({
     fn,
     sigma: fn.sigma,
-    judge: arm === "greedy" ? greedyJudge : createNoiseJudge(),
+    judge:
+      arm === "greedy"
+        ? greedyJudge
+        : rule
+          ? createJudge(rule)
+          : arm === "autolab before #17"
+            ? createNoiseJudge()
+            : createJudge(DEFAULT_ACCEPTANCE),
     totalTrials: evals,
     seed,
     proposer: now ? "gp" : "tpe",
@@ -82,6 +104,7 @@ function keepLoop(fn: NoisyFunction, seed: number, evals: number, arm: Arm): num
   });
   const c = keepCounts.get(arm) ?? { keeps: 0, worse: 0 };
   keepCounts.set(arm, { keeps: c.keeps + r.keeps.length, worse: c.worse + r.falseKeeps });
+  if (rule && ruleAnswer === "kept") return r.finalTrue - fn.optimum;
   return (now ? (r.posteriorTrue ?? r.finalTrue) : r.finalTrue) - fn.optimum;
 }
 
@@ -184,7 +207,7 @@ function runOptuna(
     seeds,
     budgets,
     slots,
-    functions: HELD_OUT.map((fn) => ({
+    functions: heldOut().map((fn) => ({
       name: fn.name,
       space: fn.space,
       optimum: fn.optimum,
@@ -231,7 +254,7 @@ function compareSlots(
     optuna: parallel.note,
   };
   const counts = { keeps: 0, worse: 0, rebased: 0, runs: 0 };
-  for (const fn of HELD_OUT) {
+  for (const fn of heldOut()) {
     budgets.forEach((evals, bi) => {
       const atSlots = (seed: number) => {
         const r = runSlotsLoop({
@@ -320,6 +343,9 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
   // --first-seed: an offset into the held-out seeds (seeds already looked at can be skipped).
   const first = SEARCH_SEEDS + numberFlag(f, "first-seed", 0);
   const seeds = Array.from({ length: seedCount }, (_, i) => first + i);
+  const rules = f.rules ? f.rules.split(",") : [];
+  if (f.answer === "kept") ruleAnswer = "kept";
+  if (f.functions) onlyFunctions = f.functions.split(",");
   const t0 = performance.now();
   if (f.slots !== undefined) {
     const slots = numberFlag(f, "slots", 4);
@@ -337,13 +363,24 @@ export async function main(args: string[]): Promise<Record<string, unknown>> {
     budgets,
     optuna: optunaNote,
   };
-  for (const fn of HELD_OUT) {
+  for (const fn of heldOut()) {
     const random = seeds.map((s) => randomSearch(fn, s, Math.max(...budgets)));
     budgets.forEach((evals, bi) => {
       const methods: Record<string, number[]> = {
         autolab: seeds.map((s) => keepLoop(fn, s, evals, "autolab")),
-        "autolab, EI only": seeds.map((s) => keepLoop(fn, s, evals, "autolab, EI only")),
-        "autolab before #17": seeds.map((s) => keepLoop(fn, s, evals, "autolab before #17")),
+        // --lean: without the two arms of earlier sessions (EI only, before #17).
+        ...(f.lean
+          ? {}
+          : { "autolab, EI only": seeds.map((s) => keepLoop(fn, s, evals, "autolab, EI only")) }),
+        ...Object.fromEntries(
+          rules.map((rule) => [
+            `autolab, ${rule}`,
+            seeds.map((s) => keepLoop(fn, s, evals, `autolab, ${rule}`)),
+          ]),
+        ),
+        ...(f.lean
+          ? {}
+          : { "autolab before #17": seeds.map((s) => keepLoop(fn, s, evals, "autolab before #17")) }),
         greedy: seeds.map((s) => keepLoop(fn, s, evals, "greedy")),
         random: random.map((r) => r[evals - 1] as number),
       };

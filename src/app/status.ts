@@ -45,7 +45,7 @@ export interface StatusJson {
   startedAt: string;
   lastActivity: string | null;
   /** The acceptance rule in force (from program.md), when the program could be read. */
-  acceptance: "noise" | "greedy" | null;
+  acceptance: Program["acceptance"] | null;
   /** Run-to-run noise of the objective, from the baseline's repeated trials. */
   noise: { sigma: number; reason: string } | null;
   /**

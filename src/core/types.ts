@@ -155,8 +155,11 @@ export interface Program {
   };
   /** Expressions over metrics and costs, e.g. "peak_rss_mb <= 4096". */
   constraints: string[];
-  /** The acceptance rule: noise-aware (default) or autoresearch's greedy keep-if-better. */
-  acceptance: "noise" | "greedy";
+  /**
+   * The acceptance rule: noise-aware (default), autoresearch's greedy keep-if-better, greedy with
+   * the answer re-measured in the budget's reserve, or the posterior rule (src/trust/posterior-judge.ts).
+   */
+  acceptance: "noise" | "greedy" | "greedy-final" | "posterior";
   agent: AgentConfig;
   search: Record<string, Knob>;
   /**

@@ -28,7 +28,7 @@ const ProgramEntry = z
 const Configuration = z
   .object({
     /** The acceptance rule (program.md `acceptance:`). */
-    acceptance: z.enum(["noise", "greedy"]).optional(),
+    acceptance: z.enum(["noise", "greedy", "greedy-final", "posterior"]).optional(),
     /** The researcher (program.md `agent:`): a backend name, or a name the embedder maps to an Agent. */
     agent: z.string().min(1).optional(),
     /** An organization (program.md `org:`), or false: a single researcher (program.md's `org:` removed). */

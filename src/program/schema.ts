@@ -536,7 +536,7 @@ const topShape = {
   files: z.strictObject(filesShape),
   metrics: z.strictObject(metricsShape).default({ holdout: [] }),
   constraints: z.array(constraint).default([]),
-  acceptance: z.enum(["noise", "greedy"]).default("noise"),
+  acceptance: z.enum(["noise", "greedy", "greedy-final", "posterior"]).default("noise"),
   agent: agent.default({ backend: "builtin", args: [], env: {} }),
   search: z.record(knobName, knob).default({}),
   /** `slots: 4` is shorthand for `slots: { count: 4 }` (expanded in parse.ts). */
@@ -708,7 +708,7 @@ export const EXAMPLES: Record<string, string> = {
   "metrics.progress": "progress: train_loss",
   constraints: 'constraints: ["peak_rss_mb <= 4096", "wall_s < 60"]',
   acceptance:
-    "acceptance: noise   # default: keep only improvements credible against the baseline's noise; greedy = autoresearch's keep-if-better",
+    "acceptance: noise   # default: keep only improvements credible against the baseline's noise; greedy = autoresearch's keep-if-better; greedy-final = greedy with the answer re-measured at the end of the budget; posterior = build on the best posterior mean (docs/trust.md)",
   agent:
     "agent: builtin   # or claude, codex, gemini, opencode, pi, qwen, aider, llm, command\n# or: agent: { backend: claude, model: claude-sonnet-4-5, timeout: 15m }",
   "agent.backend": `backend: claude   # one of ${AGENT_BACKENDS.join(", ")}`,

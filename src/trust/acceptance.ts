@@ -1,6 +1,8 @@
 /**
  * program.md `acceptance:` → a Judge. "noise" (the default) is the noise-aware rule;
- * "greedy" reproduces autoresearch's keep-if-better for comparison.
+ * "greedy" reproduces autoresearch's keep-if-better for comparison; "greedy-final" is greedy
+ * with the run's answer re-measured in the budget's reserve, and "posterior" builds on the best
+ * posterior mean (src/trust/posterior-judge.ts, issue #38; docs/trust.md has the verdict).
  */
 
 import { AutolabError } from "../core/errors.ts";
@@ -9,14 +11,18 @@ import type { Program } from "../core/types.ts";
 import { greedyJudge } from "./greedy-judge.ts";
 import { createNoiseJudge, type NoiseJudgeOptions } from "./noise-judge.ts";
 import { createObjectivesJudge } from "./objectives-judge.ts";
+import { createPosteriorJudge } from "./posterior-judge.ts";
 
-export const ACCEPTANCE_RULES = ["noise", "greedy"] as const;
+export const ACCEPTANCE_RULES = ["noise", "greedy", "greedy-final", "posterior"] as const;
 export type AcceptanceRule = (typeof ACCEPTANCE_RULES)[number];
 export const DEFAULT_ACCEPTANCE: AcceptanceRule = "noise";
 
+/** `options` are the noise rule's (the other rules take their defaults). */
 export function createJudge(rule: string = DEFAULT_ACCEPTANCE, options: NoiseJudgeOptions = {}): Judge {
   if (rule === "greedy") return greedyJudge;
   if (rule === "noise") return createNoiseJudge(options);
+  if (rule === "greedy-final") return createPosteriorJudge({ shrinkage: false });
+  if (rule === "posterior") return createPosteriorJudge();
   throw new AutolabError(
     "ACCEPTANCE_INVALID",
     `unknown acceptance rule "${rule}"`,

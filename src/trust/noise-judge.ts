@@ -444,7 +444,7 @@ function meanText(m: number, se: number, n: number): string {
  * says nothing the judge can weigh — the incumbent's re-measurements are never pruned — so it is
  * left out, and the candidate is judged on its completed trials.
  */
-function withoutLaterPrunes(trials: TrialResult[]): TrialResult[] {
+export function withoutLaterPrunes(trials: TrialResult[]): TrialResult[] {
   return trials.filter((t, i) => i === 0 || t.status !== "pruned");
 }
 

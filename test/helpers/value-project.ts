@@ -14,7 +14,7 @@ export const git = (cwd: string, ...args: string[]) =>
 export interface ValueProjectOptions {
   constraints?: string[];
   command?: string;
-  acceptance?: "greedy" | "noise";
+  acceptance?: "greedy" | "noise" | "greedy-final" | "posterior";
   /** Seeded measurement noise added to X (amplitude of a value in [-a, a]), from AUTOLAB_SEED. */
   noise?: number;
   /** "inverse": the holdout worsens as the score improves (an overfitting canary should fire). */
