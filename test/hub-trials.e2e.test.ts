@@ -418,8 +418,9 @@ console.log("HOST " + hostname() + " USER " + user + " CWD " + process.cwd());`;
     // What it can observe: its seed and budget, an opaque token, the sandbox's short list.
     expect(env.AUTOLAB_SEED).toBe("4242");
     expect(env.AUTOLAB_BUDGET_S).toBe("3");
-    expect(env.AUTOLAB_TRIAL_TOKEN).toBe(hubJobKey(fresh));
-    expect(env.AUTOLAB_TRIAL_TOKEN).toMatch(/^hub-[0-9a-f]{32}$/);
+    // The token is the worker's per-lease nonce (what it reaps by): random, not the job's key.
+    expect(env.AUTOLAB_TRIAL_TOKEN).toMatch(/^[0-9a-f]{24}$/);
+    expect(env.AUTOLAB_TRIAL_TOKEN).not.toBe(hubJobKey(fresh));
     const allowed = new Set([
       "AUTOLAB_SEED",
       "AUTOLAB_BUDGET_S",

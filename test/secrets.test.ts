@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { secretLeak } from "../src/core/candidate.ts";
 import {
+  isSecretName,
   redactKeyShapes,
   redactSecrets,
   refreshSecrets,
@@ -211,4 +212,13 @@ describe("secretLeak: a candidate's files before the commit", () => {
     expect(await secretLeak(ws({}), "p", ["link.py"])).toBeUndefined();
     expect(readFileSync(join(dir, "target.txt"), "utf8")).toBe(`${OPENAI}\n`);
   });
+});
+
+it("the runner's AUTOLAB_TRIAL_TOKEN is an id, not a credential: left as it is", () => {
+  const line =
+    'ENV {"AUTOLAB_TRIAL_TOKEN":"hub-f233c0dba3505f59d302941cad686e27","MY_TOKEN":"hub-f233c0dba3505f59d302941cad686e27"}';
+  const out = redactSecrets(line);
+  expect(out).toContain('"AUTOLAB_TRIAL_TOKEN":"hub-f233c0dba3505f59d302941cad686e27"');
+  expect(out).toContain('"MY_TOKEN":"[redacted:key]"');
+  expect(isSecretName("AUTOLAB_TRIAL_TOKEN")).toBe(false);
 });

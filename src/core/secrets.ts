@@ -29,6 +29,7 @@ const SECRET_NAMES = new Set(["PGPASSWORD", "PASSWORD", "TOKEN", "SECRET"]);
 export const MIN_SECRET_LENGTH = 8;
 
 export function isSecretName(name: string): boolean {
+  if (name === "AUTOLAB_TRIAL_TOKEN") return false;
   return SECRET_NAME.test(name) || SECRET_NAMES.has(name.toUpperCase());
 }
 
@@ -73,9 +74,10 @@ const BEARER = /(\bBearer\s+)([A-Za-z0-9._~+/-]{16,}=*)/gi;
 const URL_PASSWORD = /(:\/\/[^\s:/@"'\\]+:)([^\s@/"'\\]+)(@)/g;
 // A token after a word naming a secret and `=` or `:` (JSON and YAML quotes allowed around):
 // `OPENAI_API_KEY=…` (the match starts at KEY), `"token": "…"`, `password: …` — not `monkey=…`
-// (a letter before the word).
+// (a letter before the word). AUTOLAB_TRIAL_TOKEN is no credential: the opaque id the runner
+// reaps a trial's processes by (src/runner/process-tree.ts), which the trial itself may print.
 const ASSIGNED =
-  /((?<![A-Za-z])(?:key|token|secret|password|passwd|pwd)(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?)([^\s"'`,;)}\]\\]{12,})/gi;
+  /((?<![A-Za-z])(?<!TRIAL_)(?:key|token|secret|password|passwd|pwd)(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?)([^\s"'`,;)}\]\\]{12,})/gi;
 // Cheap gates: each expression runs only on text that holds what every one of its matches holds.
 const HAS_SHAPE = /sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox/;
 const HAS_BEARER = /bearer/i;
