@@ -128,6 +128,10 @@ export function createProgress(opts: ProgressOptions): { onEvent: (e: LoopEvent)
         if (e.status !== "ok" && e.status !== "pruned") {
           print(`#${e.n} trial ${e.attempt}: ${e.status}${e.reason ? ` — ${e.reason}` : ""}`);
         }
+        if (e.overrunS !== undefined)
+          print(
+            `#${e.n} trial ${e.attempt}: ran ${formatSeconds(e.overrunS)} past its budget, inside the grace window (accepted; the budget is not enforced until budget + grace)`,
+          );
         break;
       case "decision": {
         if (!Number.isNaN(e.best.metric)) best = e.best;

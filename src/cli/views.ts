@@ -19,6 +19,7 @@ import type { KnowledgeHit } from "../core/knowledge.ts";
 import type { ExperimentRecord, Ledger, RunRecord } from "../core/ledger.ts";
 import { formatUsd } from "../core/run-budget.ts";
 import { redactSecrets } from "../core/secrets.ts";
+import { graceOverrun } from "../core/trial-step.ts";
 import type { Program } from "../core/types.ts";
 import {
   buildContext,
@@ -461,7 +462,11 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   for (const t of e.trials) {
     const r = t.result;
     lines.push(
-      `Trial ${t.attempt} (seed ${t.seed}, budget ${t.budgetMs / 1000}s): ${r ? r.status : "running or cut short"}${r?.reason ? ` — ${r.reason}` : ""}`,
+      `Trial ${t.attempt} (seed ${t.seed}, budget ${t.budgetMs / 1000}s): ${r ? r.status : "running or cut short"}${r?.reason ? ` — ${r.reason}` : ""}${
+        r && graceOverrun(r, t.budgetMs) !== undefined
+          ? ` [overran its budget by ${formatSeconds(graceOverrun(r, t.budgetMs) as number)}, inside the grace window]`
+          : ""
+      }`,
     );
     if (r) {
       const m = visibleMetrics({ ...e, trials: [t] }, holdout, flags.holdout ?? false);

@@ -45,6 +45,8 @@ export type LoopEvent =
       metric?: number;
       wallS: number;
       reason?: string;
+      /** Seconds the command ran past its budget and within the grace window (accepted, said). */
+      overrunS?: number;
     }
   | {
       type: "decision";

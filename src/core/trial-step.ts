@@ -278,8 +278,23 @@ export async function runTrial(
     ...(value !== undefined ? { metric: value } : {}),
     wallS: result.wallS,
     ...(result.reason ? { reason: result.reason } : {}),
+    ...(graceOverrun(result, budgetMs) !== undefined ? { overrunS: graceOverrun(result, budgetMs) } : {}),
   });
   return result;
+}
+
+/**
+ * Seconds a finished command ran past its budget, within the grace window: accepted as the
+ * budget's promise allows (the kill comes at budget + grace), and shown as what it is — a trial
+ * that had more time than its budget. Undefined when it kept to its budget or did not finish.
+ */
+export function graceOverrun(
+  result: Pick<TrialResult, "status" | "wallS">,
+  budgetMs: number,
+): number | undefined {
+  if (result.status === "timeout" || result.status === "interrupted") return undefined;
+  const over = result.wallS - budgetMs / 1000;
+  return over > 0.05 ? Math.round(over * 100) / 100 : undefined;
 }
 
 /**
