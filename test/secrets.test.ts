@@ -222,3 +222,10 @@ it("the runner's AUTOLAB_TRIAL_TOKEN is an id, not a credential: left as it is",
   expect(out).toContain('"MY_TOKEN":"[redacted:key]"');
   expect(isSecretName("AUTOLAB_TRIAL_TOKEN")).toBe(false);
 });
+
+it("a database address whose password is already masked is left as it is", () => {
+  expect(redactSecrets("Workers (postgres://me:***@db/lab): 2 live")).toBe(
+    "Workers (postgres://me:***@db/lab): 2 live",
+  );
+  expect(redactSecrets("postgres://me:hunter2hunter2@db/lab")).not.toContain("hunter2");
+});

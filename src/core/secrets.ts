@@ -128,7 +128,10 @@ export function redactKeyShapes(text: string, found?: string[]): string {
   if (HAS_BEARER.test(t))
     t = t.replace(BEARER, (m, lead: string, tok: string) => (looksLikeKey(tok) ? `${lead}${hit(tok)}` : m));
   if (t.includes("://") && t.includes("@"))
-    t = t.replace(URL_PASSWORD, (_m, lead: string, pw: string, at: string) => `${lead}${hit(pw)}${at}`);
+    // A password already masked (`***`, as viewers show database addresses) is left as it is.
+    t = t.replace(URL_PASSWORD, (m, lead: string, pw: string, at: string) =>
+      /^\*+$/.test(pw) ? m : `${lead}${hit(pw)}${at}`,
+    );
   if (HAS_ASSIGNED.test(t))
     t = t.replace(ASSIGNED, (m, lead: string, v: string) => (looksLikeKey(v) ? `${lead}${hit(v)}` : m));
   return t;
