@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -68,17 +69,28 @@ remeasure: ${remeasure}
 
   it("a failed re-measurement trial counts as failed, not as absent: the cell is a failed one", async () => {
     // Issue #38: a kept change that crashes on one fresh seed in five used to be scored on the
-    // four that worked (a clean +40%). The change crashes only on re-measurement seed 1,001,002.
+    // four that worked (a clean +40%). Re-measurement seeds are random (issue #34), so the change
+    // counts its own runs in a declared cache and crashes on its fourth: the run's own trial is
+    // its first, the re-measurement its second to sixth.
     const work = mkdtempSync(join(tmpdir(), "autolab-bench-"));
+    const counter = mkdtempSync(join(tmpdir(), "autolab-bench-counter-"));
     const p = valueProject();
+    const programFile = join(p, "program.md");
+    writeFileSync(
+      programFile,
+      readFileSync(programFile, "utf8").replace(
+        "---\nLower",
+        `sandbox: { caches: [${counter}] }\n---\nLower`,
+      ),
+    );
+    execFileSync("git", ["-C", p, "commit", "-qam", "a counter cache"]);
     const fragile = () =>
       createScriptedAgent(
         [
           {
             hypothesis: "X = 3, fragile",
             edits: {
-              "value.mjs":
-                'export const X = 3;\nif (process.env.AUTOLAB_SEED === "1001002") process.exit(3);\n',
+              "value.mjs": `import { appendFileSync, readFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(counter, "n"))}, "x");\nif (readFileSync(${JSON.stringify(join(counter, "n"))}, "utf8").length === 4) process.exit(3);\nexport const X = 3;\n`,
             },
           },
         ],
