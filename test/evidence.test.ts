@@ -67,7 +67,7 @@ it("grades by what was measured: unmeasured, exploratory, repeated, holdout-chec
   const kept = exp(2, "keep", [{ seed: 7, metrics: { test_score: 2 } }]);
   expect(evidenceOf(kept, none)).toMatchObject({
     grade: "holdout-checked",
-    why: "1 trial on 1 seed; holdout test_score measured",
+    why: "1 trial on 1 seed; holdout measured",
   });
 });
 

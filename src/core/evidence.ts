@@ -77,7 +77,8 @@ export function evidenceOf(e: ExperimentRecord, input: EvidenceInput): Evidence 
   if (kept && doubted) return grade("invalidated", `${measured}; a holdout alarm names it`);
   const withHoldout = input.holdout.filter((h) => ok.some((t) => Number.isFinite(t.result?.metrics[h])));
   if (kept && e.n !== 0 && withHoldout.length > 0)
-    return grade("holdout-checked", `${measured}; holdout ${withHoldout.join(", ")} measured`);
+    // Names stay out: a holdout's name is for people (views redact holdouts by name and value).
+    return grade("holdout-checked", `${measured}; holdout measured`);
   return grade(ok.length > 1 && seeds > 1 ? "repeated" : "exploratory", measured);
 }
 
