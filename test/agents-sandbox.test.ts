@@ -280,7 +280,9 @@ describe.skipIf(!SANDBOX.ok)("a cheating researcher in the sandbox", () => {
     );
     const out = await runOnce(p);
     expectNothingEscaped(p, out, out.logs);
-    expect(out.logs).toContain(`own key=[${OWN_KEY}]`);
+    // Its own key reached it, and the log it wrote holds the key redacted (src/core/secrets.ts).
+    expect(out.logs).toContain("own key=[[redacted:AUTOLAB_TEST_AGENT_KEY]]");
+    expect(out.logs).not.toContain(OWN_KEY);
     // It edits by rename (sed -i), so the editable file's directory takes new files (the scope
     // check's business: next case).
     expect(out.logs).toContain("a new file can be made");

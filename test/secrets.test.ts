@@ -229,3 +229,9 @@ it("a database address whose password is already masked is left as it is", () =>
   );
   expect(redactSecrets("postgres://me:hunter2hunter2@db/lab")).not.toContain("hunter2");
 });
+
+it("a value already redacted is not redacted again", () => {
+  expect(redactSecrets("own key=[[redacted:AUTOLAB_TEST_AGENT_KEY]]")).toBe(
+    "own key=[[redacted:AUTOLAB_TEST_AGENT_KEY]]",
+  );
+});

@@ -133,7 +133,10 @@ export function redactKeyShapes(text: string, found?: string[]): string {
       /^\*+$/.test(pw) ? m : `${lead}${hit(pw)}${at}`,
     );
   if (HAS_ASSIGNED.test(t))
-    t = t.replace(ASSIGNED, (m, lead: string, v: string) => (looksLikeKey(v) ? `${lead}${hit(v)}` : m));
+    // A value already redacted (`key=[redacted:NAME]`) is not redacted again.
+    t = t.replace(ASSIGNED, (m, lead: string, v: string) =>
+      !v.includes("redacted:") && looksLikeKey(v) ? `${lead}${hit(v)}` : m,
+    );
   return t;
 }
 
