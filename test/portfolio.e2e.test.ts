@@ -137,7 +137,13 @@ it("portfolio.md lists every program of the directory, eight kinds, six tuning a
 it("the example suites load, keep portfolio.md's split, and the org's shared roles fit every program", () => {
   const split = new Map(entries().map((e) => [e.path, e.split]));
   const suites = readdirSync(PORTFOLIO).filter((f) => f.endsWith("suite.md"));
-  expect(suites.sort()).toEqual(["heldout-suite.md", "noisy-suite.md", "org-suite.md", "suite.md"]);
+  expect(suites.sort()).toEqual([
+    "accept-suite.md",
+    "heldout-suite.md",
+    "noisy-suite.md",
+    "org-suite.md",
+    "suite.md",
+  ]);
   // Issue #38: at least 12 held-out programs, all noisy (none of the low-noise six), and a few tuning ones.
   const heldout = loadSuite(join(PORTFOLIO, "heldout-suite.md"));
   const held = heldout.programs.filter((p) => p.split === "held-out").map((p) => p.name);
