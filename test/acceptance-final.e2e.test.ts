@@ -19,8 +19,8 @@ describe("acceptance: greedy-final and posterior in a real run (issue #38)", () 
         { hypothesis: "X 3 → 2.5 (a gain, in the reserve)", edits: setX(2.5) },
       ]);
       const [base, real, loss, , late] = experiments;
-      // Two baseline trials (seeds 0, 1): the first noise sample.
-      expect(base?.trials.slice(0, 2).map((t) => t.seed)).toEqual([0, 1]);
+      // Two baseline trials on two different secret seeds: the first noise sample.
+      expect(new Set(base?.trials.slice(0, 2).map((t) => t.seed)).size).toBe(2);
       // Exploring: one trial decides, a gain is built on at once, a loss costs one trial.
       expect(real?.decision?.action).toBe("keep");
       expect(real?.decision?.reason).toMatch(/exploring \(\d+% of the budget left\)/);
@@ -28,7 +28,7 @@ describe("acceptance: greedy-final and posterior in a real run (issue #38)", () 
       expect(loss?.decision?.action).toBe("discard");
       // The last experiment is in the reserve: the answer (#1) is re-measured to 4 trials on
       // its next seeds first, then the challenger is measured to as many before it replaces it.
-      expect(real?.trials.map((t) => t.seed)).toEqual([0, 1, 2, 3]);
+      expect(new Set(real?.trials.map((t) => t.seed)).size).toBe(4);
       expect(late?.trials).toHaveLength(4);
       expect(late?.decision?.action).toBe("keep");
       expect(late?.decision?.reason).toMatch(/better after as many trials as the answer \(4\)/);

@@ -611,8 +611,30 @@ export async function exportCommand(
  * results.tsv's rows appended under an existing file's header: only when the header is the same
  * (another objective's column would be read as this one's).
  */
-function rowsUnder(existing: string, tsv: string, path: string): string {
-  const header = tsv.slice(0, tsv.indexOf("\n"));
+function rowsUnder(existing: string, given: string, path: string): string {
+  let tsv = given;
+  let header = tsv.slice(0, tsv.indexOf("\n"));
+  const theirsHead = existing
+    .slice(0, existing.indexOf("\n") === -1 ? undefined : existing.indexOf("\n"))
+    .trimEnd();
+  // autoresearch's own file has memory_gb; this run's has it only where trials printed it: the
+  // rows take the file's column (0.0, autoresearch's value for "not measured").
+  const cols = header.split("\t");
+  const theirCols = theirsHead.split("\t");
+  if (
+    !cols.includes("memory_gb") &&
+    theirCols[2] === "memory_gb" &&
+    theirCols.filter((c) => c !== "memory_gb").join("\t") === header
+  ) {
+    const rows = tsv
+      .slice(header.length + 1)
+      .split("\n")
+      .map((r) =>
+        r === "" ? r : [...r.split("\t").slice(0, 2), "0.0", ...r.split("\t").slice(2)].join("\t"),
+      );
+    header = theirsHead;
+    tsv = `${header}\n${rows.join("\n")}`;
+  }
   const theirs = existing
     .slice(0, existing.indexOf("\n") === -1 ? undefined : existing.indexOf("\n"))
     .trimEnd();
