@@ -103,7 +103,12 @@ sleep ${asleep}`,
         expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
         // The checkout's protected files byte-identical (expectIntact), and the run went on.
         const nb = expectIntact(p);
-        expectKeptHonestly(nb, 1, BETTER);
+        // The researcher cannot see the checkout any more (class 5 hides it), so it cannot tell it
+        // was resumed and plants its links again in its fresh directory: the door refuses them.
+        const one = nb.exps.find((e) => e.n === 1);
+        if (one?.action !== "keep")
+          expect(one?.reason).toMatch(/left its log agent\.stderr\.log as a symbolic link/);
+        else expectKeptHonestly(nb, 1, BETTER);
         expectKeptHonestly(nb, 2, BETTER_STILL);
       }, 240_000);
     },
