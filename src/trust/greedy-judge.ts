@@ -76,3 +76,28 @@ export const greedyJudge: Judge = {
     return { action: "discard", reason: `not better: ${cmp}`, metric: value, mechanismConfirmed: false };
   },
 };
+
+/**
+ * The first failed trial of several (crash, timeout, tampering, no metric, a broken constraint)
+ * as the decision, saying which trial when it was not the only one: a candidate that fails on
+ * some seeds is fragile. Shared by the rules that judge several trials (noise, posterior).
+ */
+export function firstFailure(program: JudgeInput["program"], trials: TrialResult[]): Decision | undefined {
+  for (let i = 0; i < trials.length; i++) {
+    const t = trials[i] as TrialResult;
+    const d = decideFailure(program, t) ?? decideConstraints(program, t);
+    if (!d) continue;
+    return trials.length > 1 ? { ...d, reason: `trial ${i + 1} of ${trials.length}: ${d.reason}` } : d;
+  }
+  return undefined;
+}
+
+/**
+ * A prune may stop a candidate's first trial (a curve clearly worse than the best's: discarded);
+ * it never overturns trials that completed (issue #38 item 5). A pruned trial after the first
+ * says nothing a judge can weigh — the incumbent's re-measurements are never pruned — so it is
+ * left out, and the candidate is judged on its completed trials.
+ */
+export function withoutLaterPrunes(trials: TrialResult[]): TrialResult[] {
+  return trials.filter((t, i) => i === 0 || t.status !== "pruned");
+}

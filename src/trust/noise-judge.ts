@@ -47,7 +47,7 @@
 import { formatMetric, formatMetricTo, formatShare } from "../core/format.ts";
 import type { Judge, JudgeInput, MoreTrials } from "../core/judge.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
-import { decideConstraints, decideFailure } from "./greedy-judge.ts";
+import { firstFailure, withoutLaterPrunes } from "./greedy-judge.ts";
 import { fitNoise, type NoiseModel, type NoiseSource, sigmaOf } from "./noise-model.ts";
 import { mean, normalCdf, pooledSd, satterthwaiteDf, sumSquares, tQuantile } from "./stats.ts";
 
@@ -438,27 +438,6 @@ function meanText(m: number, se: number, n: number): string {
   return `${formatMetric(m)} ± ${seText} (${n} trial${n === 1 ? "" : "s"})`;
 }
 
-/**
- * A prune may stop a candidate's first trial (a curve clearly worse than the best's: discarded);
- * it never overturns trials that completed (issue #38 item 5). A pruned trial after the first
- * says nothing the judge can weigh — the incumbent's re-measurements are never pruned — so it is
- * left out, and the candidate is judged on its completed trials.
- */
-export function withoutLaterPrunes(trials: TrialResult[]): TrialResult[] {
-  return trials.filter((t, i) => i === 0 || t.status !== "pruned");
-}
-
-function failed(program: JudgeInput["program"], trials: TrialResult[]): Decision | undefined {
-  for (let i = 0; i < trials.length; i++) {
-    const t = trials[i] as TrialResult;
-    const d = decideFailure(program, t) ?? decideConstraints(program, t);
-    if (!d) continue;
-    // Say which trial when it was not the first: a candidate that fails on some seeds is fragile.
-    return trials.length > 1 ? { ...d, reason: `trial ${i + 1} of ${trials.length}: ${d.reason}` } : d;
-  }
-  return undefined;
-}
-
 /** The noise-aware judge (see the file comment for the rule). */
 export function createNoiseJudge(
   options: NoiseJudgeOptions = {},
@@ -481,7 +460,7 @@ export function createNoiseJudge(
       const { program, trials, best } = input;
       if (trials.length === 0)
         return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
-      const bad = failed(program, trials);
+      const bad = firstFailure(program, trials);
       if (bad) return bad;
 
       const name = program.objective.metric;

@@ -34,8 +34,7 @@
 import { formatMetric, formatShare } from "../core/format.ts";
 import { isBetter, type Judge, type JudgeInput, type MoreTrials } from "../core/judge.ts";
 import type { Decision, TrialResult } from "../core/types.ts";
-import { decideConstraints, decideFailure } from "./greedy-judge.ts";
-import { withoutLaterPrunes } from "./noise-judge.ts";
+import { firstFailure, withoutLaterPrunes } from "./greedy-judge.ts";
 import { fitNoise, sigmaOf } from "./noise-model.ts";
 import { mean, normalCdf } from "./stats.ts";
 
@@ -118,16 +117,6 @@ export function beliefOf(
   return { mean: prior.mu0 + w * (m - prior.mu0), variance: w * se2 };
 }
 
-function failed(program: JudgeInput["program"], trials: TrialResult[]): Decision | undefined {
-  for (let i = 0; i < trials.length; i++) {
-    const t = trials[i] as TrialResult;
-    const d = decideFailure(program, t) ?? decideConstraints(program, t);
-    if (!d) continue;
-    return trials.length > 1 ? { ...d, reason: `trial ${i + 1} of ${trials.length}: ${d.reason}` } : d;
-  }
-  return undefined;
-}
-
 export type ResolvedPosteriorJudgeOptions = Required<PosteriorJudgeOptions>;
 
 export function createPosteriorJudge(
@@ -153,7 +142,7 @@ export function createPosteriorJudge(
       const { program, trials, best } = input;
       if (trials.length === 0)
         return { action: "crash", reason: "no trial finished", mechanismConfirmed: null };
-      const bad = failed(program, trials);
+      const bad = firstFailure(program, trials);
       if (bad) return bad;
       const metric = program.objective.metric;
       const sign = program.objective.direction === "minimize" ? 1 : -1;
