@@ -138,7 +138,8 @@ export async function finalizeRun(opts: FinalizeOptions = {}): Promise<FinalizeP
     const run = selectRun(ledger, opts.tag);
     const program = programOrUndefined(file);
     const repo = await findRepo(dirname(file));
-    const plan = await planFinalize(repo, run, ledger.listExperiments(run.id), program);
+    const exps = ledger.listExperiments(run.id);
+    const plan = await planFinalize(repo, run, exps, program);
     const writes = opts.apply || opts.pr || opts.verify;
     if (writes && plan.dirty.length) {
       throw new AutolabError(
@@ -160,7 +161,7 @@ export async function finalizeRun(opts: FinalizeOptions = {}): Promise<FinalizeP
     }
     if (opts.pr) await openPullRequests(repo, plan, opts.remote ?? "origin");
     // Graded last: a --verify of this call is part of the evidence.
-    const grades = evidenceByN(run, ledger.listExperiments(run.id), ledger.listNotes(run.id), program);
+    const grades = evidenceByN(run, exps, ledger.listNotes(run.id), program);
     for (const c of plan.changes) {
       const ev = grades.get(c.n);
       if (ev) c.evidence = ev;

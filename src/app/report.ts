@@ -4,7 +4,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { renderFrontChart } from "../chart/front-chart.ts";
 import { renderProgressChart } from "../chart/progress-chart.ts";
 import { revisitOf } from "../core/advisor.ts";
-import type { Directive } from "../core/directives.ts";
+import { type Directive, directiveLine } from "../core/directives.ts";
 import { evidenceLabel } from "../core/evidence.ts";
 import { lastResult, objectiveOf } from "../core/experiments.ts";
 import { firstLine, formatChange, formatComputeTime, formatMetric, formatMetricTo } from "../core/format.ts";
@@ -220,10 +220,7 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
       const change = prev !== undefined && m !== undefined ? formatChange(prev, m) : "";
       const hm = holdout.map((h) => ` ${formatMetric(lastResult(e)?.metrics[h])} |`).join("");
       lines.push(
-        `| ${e.n} | ${formatMetric(m)} | ${change} | ${(() => {
-          const ev = evidence.get(e.n);
-          return ev ? evidenceLabel(ev) : "";
-        })()} | ${mdCode(e.commit.slice(0, 8))} | ${mdText(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
+        `| ${e.n} | ${formatMetric(m)} | ${change} | ${evidenceLabel(evidence.get(e.n))} | ${mdCode(e.commit.slice(0, 8))} | ${mdText(e.n === 0 ? "baseline" : firstLine(e.hypothesis, 160))} |${hm}`,
       );
       if (m !== undefined) prev = m;
     }
@@ -264,10 +261,7 @@ export function reportMarkdown(run: RunRecord, exps: ExperimentRecord[], opts: R
 
   if (opts.directives?.length) {
     lines.push("", "## Directives", "");
-    for (const d of opts.directives)
-      lines.push(
-        `- ${d.id}. ${d.at.slice(0, 16).replace("T", " ")} UTC${d.withdrawnAt ? ` (withdrawn ${d.withdrawnAt.slice(0, 16).replace("T", " ")} UTC)` : ""}: ${mdText(firstLine(d.text, 300))}`,
-      );
+    for (const d of opts.directives) lines.push(`- ${mdText(firstLine(directiveLine(d), 360))}`);
   }
 
   if (opts.advice?.length) {

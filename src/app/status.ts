@@ -329,8 +329,13 @@ function memoryGb(e: ExperimentRecord): number | undefined {
  * memory_gb is autoresearch's peak GPU memory: written only when the trials printed it
  * (memory_gb or peak_vram_mb), never made up from the process's RAM.
  */
-export function resultsTsv(run: RunRecord, exps: ExperimentRecord[]): string {
-  const withMemory = exps.some((e) => memoryGb(e) !== undefined);
+export function resultsTsv(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  /** Force the memory_gb column (0.0 where unmeasured): rows appended under a file that has it. */
+  memoryColumn = false,
+): string {
+  const withMemory = memoryColumn || exps.some((e) => memoryGb(e) !== undefined);
   const rows = [
     ["commit", run.metric, ...(withMemory ? ["memory_gb"] : []), "status", "description"].join("\t"),
   ];

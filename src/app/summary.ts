@@ -6,7 +6,13 @@
  */
 import { type Evidence, type EvidenceGrade, evidenceLabel } from "../core/evidence.ts";
 import { objectiveOf } from "../core/experiments.ts";
-import { formatChange, formatComputeTime, formatMetric } from "../core/format.ts";
+import {
+  formatChange,
+  formatComputeTime,
+  formatCount,
+  formatMetric,
+  formatUtcMinute,
+} from "../core/format.ts";
 import type { ExperimentRecord, RunRecord } from "../core/ledger.ts";
 import type { Alarm } from "../core/types.ts";
 import { predictedBestLine, type StatusJson } from "./status.ts";
@@ -90,7 +96,7 @@ export function summaryOf(
       hypothesis: e.hypothesis,
       value,
       change: value !== null && from !== undefined ? formatChange(from, value) : null,
-      evidence: `${ev ? `${evidenceLabel(ev)}, ` : ""}${trials} trial${trials === 1 ? "" : "s"}${margin ? `, ${margin}` : ""}`,
+      evidence: `${ev ? `${evidenceLabel(ev)}, ` : ""}${formatCount(trials, "trial")}${margin ? `, ${margin}` : ""}`,
       grade: ev?.grade ?? null,
       trials,
     };
@@ -177,9 +183,8 @@ export function summaryOf(
 /** The summary as markdown: what the terminal prints and the dashboard's top panel shows. */
 export function summaryMarkdown(s: SummaryJson): string {
   const out: string[] = [];
-  const window = `${s.since.slice(0, 16).replace("T", " ")} → ${s.until.slice(0, 16).replace("T", " ")} UTC`;
+  const window = `${formatUtcMinute(s.since)} → ${formatUtcMinute(s.until)} UTC`;
   out.push(`# ${s.program}, run ${s.tag}: ${window}`, "");
-  const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? "" : "s"}`;
   const best =
     s.bestBefore !== null && s.bestNow !== null && s.bestBefore !== s.bestNow
       ? `; best ${s.metric} ${formatMetric(s.bestBefore)} → ${formatMetric(s.bestNow)} (${formatChange(s.bestBefore, s.bestNow)})`
@@ -187,7 +192,7 @@ export function summaryMarkdown(s: SummaryJson): string {
         ? `; best ${s.metric} ${formatMetric(s.bestNow)}`
         : "";
   out.push(
-    `${plural(s.experiments, "experiment")}, ${plural(s.trials, "trial")}, ${s.kept.length} kept${best}.`,
+    `${formatCount(s.experiments, "experiment")}, ${formatCount(s.trials, "trial")}, ${s.kept.length} kept${best}.`,
     "",
   );
   out.push("## Kept");

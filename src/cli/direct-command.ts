@@ -5,7 +5,7 @@
  * ends one.
  */
 import { openLedger, selectRun } from "../app/lab.ts";
-import { directiveNote, directivesOf, withdrawalNote } from "../core/directives.ts";
+import { directiveLine, directiveNote, directivesOf, withdrawalNote } from "../core/directives.ts";
 import { AutolabError } from "../core/errors.ts";
 import { handleError } from "./errors.ts";
 import { safeText } from "./safe-text.ts";
@@ -61,10 +61,7 @@ export function directCommand(
       }
       if (flags.list || out.length === 0) {
         if (all.length === 0) out.push(`Run ${run.tag} has no directives.`);
-        for (const d of all)
-          out.push(
-            `${d.id}. ${d.at.slice(0, 16).replace("T", " ")} UTC${d.withdrawnAt ? ` (withdrawn ${d.withdrawnAt.slice(0, 16).replace("T", " ")} UTC)` : ""}: ${d.text.replace(/\s*\n\s*/g, " / ")}`,
-          );
+        for (const d of all) out.push(directiveLine(d));
       }
       process.stdout.write(safeText(`${out.join("\n")}\n`));
     } finally {

@@ -78,7 +78,9 @@ cli
   .command("init")
   .description("create program.md (or copy an example, or migrate from autoresearch) in a git repository")
   .argument("[dir]", "project directory", ".")
-  .option("-e, --example <name>", `copy an example project: ${listExamples().join(", ")}`)
+  .option("-e, --example <name>", "copy an example project (the list is below)")
+  // Read from examples/ only when help is shown: not on every start of the CLI.
+  .addHelpText("after", () => `\nExamples (--example): ${listExamples().join(", ")}`)
   .option(
     "--from <tool>",
     "migrate a checkout of autoresearch or pi-autoresearch: program.md from its files, its results as prior history",

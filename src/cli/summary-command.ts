@@ -1,14 +1,10 @@
 /** `autolab summary [--since 8h]`: the morning summary (src/app/summary.ts). Read-only. */
-import { join } from "node:path";
 import { evidenceByN } from "../app/evidence.ts";
 import { openLedger, selectRun } from "../app/lab.ts";
-import { lockHolder } from "../app/lock.ts";
-import { statusOf } from "../app/status.ts";
 import { summaryMarkdown, summaryOf } from "../app/summary.ts";
-import type { Program } from "../core/types.ts";
-import { loadProgram } from "../program/index.ts";
 import { handleError } from "./errors.ts";
 import { safeJson, safeText } from "./safe-text.ts";
+import { programOf, statusWith } from "./views.ts";
 
 /** Default window: a night. */
 export const DEFAULT_SINCE_MS = 8 * 3600_000;
@@ -24,21 +20,11 @@ export function summaryCommand(flags: {
     try {
       const run = selectRun(ledger, flags.tag);
       const exps = ledger.listExperiments(run.id);
-      let program: Program | undefined;
-      try {
-        program = loadProgram(run.programPath);
-      } catch {
-        // views work without a readable program.md
-      }
-      const status = statusOf(run, exps, program, {
-        sessions: ledger.listSessions(run.id),
-        notes: ledger.listNotes(run.id),
-        live: lockHolder(join(stateDir, `run-${run.tag}.lock`)) !== undefined,
-        advice: ledger.listAdvice(run.id),
-      });
+      const program = programOf(run);
+      const notes = ledger.listNotes(run.id);
+      const status = statusWith(run, exps, { ledger, stateDir }, program, notes);
       const now = new Date();
       const since = new Date(now.getTime() - (flags.since ?? DEFAULT_SINCE_MS));
-      const notes = ledger.listNotes(run.id);
       const s = summaryOf(run, exps, status, { since, now }, evidenceByN(run, exps, notes, program));
       if (flags.json) process.stdout.write(`${safeJson(JSON.stringify(s, null, 2))}\n`);
       else process.stdout.write(safeText(summaryMarkdown(s)));

@@ -79,8 +79,28 @@ function write(text: string): void {
   process.stdout.write(clean.endsWith("\n") ? clean : `${clean}\n`);
 }
 
+/**
+ * The run's status as `status` shows it, read from the open notebook (its sessions, notes,
+ * imported history, advice and whether a harness holds its lock). `summary` reads the same.
+ */
+export function statusWith(
+  run: RunRecord,
+  exps: ExperimentRecord[],
+  lab: { ledger: Ledger; stateDir: string },
+  program: Program | undefined = programOf(run),
+  notes = lab.ledger.listNotes(run.id),
+): StatusJson {
+  return statusOf(run, exps, program, {
+    sessions: lab.ledger.listSessions(run.id),
+    notes,
+    live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
+    imported: lab.ledger.listImportedResults(),
+    advice: lab.ledger.listAdvice(run.id),
+  });
+}
+
 /** The run's program.md as it is now, if it still parses (views must work without it). */
-function programOf(run: RunRecord): Program | undefined {
+export function programOf(run: RunRecord): Program | undefined {
   try {
     return loadProgram(run.programPath);
   } catch {
@@ -123,13 +143,7 @@ export async function statusCommand(flags: ViewFlags & { fleet?: string }): Prom
   withRun(
     flags,
     (run, exps, _holdout, lab) => {
-      const s = statusOf(run, exps, programOf(run), {
-        sessions: lab.ledger.listSessions(run.id),
-        notes: lab.ledger.listNotes(run.id),
-        live: lockHolder(join(lab.stateDir, `run-${run.tag}.lock`)) !== undefined,
-        imported: lab.ledger.listImportedResults(),
-        advice: lab.ledger.listAdvice(run.id),
-      });
+      const s = statusWith(run, exps, lab);
       if (flags.json)
         return printJson(JSON.stringify(fleet ? { ...s, workers: fleet.workers ?? null } : s, null, 2));
       const lines = [`Run ${s.tag} (${s.program}) on branch ${s.branch}`];
@@ -353,10 +367,7 @@ export function logCommand(flags: ViewFlags): void {
         String(e.n),
         e.decision?.action ?? "pending",
         formatMetric(objectiveOf(e, run.metric)),
-        (() => {
-          const ev = evidence.get(e.n);
-          return ev ? evidenceLabel(ev) : "";
-        })(),
+        evidenceLabel(evidence.get(e.n)),
         r ? formatSeconds(r.wallS) : "—",
         e.commit.slice(0, 8),
         e.hypothesis.split("\n")[0] ?? "",
@@ -461,11 +472,10 @@ export async function showCommand(id: string, flags: ViewFlags): Promise<void> {
   } else lines.push("Decision:   pending");
   for (const t of e.trials) {
     const r = t.result;
+    const over = r ? graceOverrun(r, t.budgetMs) : undefined;
     lines.push(
       `Trial ${t.attempt} (seed ${t.seed}, budget ${t.budgetMs / 1000}s): ${r ? r.status : "running or cut short"}${r?.reason ? ` — ${r.reason}` : ""}${
-        r && graceOverrun(r, t.budgetMs) !== undefined
-          ? ` [overran its budget by ${formatSeconds(graceOverrun(r, t.budgetMs) as number)}, inside the grace window]`
-          : ""
+        over !== undefined ? ` [overran its budget by ${formatSeconds(over)}, inside the grace window]` : ""
       }`,
     );
     if (r) {
@@ -589,7 +599,8 @@ export async function exportCommand(
     );
   }
   let text = withRun(flags, (run, exps, holdout, lab) => {
-    if (format === "results-tsv") return resultsTsv(run, exps);
+    // Appended under autoresearch's own file, the rows take its memory_gb column (0.0: unmeasured).
+    if (format === "results-tsv") return resultsTsv(run, exps, /^[^\n]*\tmemory_gb\t/.test(before));
     if (format === "log-jsonl")
       return piLogJsonl(run, exps, holdout, before ? piLogContinuation(before) : undefined);
     const evidence = evidenceByN(run, exps, lab.ledger.listNotes(run.id), programOf(run));
@@ -611,30 +622,8 @@ export async function exportCommand(
  * results.tsv's rows appended under an existing file's header: only when the header is the same
  * (another objective's column would be read as this one's).
  */
-function rowsUnder(existing: string, given: string, path: string): string {
-  let tsv = given;
-  let header = tsv.slice(0, tsv.indexOf("\n"));
-  const theirsHead = existing
-    .slice(0, existing.indexOf("\n") === -1 ? undefined : existing.indexOf("\n"))
-    .trimEnd();
-  // autoresearch's own file has memory_gb; this run's has it only where trials printed it: the
-  // rows take the file's column (0.0, autoresearch's value for "not measured").
-  const cols = header.split("\t");
-  const theirCols = theirsHead.split("\t");
-  if (
-    !cols.includes("memory_gb") &&
-    theirCols[2] === "memory_gb" &&
-    theirCols.filter((c) => c !== "memory_gb").join("\t") === header
-  ) {
-    const rows = tsv
-      .slice(header.length + 1)
-      .split("\n")
-      .map((r) =>
-        r === "" ? r : [...r.split("\t").slice(0, 2), "0.0", ...r.split("\t").slice(2)].join("\t"),
-      );
-    header = theirsHead;
-    tsv = `${header}\n${rows.join("\n")}`;
-  }
+function rowsUnder(existing: string, tsv: string, path: string): string {
+  const header = tsv.slice(0, tsv.indexOf("\n"));
   const theirs = existing
     .slice(0, existing.indexOf("\n") === -1 ? undefined : existing.indexOf("\n"))
     .trimEnd();

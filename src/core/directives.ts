@@ -4,6 +4,7 @@
  * note in the notebook (its text and time recorded, append-only); a withdrawal is a later note
  * naming it. The active ones reach every next researcher's context, fenced (views.ts).
  */
+import { formatUtcMinute } from "./format.ts";
 import type { NoteRecord } from "./ledger.ts";
 
 const GIVEN = "DIRECTIVE: ";
@@ -37,4 +38,10 @@ export function directivesOf(notes: readonly NoteRecord[]): Directive[] {
 
 export function activeDirectives(notes: readonly NoteRecord[]): Directive[] {
   return directivesOf(notes).filter((d) => d.withdrawnAt === undefined);
+}
+
+/** "2. 2026-11-28 14:05 UTC (withdrawn 14:30 …): text" — one line each (--list, the report). */
+export function directiveLine(d: Directive): string {
+  const withdrawn = d.withdrawnAt ? ` (withdrawn ${formatUtcMinute(d.withdrawnAt)} UTC)` : "";
+  return `${d.id}. ${formatUtcMinute(d.at)} UTC${withdrawn}: ${d.text.replace(/\s*\n\s*/g, " / ")}`;
 }

@@ -13,6 +13,7 @@
  * `selfReported` says separately that the value came from the experiment's own code (no
  * protected evaluate step): every grade of such a result rests on the researcher's honesty.
  */
+import { formatCount } from "./format.ts";
 import type { ExperimentRecord, NoteRecord } from "./ledger.ts";
 import type { Alarm } from "./types.ts";
 
@@ -58,7 +59,7 @@ export function evidenceOf(e: ExperimentRecord, input: EvidenceInput): Evidence 
     selfReported,
     why,
   });
-  const measured = `${ok.length} trial${ok.length === 1 ? "" : "s"} on ${seeds} seed${seeds === 1 ? "" : "s"}`;
+  const measured = `${formatCount(ok.length, "trial")} on ${formatCount(seeds, "seed")}`;
   const tamper = mine.find((n) => n.text.startsWith("ALARM tamper"));
   if (tamper) return grade("invalidated", "a tampering alarm");
   const verify = mine.filter((n) => n.text.startsWith(VERIFIED)).at(-1);
@@ -82,7 +83,8 @@ export function evidenceOf(e: ExperimentRecord, input: EvidenceInput): Evidence 
   return grade(ok.length > 1 && seeds > 1 ? "repeated" : "exploratory", measured);
 }
 
-/** The grade as shown in a column, with the self-reported mark. */
-export function evidenceLabel(ev: Evidence): string {
+/** The grade as shown in a column, with the self-reported mark ("" for an ungraded row). */
+export function evidenceLabel(ev: Evidence | undefined): string {
+  if (!ev) return "";
   return `${ev.grade}${ev.selfReported ? " (self-reported)" : ""}`;
 }

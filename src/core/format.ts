@@ -32,6 +32,11 @@ export function formatChange(from: number, to: number): string {
   return `${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%`;
 }
 
+/** An ISO time to the minute, as the views show a moment: "2026-11-28 14:05" (UTC). */
+export function formatUtcMinute(iso: string): string {
+  return iso.slice(0, 16).replace("T", " ");
+}
+
 /** A count with its noun, singular for one: "1 experiment", "3 experiments". */
 export function formatCount(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;

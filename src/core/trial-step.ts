@@ -270,6 +270,7 @@ export async function runTrial(
   crashPoint("after-trial-result");
   if (result.status === "tampered") await ws.restoreProtected(allowed);
   const value = result.metrics[program.objective.metric];
+  const overrunS = graceOverrun(result, budgetMs);
   emit({
     type: "trial_finished",
     n: exp.n,
@@ -278,7 +279,7 @@ export async function runTrial(
     ...(value !== undefined ? { metric: value } : {}),
     wallS: result.wallS,
     ...(result.reason ? { reason: result.reason } : {}),
-    ...(graceOverrun(result, budgetMs) !== undefined ? { overrunS: graceOverrun(result, budgetMs) } : {}),
+    ...(overrunS !== undefined ? { overrunS } : {}),
   });
   return result;
 }

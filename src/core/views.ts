@@ -1,6 +1,6 @@
 import { activeDirectives, type Directive } from "./directives.ts";
 import { bestOf, lastResult, objectiveOf } from "./experiments.ts";
-import { formatMetric, shortLine } from "./format.ts";
+import { formatMetric, formatUtcMinute, shortLine } from "./format.ts";
 import type { KnowledgeHit } from "./knowledge.ts";
 import type {
   AdviceRecord,
@@ -218,7 +218,7 @@ export function buildContext(
 function directiveLines(ds: readonly Directive[]): string[] {
   const out = ["## Directives from the person running this lab (given during the run; follow them)"];
   for (const d of ds)
-    out.push(`### Directive ${d.id}, ${d.at.slice(0, 16).replace("T", " ")} UTC`, ...hookOutputLines(d.text));
+    out.push(`### Directive ${d.id}, ${formatUtcMinute(d.at)} UTC`, ...hookOutputLines(d.text));
   return out;
 }
 
