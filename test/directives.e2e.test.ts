@@ -46,6 +46,16 @@ it("directivesOf: in order, withdrawals marked; the context fences each line", (
   );
   // The directive's text cannot open a section of its own.
   expect(text.match(/^## Research directions$/gm)).toHaveLength(1);
+  // Agents see only what they may (ARCHITECTURE promise 5): a holdout value in a directive is
+  // redacted like one anywhere else in the context.
+  const withHoldout = { ...program, metrics: { holdout: ["test_score"] } } as typeof program;
+  const leak = buildContext(withHoldout, undefined, [], {
+    directives: [
+      { id: 1, text: "we know test_score: 0.4321 on the holdout", at: "2026-11-28T02:00:00.000Z" },
+    ],
+  });
+  expect(leak).toContain("| we know [holdout redacted]");
+  expect(leak).not.toContain("0.4321");
 });
 
 it("a directive given while the run runs reaches the next prompts; withdrawn, it stops", async () => {
